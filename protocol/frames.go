@@ -1,0 +1,266 @@
+package protocol
+
+// Frame is one JSON object on the wire. FrameType is the value of its
+// "type" field.
+type Frame interface {
+	FrameType() string
+}
+
+// Ref carries the client-chosen request id that an answer echoes. It is
+// embedded in every frame that can carry an id.
+type Ref struct {
+	ID string `json:"id,omitempty"`
+}
+
+// RequestID returns the request id, "" when none was given.
+func (r Ref) RequestID() string { return r.ID }
+
+// Message is the message object of the protocol.
+type Message struct {
+	Conv     string `json:"conv"`
+	Seq      int64  `json:"seq"`
+	MsgID    string `json:"msg_id"`
+	From     string `json:"from"`
+	Body     string `json:"body"`
+	ClientTS int64  `json:"client_ts"`
+	ServerTS int64  `json:"server_ts"`
+	// Kind is "system" for events written by the server, "" otherwise.
+	Kind string `json:"kind,omitempty"`
+}
+
+// KindSystem marks a message written by the server about an event.
+const KindSystem = "system"
+
+// Mark is a high-water mark: everything up to Seq in Conv.
+type Mark struct {
+	Conv string `json:"conv"`
+	Seq  int64  `json:"seq"`
+}
+
+// MemberReceipt is one member's boundaries in a receipts answer.
+type MemberReceipt struct {
+	User         string `json:"user"`
+	DeliveredSeq int64  `json:"delivered_seq"`
+	ReadSeq      int64  `json:"read_seq"`
+}
+
+// Session is a user's view of one conversation, as in the session list.
+// Every field is always present on the wire.
+type Session struct {
+	Conv         string   `json:"conv"`
+	Kind         string   `json:"kind"`
+	Title        string   `json:"title"`
+	Members      []string `json:"members"`
+	UnreadCount  int64    `json:"unread_count"`
+	ReadSeq      int64    `json:"read_seq"`
+	WriteSeq     int64    `json:"write_seq"`
+	ActiveTS     int64    `json:"active_ts"`
+	WriteTS      int64    `json:"write_ts"`
+	Muted        bool     `json:"muted"`
+	MuteUntil    int64    `json:"mute_until"`
+	Priority     int64    `json:"priority"`
+	Deleted      bool     `json:"deleted"`
+	MarkedUnread bool     `json:"marked_unread"`
+	Category     string   `json:"category"`
+	SubBiz       string   `json:"sub_biz"`
+	LastMsg      *Message `json:"last_msg"`
+	Ticks        Ticks    `json:"ticks"`
+}
+
+// Frames a client sends.
+
+// Hello opens a session; it must be the first frame.
+type Hello struct {
+	Ref
+	Protocol int    `json:"protocol"`
+	User     string `json:"user,omitempty"`
+	Device   string `json:"device"`
+	Token    string `json:"token,omitempty"`
+}
+
+// Send stores a message in a conversation.
+type Send struct {
+	Ref
+	Conv     string `json:"conv"`
+	MsgID    string `json:"msg_id"`
+	Body     string `json:"body"`
+	ClientTS int64  `json:"client_ts"`
+}
+
+// History asks for a page of a conversation's messages.
+type History struct {
+	Ref
+	Conv      string `json:"conv"`
+	BeforeSeq int64  `json:"before_seq,omitempty"`
+	AfterSeq  *int64 `json:"after_seq,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// Delivered says the device holds everything up to each mark.
+type Delivered struct {
+	Ref
+	Marks []Mark `json:"marks"`
+}
+
+// Read says the user has seen everything up to each mark.
+type Read struct {
+	Ref
+	Marks []Mark `json:"marks"`
+}
+
+// ReceiptsRequest asks for every member's boundaries in a conversation
+// (message info).
+type ReceiptsRequest struct {
+	Ref
+	Conv string `json:"conv"`
+}
+
+// Typing is ephemeral: a client sends it with Conv; the server forwards it
+// to the other members with User set.
+type Typing struct {
+	Conv string `json:"conv"`
+	User string `json:"user,omitempty"`
+}
+
+// Sync asks for the sessions changed since a cursor.
+type Sync struct {
+	Ref
+	Since  int64  `json:"since"`
+	Limit  int    `json:"limit,omitempty"`
+	SubBiz string `json:"sub_biz,omitempty"`
+}
+
+// SessionOp changes one session: pin, unpin, mute, unmute, mark_unread,
+// delete or set_category.
+type SessionOp struct {
+	Ref
+	Conv     string `json:"conv"`
+	Op       string `json:"op"`
+	Until    int64  `json:"until,omitempty"`
+	Category string `json:"category,omitempty"`
+}
+
+// CreateGroup creates a group conversation.
+type CreateGroup struct {
+	Ref
+	Title   string   `json:"title"`
+	Members []string `json:"members"`
+	Key     string   `json:"key,omitempty"`
+}
+
+// GroupOp changes a group: add, remove, leave or rename.
+type GroupOp struct {
+	Ref
+	Conv  string   `json:"conv"`
+	Op    string   `json:"op"`
+	Users []string `json:"users,omitempty"`
+	Title string   `json:"title,omitempty"`
+}
+
+// Frames the server sends.
+
+// Welcome answers a successful hello.
+type Welcome struct {
+	Ref
+	User       string `json:"user"`
+	Device     string `json:"device"`
+	ServerTime int64  `json:"server_time"`
+}
+
+// Sent answers a send: the message is durable.
+type Sent struct {
+	Ref
+	Conv     string `json:"conv"`
+	MsgID    string `json:"msg_id"`
+	Seq      int64  `json:"seq"`
+	ServerTS int64  `json:"server_ts"`
+}
+
+// MsgPush carries one message to a device.
+type MsgPush struct {
+	Msg Message `json:"msg"`
+}
+
+// Messages answers a history request.
+type Messages struct {
+	Ref
+	Conv     string    `json:"conv"`
+	Messages []Message `json:"messages"`
+	HasMore  bool      `json:"has_more"`
+}
+
+// OK answers a request that has no answer of its own. Session is set for
+// session operations.
+type OK struct {
+	Ref
+	Session *Session `json:"session,omitempty"`
+}
+
+// Status carries a conversation's tick boundaries.
+type Status struct {
+	Conv         string `json:"conv"`
+	DeliveredSeq int64  `json:"delivered_seq"`
+	ReadSeq      int64  `json:"read_seq"`
+}
+
+// ReceiptsReply answers a receipts request with every member's boundaries.
+type ReceiptsReply struct {
+	Ref
+	Conv    string          `json:"conv"`
+	Members []MemberReceipt `json:"members"`
+}
+
+// ErrorFrame answers a request that failed, or reports a frame that could
+// not be understood.
+type ErrorFrame struct {
+	Ref
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+// Sessions answers a sync.
+type Sessions struct {
+	Ref
+	Sessions    []Session `json:"sessions"`
+	Cursor      int64     `json:"cursor"`
+	HasMore     bool      `json:"has_more"`
+	TotalUnread int64     `json:"total_unread"`
+}
+
+// SessionSync nudges a device to sync its sessions from its cursor.
+type SessionSync struct {
+	Cursor int64 `json:"cursor"`
+}
+
+// Group carries a group's state, answering create_group and group_op.
+type Group struct {
+	Ref
+	Conv    string   `json:"conv"`
+	Title   string   `json:"title"`
+	Members []string `json:"members"`
+}
+
+// FrameType implementations.
+
+func (*Hello) FrameType() string           { return "hello" }
+func (*Send) FrameType() string            { return "send" }
+func (*History) FrameType() string         { return "history" }
+func (*Delivered) FrameType() string       { return "delivered" }
+func (*Read) FrameType() string            { return "read" }
+func (*ReceiptsRequest) FrameType() string { return "receipts" }
+func (*Typing) FrameType() string          { return "typing" }
+func (*Sync) FrameType() string            { return "sync" }
+func (*SessionOp) FrameType() string       { return "session_op" }
+func (*CreateGroup) FrameType() string     { return "create_group" }
+func (*GroupOp) FrameType() string         { return "group_op" }
+func (*Welcome) FrameType() string         { return "welcome" }
+func (*Sent) FrameType() string            { return "sent" }
+func (*MsgPush) FrameType() string         { return "msg" }
+func (*Messages) FrameType() string        { return "messages" }
+func (*OK) FrameType() string              { return "ok" }
+func (*Status) FrameType() string          { return "status" }
+func (*ReceiptsReply) FrameType() string   { return "receipts" }
+func (*ErrorFrame) FrameType() string      { return "error" }
+func (*Sessions) FrameType() string        { return "sessions" }
+func (*SessionSync) FrameType() string     { return "session_sync" }
+func (*Group) FrameType() string           { return "group" }
