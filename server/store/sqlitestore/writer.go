@@ -1,0 +1,132 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/imcore/im/server/store"
+)
+
+// maxBatch bounds how many writes share one transaction (and one fsync).
+const maxBatch = 256
+
+// writeOp is one unit of work for the writer: it runs inside the batch's
+// transaction, under its own savepoint, so that its failure undoes only
+// itself.
+type writeOp struct {
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// write runs fn in the writer's next batch and returns once the batch is
+// committed (durable) or fn failed. Results fn leaves in the caller's
+// variables are valid only when write returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	// The read lock keeps Close from finishing between the closed check and
+	// the enqueue, so every queued op is seen by the writer's final drain.
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return store.ErrClosed
+	}
+	select {
+	case s.ops <- op:
+		s.closeMu.RUnlock()
+	case <-ctx.Done():
+		s.closeMu.RUnlock()
+		return ctx.Err()
+	}
+	// Once queued the op will run; wait for the outcome so the caller never
+	// reports failure for a write that committed.
+	return <-op.done
+}
+
+// writeLoop is the single writer: it takes every op queued while the last
+// commit ran and commits them together — group commit.
+func (s *Store) writeLoop() {
+	defer close(s.writerDone)
+	for {
+		var first *writeOp
+		select {
+		case first = <-s.ops:
+		case <-s.closing:
+			// Drain what was queued before closing.
+			for {
+				select {
+				case op := <-s.ops:
+					s.commit([]*writeOp{op})
+				default:
+					return
+				}
+			}
+		}
+		batch := []*writeOp{first}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case op := <-s.ops:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction and reports to every op.
+func (s *Store) commit(batch []*writeOp) {
+	results := make([]error, len(batch))
+	err := s.runBatch(batch, results)
+	for i, op := range batch {
+		if err != nil {
+			op.done <- err
+		} else {
+			op.done <- results[i]
+		}
+	}
+	s.stats.batches.Add(1)
+	s.stats.ops.Add(int64(len(batch)))
+}
+
+func (s *Store) runBatch(batch []*writeOp, results []error) error {
+	ctx := context.Background()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	for i, op := range batch {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		results[i] = runOp(op, tx)
+		if results[i] != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("rollback to savepoint: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// runOp runs one op, turning a panic into an error so that one bad op
+// cannot take the writer down.
+func runOp(op *writeOp, tx *sql.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("write op panicked: %v", r)
+		}
+	}()
+	return op.fn(tx)
+}

@@ -1,0 +1,119 @@
+// Package store says what the messaging domain needs from durable storage:
+// appends with per-conversation sequencing and idempotency, ordered history
+// reads, monotonic tick boundaries and pending deliveries. Backends live in
+// sub-packages; storetest holds the conformance suite every backend passes.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/imcore/im/protocol"
+)
+
+// ErrClosed is returned by a store that has been closed.
+var ErrClosed = errors.New("store closed")
+
+// Store is the durable state of the messaging domain. Every method is safe
+// for concurrent use. A method that returns an error changed nothing.
+type Store interface {
+	// Append stores a message, assigning the next seq of its conversation
+	// and the server timestamp, unless (conv, msg_id) is already stored, in
+	// which case it returns the stored message with Duplicate set and
+	// changes nothing. In the same atomic step it creates the conversation
+	// on its first message (with a boundary row for every member), moves the
+	// sender's delivered and read boundaries up to the new seq (sending
+	// implies reading), and puts a pending-delivery row (if absent) for every
+	// user in Offline. It returns once the write is durable.
+	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
+
+	// History returns up to q.Limit messages of conv in ascending seq order,
+	// and whether more exist further in the direction asked.
+	History(ctx context.Context, conv string, q HistoryQuery) (msgs []protocol.Message, hasMore bool, err error)
+
+	// Mark raises user's boundaries of the given kind to each mark: a
+	// max-merge, clamped to the conversation's newest seq, read implying
+	// delivered. A pending-delivery row whose user's delivered boundary
+	// reaches the newest seq is removed. It returns the conversations whose
+	// tick minimum (over members) rose, with the new minimum.
+	Mark(ctx context.Context, user string, kind MarkKind, marks []protocol.Mark) ([]TickChange, error)
+
+	// Pending returns user's pending-delivery rows with what is needed to
+	// replay them.
+	Pending(ctx context.Context, user string) ([]PendingDelivery, error)
+
+	// EnsurePending puts a pending-delivery row (user, conv) at the user's
+	// first undelivered seq, if the user's delivered boundary is below the
+	// conversation's newest seq and no row exists. It is the fallback for
+	// pushes that were never acknowledged.
+	EnsurePending(ctx context.Context, user, conv string) error
+
+	// Receipts returns every member's boundaries in conv, ordered by user.
+	Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error)
+
+	// Close finishes the writes in flight and releases the store.
+	Close() error
+}
+
+// AppendRequest is one message to store.
+type AppendRequest struct {
+	// Msg holds conv, msg_id, from, body, client_ts and kind; seq and
+	// server_ts are assigned by the store.
+	Msg protocol.Message
+	// Members are the conversation's members, used to create it on its
+	// first message.
+	Members []string
+	// Offline are the recipients that no device will receive a push for;
+	// each gets a pending-delivery row if it has none.
+	Offline []string
+}
+
+// AppendResult is the stored message.
+type AppendResult struct {
+	Msg protocol.Message
+	// Duplicate is true when (conv, msg_id) was already stored; Msg is then
+	// the original.
+	Duplicate bool
+	// Ticks is set when the implicit read of the sender raised the
+	// conversation's tick minimum.
+	Ticks *protocol.Ticks
+}
+
+// HistoryQuery selects a page of history: the Limit messages below
+// BeforeSeq (0 = the newest), or, when After is true, the Limit messages
+// above AfterSeq.
+type HistoryQuery struct {
+	BeforeSeq int64
+	After     bool
+	AfterSeq  int64
+	Limit     int
+}
+
+// MarkKind says which boundary a mark raises.
+type MarkKind int
+
+// The two boundaries.
+const (
+	MarkDelivered MarkKind = iota + 1
+	MarkRead
+)
+
+// TickChange reports a conversation whose tick minimum rose.
+type TickChange struct {
+	Conv  string
+	Ticks protocol.Ticks
+}
+
+// PendingDelivery is one pending row with the state needed to replay it.
+type PendingDelivery struct {
+	Conv             string
+	FirstUndelivered int64
+	LastDeliveredSeq int64 // the user's delivered boundary in Conv
+	NewestSeq        int64 // the conversation's newest seq
+}
+
+// ReplayFrom returns the first seq to push for this row: the later of the
+// row's first undelivered seq and the seq after the delivered boundary.
+func (p PendingDelivery) ReplayFrom() int64 {
+	return max(p.FirstUndelivered, p.LastDeliveredSeq+1)
+}
