@@ -1,0 +1,44 @@
+// Command imserver is the chat server. With no setup it serves on
+// 127.0.0.1:7070 with its data in a local directory; see -help.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `imserver — the chat server
+
+Usage:
+  imserver [serve] [flags]          run the server (the default)
+  imserver token [flags] USER       mint a login token for USER (for -auth token)
+
+Run "imserver serve -help" or "imserver token -help" for the flags.
+Every flag can also be set by an environment variable: -listen is IM_LISTEN,
+-dev-allow-remote is IM_DEV_ALLOW_REMOTE, and so on.
+`
+
+func main() {
+	args := os.Args[1:]
+	cmd := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(args)
+	case "token":
+		err = token(args)
+	case "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "imserver: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "imserver %s: %v\n", cmd, err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+)
+
+// dispatch runs one request and returns its answer (nil for none).
+func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) protocol.Frame {
+	svc := c.g.svc
+	switch f := frame.(type) {
+	case *protocol.Send:
+		sent, perr := svc.Send(ctx, c.caller(), f)
+		return resultOrError(sent, perr, f.ID)
+	case *protocol.History:
+		page, perr := svc.History(ctx, c.caller(), f)
+		return resultOrError(page, perr, f.ID)
+	case *protocol.ReceiptsRequest:
+		receipts, perr := svc.Receipts(ctx, c.caller(), f)
+		return resultOrError(receipts, perr, f.ID)
+	case *protocol.Delivered:
+		return ack(f.ID, svc.Mark(ctx, c.caller(), store.MarkDelivered, f.Marks))
+	case *protocol.Read:
+		return ack(f.ID, svc.Mark(ctx, c.caller(), store.MarkRead, f.Marks))
+	case *protocol.Typing:
+		if perr := svc.Typing(c.caller(), f); perr != nil {
+			return perr.Frame("")
+		}
+		return nil
+	case *protocol.Hello:
+		return protocol.Errorf(protocol.CodeInvalid, "hello was already said on this connection").Frame(f.ID)
+	}
+	id := ""
+	if r, ok := frame.(interface{ RequestID() string }); ok {
+		id = r.RequestID()
+	}
+	return protocol.Errorf(protocol.CodeInvalid, "%s is not supported by this server yet", frame.FrameType()).Frame(id)
+}
+
+// resultOrError is the frame answering a request: its result, or its error
+// echoing the request id.
+func resultOrError(result protocol.Frame, perr *protocol.Error, id string) protocol.Frame {
+	if perr != nil {
+		return perr.Frame(id)
+	}
+	return result
+}
+
+// ack answers a receipt frame: ok when it carried an id, an error always.
+func ack(id string, perr *protocol.Error) protocol.Frame {
+	if perr != nil {
+		return perr.Frame(id)
+	}
+	if id == "" {
+		return nil
+	}
+	return &protocol.OK{Ref: protocol.Ref{ID: id}}
+}

@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/imcore/im/server/hub"
+)
+
+// errClosed is returned by DeliverWait on a connection that is closing.
+var errClosed = errors.New("connection closed")
+
+// writeBatch bounds how many queued frames one corked write gathers.
+const writeBatch = 64
+
+// closeWait bounds the goodbye: the frames still queued and the close frame.
+const closeWait = time.Second
+
+// Deliver queues a push without blocking; a full queue means the client is
+// not reading fast enough, and it is disconnected (hub.Device).
+func (c *conn) Deliver(p hub.Push) bool {
+	c.notePushed(p.Conv)
+	select {
+	case c.queue <- p.Frame:
+		return true
+	case <-c.done:
+		return false
+	default:
+		c.g.log.Warn("disconnecting slow client", "user", c.user, "device", c.device, "queued", len(c.queue))
+		c.close(websocket.ClosePolicyViolation, "slow consumer: send queue full")
+		return false
+	}
+}
+
+// DeliverWait queues a push, waiting for room (chat.ReplayTarget).
+func (c *conn) DeliverWait(ctx context.Context, p hub.Push) error {
+	c.notePushed(p.Conv)
+	return c.sendWait(ctx, p.Frame)
+}
+
+// sendWait queues a frame, waiting for room: used for answers to the
+// connection's own requests and for replays, never for pushes from others.
+func (c *conn) sendWait(ctx context.Context, frame []byte) error {
+	select {
+	case c.queue <- frame:
+		return nil
+	case <-c.done:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// notePushed remembers that the device was pushed a message in conv.
+func (c *conn) notePushed(conv string) {
+	if conv == "" {
+		return
+	}
+	c.pushedMu.Lock()
+	c.pushed[conv] = struct{}{}
+	c.pushedMu.Unlock()
+}
+
+// pushedConvs returns the conversations the device was pushed messages in.
+func (c *conn) pushedConvs() []string {
+	c.pushedMu.Lock()
+	defer c.pushedMu.Unlock()
+	out := make([]string, 0, len(c.pushed))
+	for conv := range c.pushed {
+		out = append(out, conv)
+	}
+	return out
+}
+
+// writeLoop is the connection's only data writer. It drains the queue,
+// gathering every frame already waiting into one corked write, and pings.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	ping := time.NewTicker(c.g.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case frame := <-c.queue:
+			if err := c.writeFrames(frame, time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
+				c.close(websocket.CloseAbnormalClosure, "")
+				c.ws.Close()
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
+				c.close(websocket.CloseAbnormalClosure, "")
+				c.ws.Close()
+				return
+			}
+		case <-c.done:
+			c.goodbye()
+			return
+		}
+	}
+}
+
+// writeFrames writes first and whatever else is queued, up to writeBatch
+// frames, with one system call when the connection can be corked.
+func (c *conn) writeFrames(first []byte, deadline time.Time) error {
+	cc, corkable := c.ws.NetConn().(*corkConn)
+	if corkable {
+		cc.cork()
+	}
+	c.ws.SetWriteDeadline(deadline)
+	err := c.ws.WriteMessage(websocket.TextMessage, first)
+	for n := 1; err == nil && n < writeBatch; n++ {
+		select {
+		case frame := <-c.queue:
+			err = c.ws.WriteMessage(websocket.TextMessage, frame)
+		default:
+			n = writeBatch
+		}
+	}
+	if corkable {
+		if uerr := cc.uncork(); err == nil {
+			err = uerr
+		}
+	}
+	return err
+}
+
+// goodbye writes what is still queued and the close frame, within
+// closeWait, then closes the socket.
+func (c *conn) goodbye() {
+	deadline := time.Now().Add(closeWait)
+	for {
+		select {
+		case frame := <-c.queue:
+			if err := c.writeFrames(frame, deadline); err != nil {
+				c.ws.Close()
+				return
+			}
+			continue
+		default:
+		}
+		break
+	}
+	msg := websocket.FormatCloseMessage(c.closeCode, c.closeText)
+	c.ws.WriteControl(websocket.CloseMessage, msg, deadline)
+	c.ws.Close()
+}

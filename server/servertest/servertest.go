@@ -1,0 +1,392 @@
+// Package servertest runs an in-process imserver on a loopback port and
+// gives tests a protocol client over real WebSockets.
+package servertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/gateway"
+)
+
+// Timeout bounds every wait of this package: long enough for a loaded
+// machine, short enough that a broken test fails rather than hangs.
+const Timeout = 20 * time.Second
+
+// Env is a running server.
+type Env struct {
+	T       testing.TB
+	Server  *server.Server
+	Config  server.Config
+	URL     string // ws://127.0.0.1:port/ws
+	Addr    string // 127.0.0.1:port
+	nextID  atomic.Int64
+	stopped atomic.Bool
+}
+
+// Start starts a server with its data in a temporary directory; each option
+// may change the configuration first. The server stops when the test ends.
+func Start(t testing.TB, options ...func(*server.Config)) *Env {
+	t.Helper()
+	cfg := server.Config{
+		DataDir: t.TempDir(),
+		Auth:    server.AuthDev,
+		Gateway: gateway.DefaultConfig(),
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, o := range options {
+		o(&cfg)
+	}
+	return StartWith(t, cfg)
+}
+
+// StartWith starts a server with exactly cfg.
+func StartWith(t testing.TB, cfg server.Config) *Env {
+	t.Helper()
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	e := &Env{T: t, Server: srv, Config: cfg, Addr: ln.Addr().String(), URL: "ws://" + ln.Addr().String() + "/ws"}
+	t.Cleanup(func() {
+		e.Stop()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return e
+}
+
+// Stop shuts the server down gracefully (once).
+func (e *Env) Stop() {
+	if e.stopped.Swap(true) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if err := e.Server.Shutdown(ctx); err != nil {
+		e.T.Errorf("shutdown: %v", err)
+	}
+}
+
+// ID returns a fresh request id.
+func (e *Env) ID() string { return "r" + strconv.FormatInt(e.nextID.Add(1), 10) }
+
+// DialRaw opens a WebSocket without saying hello.
+func (e *Env) DialRaw(t testing.TB) *Client {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(e.URL, nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", e.URL, err)
+	}
+	c := &Client{T: t, Env: e, WS: ws, in: make(chan protocol.Frame, 1<<16), closed: make(chan struct{})}
+	go c.readLoop()
+	t.Cleanup(func() { c.WS.Close() })
+	return c
+}
+
+// Dial connects as user on device and completes the hello (dev auth).
+func (e *Env) Dial(t testing.TB, user, device string) *Client {
+	t.Helper()
+	c := e.DialRaw(t)
+	c.Hello(&protocol.Hello{Protocol: protocol.Version, User: user, Device: device})
+	return c
+}
+
+// Client is one test connection. Its reading methods must be called from
+// one goroutine at a time; Write may be called from any.
+type Client struct {
+	T            testing.TB
+	Env          *Env
+	WS           *websocket.Conn
+	User, Device string
+
+	in       chan protocol.Frame
+	backlog  []protocol.Frame
+	closed   chan struct{}
+	closeErr error
+}
+
+// Hello sends h and requires a welcome.
+func (c *Client) Hello(h *protocol.Hello) {
+	c.T.Helper()
+	if h.ID == "" {
+		h.ID = c.Env.ID()
+	}
+	f := c.Request(h)
+	w, ok := f.(*protocol.Welcome)
+	if !ok {
+		c.T.Fatalf("hello: want welcome, got %s", Describe(f))
+	}
+	c.User, c.Device = w.User, w.Device
+}
+
+func (c *Client) readLoop() {
+	defer close(c.closed)
+	for {
+		_, data, err := c.WS.ReadMessage()
+		if err != nil {
+			c.closeErr = err
+			return
+		}
+		f, _, perr := protocol.DecodeServerFrame(data)
+		if perr != nil {
+			c.T.Errorf("server sent an undecodable frame %q: %v", data, perr)
+			continue
+		}
+		c.in <- f
+	}
+}
+
+// WriteRaw writes one text message as is.
+func (c *Client) WriteRaw(data []byte) {
+	c.T.Helper()
+	if err := c.WS.WriteMessage(websocket.TextMessage, data); err != nil {
+		c.T.Fatalf("write: %v", err)
+	}
+}
+
+// Write encodes and writes a frame.
+func (c *Client) Write(f protocol.Frame) {
+	c.T.Helper()
+	c.WriteRaw(protocol.MustEncode(f))
+}
+
+// Request writes a frame that carries an id (set one if empty) and returns
+// the answer echoing it.
+func (c *Client) Request(f protocol.Frame) protocol.Frame {
+	c.T.Helper()
+	id := setID(f, c.Env.ID())
+	c.Write(f)
+	return c.Expect("answer to "+id, func(g protocol.Frame) bool { return RequestID(g) == id })
+}
+
+// RequestOK is Request that fails the test on an error answer.
+func (c *Client) RequestOK(f protocol.Frame) protocol.Frame {
+	c.T.Helper()
+	answer := c.Request(f)
+	if e, ok := answer.(*protocol.ErrorFrame); ok {
+		c.T.Fatalf("%s: error %s: %s", f.FrameType(), e.Code, e.Message)
+	}
+	return answer
+}
+
+// RequestError is Request that requires an error answer with code.
+func (c *Client) RequestError(f protocol.Frame, code protocol.Code) *protocol.ErrorFrame {
+	c.T.Helper()
+	answer := c.Request(f)
+	e, ok := answer.(*protocol.ErrorFrame)
+	if !ok || e.Code != code {
+		c.T.Fatalf("%s: want error %s, got %s", f.FrameType(), code, Describe(answer))
+	}
+	return e
+}
+
+// Send sends body in conv and returns the sent answer.
+func (c *Client) Send(conv, msgID, body string) *protocol.Sent {
+	c.T.Helper()
+	f := c.RequestOK(&protocol.Send{Conv: conv, MsgID: msgID, Body: body, ClientTS: time.Now().UnixMilli()})
+	sent, ok := f.(*protocol.Sent)
+	if !ok {
+		c.T.Fatalf("send: want sent, got %s", Describe(f))
+	}
+	return sent
+}
+
+// Expect returns the first frame, received or still to come, for which
+// match is true; frames passed over stay for later calls.
+func (c *Client) Expect(what string, match func(protocol.Frame) bool) protocol.Frame {
+	c.T.Helper()
+	for i, f := range c.backlog {
+		if match(f) {
+			c.backlog = append(c.backlog[:i], c.backlog[i+1:]...)
+			return f
+		}
+	}
+	deadline := time.NewTimer(Timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case f := <-c.in:
+			if match(f) {
+				return f
+			}
+			c.backlog = append(c.backlog, f)
+		case <-c.closed:
+			// Take what arrived before the close first.
+			select {
+			case f := <-c.in:
+				if match(f) {
+					return f
+				}
+				c.backlog = append(c.backlog, f)
+				continue
+			default:
+			}
+			c.T.Fatalf("%s/%s waiting for %s: connection closed: %v (unmatched: %s)", c.User, c.Device, what, c.closeErr, c.describeBacklog())
+			return nil
+		case <-deadline.C:
+			c.T.Fatalf("%s/%s: no %s within %v (unmatched: %s)", c.User, c.Device, what, Timeout, c.describeBacklog())
+			return nil
+		}
+	}
+}
+
+// ExpectType returns the next frame of the given type.
+func (c *Client) ExpectType(typ string) protocol.Frame {
+	c.T.Helper()
+	return c.Expect(typ, func(f protocol.Frame) bool { return f.FrameType() == typ })
+}
+
+// ExpectMsg returns the next msg push in conv.
+func (c *Client) ExpectMsg(conv string) protocol.Message {
+	c.T.Helper()
+	f := c.Expect("msg in "+conv, func(f protocol.Frame) bool {
+		m, ok := f.(*protocol.MsgPush)
+		return ok && m.Msg.Conv == conv
+	})
+	return f.(*protocol.MsgPush).Msg
+}
+
+// ExpectStatus returns the next status push for conv.
+func (c *Client) ExpectStatus(conv string) *protocol.Status {
+	c.T.Helper()
+	f := c.Expect("status of "+conv, func(f protocol.Frame) bool {
+		s, ok := f.(*protocol.Status)
+		return ok && s.Conv == conv
+	})
+	return f.(*protocol.Status)
+}
+
+// Barrier makes a round trip to the server and returns every frame that
+// arrived before its answer and was not yet taken. Because a connection's
+// frames are written in order, a push the server queued for this device
+// before the barrier's answer is among them.
+func (c *Client) Barrier() []protocol.Frame {
+	c.T.Helper()
+	id := "barrier-" + c.Env.ID()
+	c.WriteRaw([]byte(`{"type":"history","id":"` + id + `","conv":"-"}`))
+	c.Expect("barrier", func(f protocol.Frame) bool { return RequestID(f) == id })
+	out := c.backlog
+	c.backlog = nil
+	return out
+}
+
+// ExpectNone passes when no frame that match accepts has arrived by the
+// time of a barrier round trip; the frames passed over are dropped.
+func (c *Client) ExpectNone(what string, match func(protocol.Frame) bool) {
+	c.T.Helper()
+	for _, f := range c.Barrier() {
+		if match(f) {
+			c.T.Fatalf("%s/%s: want no %s, got %s", c.User, c.Device, what, Describe(f))
+		}
+	}
+}
+
+// ExpectClosed waits for the server to close the connection and returns the
+// close error (a *websocket.CloseError when a close frame came).
+func (c *Client) ExpectClosed() error {
+	c.T.Helper()
+	select {
+	case <-c.closed:
+		return c.closeErr
+	case <-time.After(Timeout):
+		c.T.Fatalf("%s/%s: connection still open after %v", c.User, c.Device, Timeout)
+		return nil
+	}
+}
+
+// Close closes the connection from the client side, without a close frame.
+func (c *Client) Close() {
+	c.WS.Close()
+	<-c.closed
+}
+
+func (c *Client) describeBacklog() string {
+	s := ""
+	for i, f := range c.backlog {
+		if i == 10 {
+			return s + fmt.Sprintf(" … %d more", len(c.backlog)-10)
+		}
+		s += Describe(f) + " "
+	}
+	return s
+}
+
+// RequestID returns the id a frame carries, "" for none.
+func RequestID(f protocol.Frame) string {
+	if r, ok := f.(interface{ RequestID() string }); ok {
+		return r.RequestID()
+	}
+	return ""
+}
+
+// setID gives a request frame an id if it has none and returns its id.
+func setID(f protocol.Frame, id string) string {
+	ref := refOf(f)
+	if ref == nil {
+		panic(fmt.Sprintf("%s carries no id", f.FrameType()))
+	}
+	if ref.ID == "" {
+		ref.ID = id
+	}
+	return ref.ID
+}
+
+func refOf(f protocol.Frame) *protocol.Ref {
+	switch f := f.(type) {
+	case *protocol.Hello:
+		return &f.Ref
+	case *protocol.Send:
+		return &f.Ref
+	case *protocol.History:
+		return &f.Ref
+	case *protocol.Delivered:
+		return &f.Ref
+	case *protocol.Read:
+		return &f.Ref
+	case *protocol.ReceiptsRequest:
+		return &f.Ref
+	case *protocol.Sync:
+		return &f.Ref
+	case *protocol.SessionOp:
+		return &f.Ref
+	case *protocol.CreateGroup:
+		return &f.Ref
+	case *protocol.GroupOp:
+		return &f.Ref
+	}
+	return nil
+}
+
+// Describe renders a frame for a failure message.
+func Describe(f protocol.Frame) string {
+	if f == nil {
+		return "<nil>"
+	}
+	b, err := protocol.Encode(f)
+	if err != nil {
+		return f.FrameType()
+	}
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
