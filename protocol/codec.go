@@ -5,10 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Encode returns the JSON text of f with its "type" field first.
 func Encode(f Frame) ([]byte, error) {
+	if f == nil || reflect.ValueOf(f).IsNil() {
+		return nil, errors.New("encode: nil frame")
+	}
 	body, err := json.Marshal(f)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", f.FrameType(), err)
@@ -77,32 +86,37 @@ func DecodeServerFrame(data []byte) (Frame, string, *Error) {
 	return decode(data, serverFrames)
 }
 
-// envelope is the part of every frame read before its type is known.
+// envelope is the part of every frame read before its type is known. Both
+// fields are kept raw so that a value of the wrong JSON type still lets the
+// other be read.
 type envelope struct {
-	Type json.RawMessage `json:"type"`
-	ID   json.RawMessage `json:"id"`
+	Type jsontext.Value `json:"type"`
+	ID   jsontext.Value `json:"id"`
 }
 
+// decode reads one frame. Member names match exactly, as the protocol
+// names them (encoding/json would also match "TYPE" or "Body"); a name
+// given twice in one object is refused.
 func decode(data []byte, registry map[string]func() Frame) (Frame, string, *Error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, "", Errorf(CodeBadFrame, "a frame must be a JSON object")
 	}
 	var env envelope
-	if err := json.Unmarshal(data, &env); err != nil {
-		return nil, "", Errorf(CodeBadFrame, "not valid JSON: %s", plainJSONError(err))
+	if err := jsonv2.Unmarshal(data, &env); err != nil {
+		return nil, "", Errorf(CodeBadFrame, "not a valid JSON object: %s", plainJSONError(err))
 	}
 	var id string
-	if len(env.ID) > 0 && !isNull(env.ID) {
-		if err := json.Unmarshal(env.ID, &id); err != nil {
+	if len(env.ID) > 0 && env.ID.Kind() != 'n' {
+		if env.ID.Kind() != '"' || jsonv2.Unmarshal(env.ID, &id) != nil {
 			return nil, "", Errorf(CodeBadFrame, `"id" must be a string`)
 		}
 	}
-	if len(env.Type) == 0 || isNull(env.Type) {
+	if len(env.Type) == 0 || env.Type.Kind() == 'n' {
 		return nil, id, Errorf(CodeBadFrame, `missing "type"`)
 	}
 	var typ string
-	if err := json.Unmarshal(env.Type, &typ); err != nil {
+	if env.Type.Kind() != '"' || jsonv2.Unmarshal(env.Type, &typ) != nil {
 		return nil, id, Errorf(CodeBadFrame, `"type" must be a string`)
 	}
 	newFrame, ok := registry[typ]
@@ -110,45 +124,63 @@ func decode(data []byte, registry map[string]func() Frame) (Frame, string, *Erro
 		return nil, id, Errorf(CodeBadFrame, "unknown type %q", truncate(typ, 40))
 	}
 	f := newFrame()
-	if err := json.Unmarshal(data, f); err != nil {
+	if err := jsonv2.Unmarshal(data, f); err != nil {
 		return nil, id, Errorf(CodeBadFrame, "%s: %s", typ, plainJSONError(err))
 	}
 	return f, id, nil
 }
 
-func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
-
 // plainJSONError turns a decoding error into words fit for an error frame.
 func plainJSONError(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		if typeErr.Field != "" {
-			return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	var semErr *jsonv2.SemanticError
+	if errors.As(err, &semErr) && semErr.GoType != nil && semErr.JSONKind != 0 {
+		where := string(semErr.JSONPointer)
+		if where == "" {
+			where = "the frame"
+		} else {
+			where = strconv.Quote(strings.TrimPrefix(where, "/"))
 		}
-		return fmt.Sprintf("a value must be %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		return fmt.Sprintf("%s must be %s, not %s", where, goKindInJSON(semErr.GoType.Kind()), jsonKindName(semErr.JSONKind))
 	}
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) {
-		return fmt.Sprintf("%s at byte %d", syntaxErr.Error(), syntaxErr.Offset)
-	}
-	return err.Error()
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "json: ")
+	return truncate(msg, 200)
 }
 
-// jsonKind names a Go kind the way a JSON author would.
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
+// goKindInJSON names what a Go kind is written as in JSON.
+func goKindInJSON(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
 		return "a string"
-	case "int", "int64", "int32":
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
 		return "an integer"
-	case "bool":
+	case reflect.Bool:
 		return "a boolean"
-	case "slice":
+	case reflect.Slice, reflect.Array:
 		return "an array"
-	case "struct", "map", "ptr":
+	case reflect.Struct, reflect.Map, reflect.Pointer:
 		return "an object"
 	}
-	return goKind
+	return k.String()
+}
+
+// jsonKindName names a JSON value kind.
+func jsonKindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return k.String()
 }
 
 func truncate(s string, n int) string {
