@@ -44,7 +44,7 @@ func (s *Service) replayConversation(ctx context.Context, row store.PendingDeliv
 			return err
 		}
 		for _, m := range msgs {
-			p := hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m}), Conv: m.Conv}
+			p := hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m}), Conv: m.Conv, Seq: m.Seq}
 			if err := to.DeliverWait(ctx, p); err != nil {
 				return err
 			}

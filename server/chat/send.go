@@ -49,7 +49,7 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 // was online when the message was stored but whose devices all went away
 // since gets its pending row now.
 func (s *Service) fanOut(ctx context.Context, c Caller, m protocol.Message, members, offline []string) {
-	p := hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m}), Conv: m.Conv}
+	p := hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m}), Conv: m.Conv, Seq: m.Seq}
 	for _, member := range members {
 		n := s.push.Push(member, p, c.Device)
 		if n > 0 || member == c.User || contains(offline, member) {

@@ -30,7 +30,7 @@ type conn struct {
 	closeText  string
 
 	pushedMu sync.Mutex
-	pushed   map[string]struct{}
+	pushed   map[string]int64 // conv → highest seq pushed, until acknowledged
 }
 
 var _ hub.Device = (*conn)(nil)
@@ -43,7 +43,7 @@ func newConn(g *Gateway, ws *websocket.Conn) *conn {
 		queue:      make(chan []byte, g.cfg.QueueLen),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
-		pushed:     make(map[string]struct{}),
+		pushed:     make(map[string]int64),
 	}
 }
 

@@ -21,9 +21,9 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) protocol.Fram
 		receipts, perr := svc.Receipts(ctx, c.caller(), f)
 		return resultOrError(receipts, perr, f.ID)
 	case *protocol.Delivered:
-		return ack(f.ID, svc.Mark(ctx, c.caller(), store.MarkDelivered, f.Marks))
+		return c.mark(ctx, f.ID, store.MarkDelivered, f.Marks)
 	case *protocol.Read:
-		return ack(f.ID, svc.Mark(ctx, c.caller(), store.MarkRead, f.Marks))
+		return c.mark(ctx, f.ID, store.MarkRead, f.Marks)
 	case *protocol.Typing:
 		if perr := svc.Typing(c.caller(), f); perr != nil {
 			return perr.Frame("")
@@ -46,6 +46,16 @@ func resultOrError(result protocol.Frame, perr *protocol.Error, id string) proto
 		return perr.Frame(id)
 	}
 	return result
+}
+
+// mark applies a delivered or read frame (read implies delivered) and
+// forgets the pushes it acknowledges.
+func (c *conn) mark(ctx context.Context, id string, kind store.MarkKind, marks []protocol.Mark) protocol.Frame {
+	perr := c.g.svc.Mark(ctx, c.caller(), kind, marks)
+	if perr == nil {
+		c.noteAcknowledged(marks)
+	}
+	return ack(id, perr)
 }
 
 // ack answers a receipt frame: ok when it carried an id, an error always.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/hub"
 )
 
@@ -22,7 +23,7 @@ const closeWait = time.Second
 // Deliver queues a push without blocking; a full queue means the client is
 // not reading fast enough, and it is disconnected (hub.Device).
 func (c *conn) Deliver(p hub.Push) bool {
-	c.notePushed(p.Conv)
+	c.notePushed(p)
 	select {
 	case c.queue <- p.Frame:
 		return true
@@ -37,7 +38,7 @@ func (c *conn) Deliver(p hub.Push) bool {
 
 // DeliverWait queues a push, waiting for room (chat.ReplayTarget).
 func (c *conn) DeliverWait(ctx context.Context, p hub.Push) error {
-	c.notePushed(p.Conv)
+	c.notePushed(p)
 	return c.sendWait(ctx, p.Frame)
 }
 
@@ -54,17 +55,31 @@ func (c *conn) sendWait(ctx context.Context, frame []byte) error {
 	}
 }
 
-// notePushed remembers that the device was pushed a message in conv.
-func (c *conn) notePushed(conv string) {
-	if conv == "" {
+// notePushed remembers the highest seq the device was pushed per
+// conversation.
+func (c *conn) notePushed(p hub.Push) {
+	if p.Conv == "" {
 		return
 	}
 	c.pushedMu.Lock()
-	c.pushed[conv] = struct{}{}
+	c.pushed[p.Conv] = max(c.pushed[p.Conv], p.Seq)
 	c.pushedMu.Unlock()
 }
 
-// pushedConvs returns the conversations the device was pushed messages in.
+// noteAcknowledged forgets conversations whose pushes the device has now
+// acknowledged up to the highest seq it was pushed.
+func (c *conn) noteAcknowledged(marks []protocol.Mark) {
+	c.pushedMu.Lock()
+	defer c.pushedMu.Unlock()
+	for _, m := range marks {
+		if pushed, ok := c.pushed[m.Conv]; ok && m.Seq >= pushed {
+			delete(c.pushed, m.Conv)
+		}
+	}
+}
+
+// pushedConvs returns the conversations with pushes not yet acknowledged by
+// this device.
 func (c *conn) pushedConvs() []string {
 	c.pushedMu.Lock()
 	defer c.pushedMu.Unlock()

@@ -5,13 +5,14 @@ package hub
 
 import "sync"
 
-// Push is one frame on its way to a device. Conv is set for message pushes,
-// so that a device can remember which conversations it was pushed messages
-// in and, should it disconnect before acknowledging them, have them kept as
-// pending deliveries.
+// Push is one frame on its way to a device. Conv and Seq are set for
+// message pushes, so that a device can remember what it was pushed and,
+// should it disconnect before acknowledging it, have it kept as a pending
+// delivery.
 type Push struct {
 	Frame []byte
 	Conv  string
+	Seq   int64
 }
 
 // Device is one connected device of a user.

@@ -11,7 +11,7 @@ import (
 	"github.com/imcore/im/protocol"
 )
 
-// ErrClosed is returned by a store that has been closed.
+// ErrClosed is returned by every method of a store that has been closed.
 var ErrClosed = errors.New("store closed")
 
 // Store is the durable state of the messaging domain. Every method is safe
@@ -23,7 +23,7 @@ type Store interface {
 	// changes nothing. In the same atomic step it creates the conversation
 	// on its first message (with a boundary row for every member), moves the
 	// sender's delivered and read boundaries up to the new seq (sending
-	// implies reading), and puts a pending-delivery row (if absent) for every
+	// implies reading, so the sender's pending row there goes), and puts a pending-delivery row (if absent) for every
 	// user in Offline. It returns once the write is durable.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
 
@@ -81,7 +81,7 @@ type AppendResult struct {
 
 // HistoryQuery selects a page of history: the Limit messages below
 // BeforeSeq (0 = the newest), or, when After is true, the Limit messages
-// above AfterSeq.
+// above AfterSeq. Limit must be positive.
 type HistoryQuery struct {
 	BeforeSeq int64
 	After     bool

@@ -13,7 +13,7 @@ import (
 // Mark implements store.Store.
 func (s *Store) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) ([]store.TickChange, error) {
 	var changes []store.TickChange
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		changes = changes[:0]
 		for _, m := range highestPerConv(marks) {
 			change, err := markTx(ctx, tx, user, kind, m)
@@ -77,17 +77,17 @@ func markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m
 	default:
 		return nil, fmt.Errorf("unknown mark kind %d", kind)
 	}
+	if next.DeliveredSeq >= conv.maxSeq {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ?`, user, m.Conv); err != nil {
+			return nil, err
+		}
+	}
 	if next == cur {
 		return nil, nil
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE message_status SET last_delivered_seq = ?, last_read_seq = ? WHERE user_id = ? AND conv = ?`,
 		next.DeliveredSeq, next.ReadSeq, user, m.Conv); err != nil {
 		return nil, err
-	}
-	if next.DeliveredSeq >= conv.maxSeq {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ?`, user, m.Conv); err != nil {
-			return nil, err
-		}
 	}
 	ticks, rose, err := raiseTicks(ctx, tx, m.Conv, conv.ticks)
 	if err != nil || !rose {
@@ -98,6 +98,9 @@ func markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m
 
 // Pending implements store.Store.
 func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `
 		SELECT p.conv, p.first_undelivered_seq, COALESCE(st.last_delivered_seq, 0), c.max_seq
 		FROM pending_deliveries p
@@ -122,7 +125,7 @@ func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelive
 
 // EnsurePending implements store.Store.
 func (s *Store) EnsurePending(ctx context.Context, user, conv string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `
 			INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq)
 			SELECT st.user_id, st.conv, st.last_delivered_seq + 1
@@ -138,6 +141,9 @@ func (s *Store) EnsurePending(ctx context.Context, user, conv string) error {
 
 // Receipts implements store.Store.
 func (s *Store) Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT user_id, last_delivered_seq, last_read_seq FROM message_status WHERE conv = ? ORDER BY user_id`, conv)
 	if err != nil {
 		return nil, fmt.Errorf("receipts of %s: %w", conv, err)

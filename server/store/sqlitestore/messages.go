@@ -15,7 +15,7 @@ const messageColumns = `conv, seq, msg_id, sender, body, client_ts, server_ts, k
 // Append implements store.Store.
 func (s *Store) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
 	var res store.AppendResult
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = s.appendTx(ctx, tx, req)
 		return err
@@ -62,7 +62,14 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 		m.Seq, m.Seq, m.From, m.Conv); err != nil {
 		return store.AppendResult{}, err
 	}
+	// The sender now holds everything: nothing is pending for it here.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ?`, m.From, m.Conv); err != nil {
+		return store.AppendResult{}, err
+	}
 	for _, user := range req.Offline {
+		if user == m.From {
+			continue
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq) VALUES (?, ?, ?)`,
 			user, m.Conv, m.Seq); err != nil {
 			return store.AppendResult{}, err
@@ -137,6 +144,12 @@ func raiseTicks(ctx context.Context, tx *sql.Tx, conv string, prev protocol.Tick
 
 // History implements store.Store.
 func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
+	if q.Limit <= 0 {
+		return nil, false, fmt.Errorf("history of %s: limit %d must be positive", conv, q.Limit)
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, false, err
+	}
 	var rows *sql.Rows
 	var err error
 	if q.After {

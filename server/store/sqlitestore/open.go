@@ -120,6 +120,17 @@ func (s *Store) Close() error {
 	return errR
 }
 
+// checkOpen returns store.ErrClosed once Close has begun, so that reads
+// fail the way writes do.
+func (s *Store) checkOpen() error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	return nil
+}
+
 // BatchStats reports how many commits the writer made and how many
 // operations they carried; their ratio is the group-commit factor.
 func (s *Store) BatchStats() (batches, ops int64) {

@@ -15,14 +15,19 @@ const maxBatch = 256
 // transaction, under its own savepoint, so that its failure undoes only
 // itself.
 type writeOp struct {
-	fn   func(tx *sql.Tx) error
+	fn   txFunc
 	done chan error
 }
+
+// txFunc is the body of a write. Its context is the writer's, not the
+// caller's: a caller giving up must not interrupt a transaction that other
+// callers' writes share.
+type txFunc func(ctx context.Context, tx *sql.Tx) error
 
 // write runs fn in the writer's next batch and returns once the batch is
 // committed (durable) or fn failed. Results fn leaves in the caller's
 // variables are valid only when write returns nil.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn txFunc) error {
 	op := &writeOp{fn: fn, done: make(chan error, 1)}
 	// The read lock keeps Close from finishing between the closed check and
 	// the enqueue, so every queued op is seen by the writer's final drain.
@@ -80,6 +85,8 @@ func (s *Store) writeLoop() {
 func (s *Store) commit(batch []*writeOp) {
 	results := make([]error, len(batch))
 	err := s.runBatch(batch, results)
+	s.stats.batches.Add(1)
+	s.stats.ops.Add(int64(len(batch)))
 	for i, op := range batch {
 		if err != nil {
 			op.done <- err
@@ -87,8 +94,6 @@ func (s *Store) commit(batch []*writeOp) {
 			op.done <- results[i]
 		}
 	}
-	s.stats.batches.Add(1)
-	s.stats.ops.Add(int64(len(batch)))
 }
 
 func (s *Store) runBatch(batch []*writeOp, results []error) error {
@@ -102,7 +107,7 @@ func (s *Store) runBatch(batch []*writeOp, results []error) error {
 			tx.Rollback()
 			return fmt.Errorf("savepoint: %w", err)
 		}
-		results[i] = runOp(op, tx)
+		results[i] = runOp(ctx, op, tx)
 		if results[i] != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
 				tx.Rollback()
@@ -122,11 +127,11 @@ func (s *Store) runBatch(batch []*writeOp, results []error) error {
 
 // runOp runs one op, turning a panic into an error so that one bad op
 // cannot take the writer down.
-func runOp(op *writeOp, tx *sql.Tx) (err error) {
+func runOp(ctx context.Context, op *writeOp, tx *sql.Tx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("write op panicked: %v", r)
 		}
 	}()
-	return op.fn(tx)
+	return op.fn(ctx, tx)
 }
