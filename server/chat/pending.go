@@ -22,7 +22,8 @@ const replayPage = protocol.MaxHistoryLimit
 // Replay pushes every message user has not had delivered, oldest first per
 // conversation, from its pending rows (seed 001). The rows stay until the
 // user's delivered marks reach each conversation's newest seq, so a replay
-// cut short is simply done again on the next hello.
+// cut short — or a push lost with its socket — is done again on the next
+// hello.
 func (s *Service) Replay(ctx context.Context, user string, to ReplayTarget) error {
 	rows, err := s.store.Pending(ctx, user)
 	if err != nil {
@@ -44,7 +45,7 @@ func (s *Service) replayConversation(ctx context.Context, row store.PendingDeliv
 			return err
 		}
 		for _, m := range msgs {
-			p := hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m}), Conv: m.Conv, Seq: m.Seq}
+			p := hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m})}
 			if err := to.DeliverWait(ctx, p); err != nil {
 				return err
 			}
@@ -55,15 +56,4 @@ func (s *Service) replayConversation(ctx context.Context, row store.PendingDeliv
 		}
 	}
 	return nil
-}
-
-// Disconnected settles what a device was pushed but never acknowledged: for
-// each conversation it was pushed messages in, the user keeps a pending row
-// if its delivered boundary is behind, so the next hello pushes them again.
-func (s *Service) Disconnected(ctx context.Context, user string, pushedConvs []string) {
-	for _, conv := range pushedConvs {
-		if err := s.store.EnsurePending(ctx, user, conv); err != nil {
-			s.log.Error("keep pending on disconnect", "user", user, "conv", conv, "err", err)
-		}
-	}
 }

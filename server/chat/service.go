@@ -14,10 +14,9 @@ import (
 )
 
 // Pusher reaches the online devices of users. *hub.Hub is the in-process
-// implementation.
+// implementation. A push is a hint: what a push fails to deliver stays
+// pending in the store and is pushed again on the user's next hello.
 type Pusher interface {
-	// Online reports whether user has a connected device.
-	Online(user string) bool
 	// Push delivers p to every device of user but skip, without blocking,
 	// and returns how many devices took it.
 	Push(user string, p hub.Push, skip hub.Device) int

@@ -28,9 +28,6 @@ type conn struct {
 	closeOnce  sync.Once
 	closeCode  int
 	closeText  string
-
-	pushedMu sync.Mutex
-	pushed   map[string]int64 // conv → highest seq pushed, until acknowledged
 }
 
 var _ hub.Device = (*conn)(nil)
@@ -43,7 +40,6 @@ func newConn(g *Gateway, ws *websocket.Conn) *conn {
 		queue:      make(chan []byte, g.cfg.QueueLen),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
-		pushed:     make(map[string]int64),
 	}
 }
 
@@ -80,8 +76,6 @@ func (c *conn) run() {
 		c.g.hub.Unregister(c)
 		cancel()
 		<-replayDone
-		// No push reaches the device any more: settle what it never acknowledged.
-		c.g.svc.Disconnected(context.Background(), c.user, c.pushedConvs())
 	}
 	c.close(websocket.CloseNormalClosure, "")
 	<-c.writerDone

@@ -48,14 +48,9 @@ func resultOrError(result protocol.Frame, perr *protocol.Error, id string) proto
 	return result
 }
 
-// mark applies a delivered or read frame (read implies delivered) and
-// forgets the pushes it acknowledges.
+// mark applies a delivered or read frame.
 func (c *conn) mark(ctx context.Context, id string, kind store.MarkKind, marks []protocol.Mark) protocol.Frame {
-	perr := c.g.svc.Mark(ctx, c.caller(), kind, marks)
-	if perr == nil {
-		c.noteAcknowledged(marks)
-	}
-	return ack(id, perr)
+	return ack(id, c.g.svc.Mark(ctx, c.caller(), kind, marks))
 }
 
 // ack answers a receipt frame: ok when it carried an id, an error always.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/hub"
 )
 
@@ -23,7 +22,6 @@ const closeWait = time.Second
 // Deliver queues a push without blocking; a full queue means the client is
 // not reading fast enough, and it is disconnected (hub.Device).
 func (c *conn) Deliver(p hub.Push) bool {
-	c.notePushed(p)
 	select {
 	case c.queue <- p.Frame:
 		return true
@@ -38,7 +36,6 @@ func (c *conn) Deliver(p hub.Push) bool {
 
 // DeliverWait queues a push, waiting for room (chat.ReplayTarget).
 func (c *conn) DeliverWait(ctx context.Context, p hub.Push) error {
-	c.notePushed(p)
 	return c.sendWait(ctx, p.Frame)
 }
 
@@ -53,41 +50,6 @@ func (c *conn) sendWait(ctx context.Context, frame []byte) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// notePushed remembers the highest seq the device was pushed per
-// conversation.
-func (c *conn) notePushed(p hub.Push) {
-	if p.Conv == "" {
-		return
-	}
-	c.pushedMu.Lock()
-	c.pushed[p.Conv] = max(c.pushed[p.Conv], p.Seq)
-	c.pushedMu.Unlock()
-}
-
-// noteAcknowledged forgets conversations whose pushes the device has now
-// acknowledged up to the highest seq it was pushed.
-func (c *conn) noteAcknowledged(marks []protocol.Mark) {
-	c.pushedMu.Lock()
-	defer c.pushedMu.Unlock()
-	for _, m := range marks {
-		if pushed, ok := c.pushed[m.Conv]; ok && m.Seq >= pushed {
-			delete(c.pushed, m.Conv)
-		}
-	}
-}
-
-// pushedConvs returns the conversations with pushes not yet acknowledged by
-// this device.
-func (c *conn) pushedConvs() []string {
-	c.pushedMu.Lock()
-	defer c.pushedMu.Unlock()
-	out := make([]string, 0, len(c.pushed))
-	for conv := range c.pushed {
-		out = append(out, conv)
-	}
-	return out
 }
 
 // writeLoop is the connection's only data writer. It drains the queue,

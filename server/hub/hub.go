@@ -5,14 +5,9 @@ package hub
 
 import "sync"
 
-// Push is one frame on its way to a device. Conv and Seq are set for
-// message pushes, so that a device can remember what it was pushed and,
-// should it disconnect before acknowledging it, have it kept as a pending
-// delivery.
+// Push is one frame on its way to a device.
 type Push struct {
 	Frame []byte
-	Conv  string
-	Seq   int64
 }
 
 // Device is one connected device of a user.

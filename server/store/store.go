@@ -23,8 +23,10 @@ type Store interface {
 	// changes nothing. In the same atomic step it creates the conversation
 	// on its first message (with a boundary row for every member), moves the
 	// sender's delivered and read boundaries up to the new seq (sending
-	// implies reading, so the sender's pending row there goes), and puts a pending-delivery row (if absent) for every
-	// user in Offline. It returns once the write is durable.
+	// implies reading, so the sender's pending row there goes), and puts a
+	// pending-delivery row, if absent, for every other member at that
+	// member's first undelivered seq (its delivered boundary + 1). It
+	// returns once the write is durable.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
 
 	// History returns up to q.Limit messages of conv in ascending seq order,
@@ -33,20 +35,15 @@ type Store interface {
 
 	// Mark raises user's boundaries of the given kind to each mark: a
 	// max-merge, clamped to the conversation's newest seq, read implying
-	// delivered. A pending-delivery row whose user's delivered boundary
-	// reaches the newest seq is removed. It returns the conversations whose
+	// delivered. The user's pending-delivery row goes once its delivered
+	// boundary reaches the newest seq: a row exists exactly while the user
+	// has messages there that no device of it acknowledged. It returns the conversations whose
 	// tick minimum (over members) rose, with the new minimum.
 	Mark(ctx context.Context, user string, kind MarkKind, marks []protocol.Mark) ([]TickChange, error)
 
 	// Pending returns user's pending-delivery rows with what is needed to
 	// replay them.
 	Pending(ctx context.Context, user string) ([]PendingDelivery, error)
-
-	// EnsurePending puts a pending-delivery row (user, conv) at the user's
-	// first undelivered seq, if the user's delivered boundary is below the
-	// conversation's newest seq and no row exists. It is the fallback for
-	// pushes that were never acknowledged.
-	EnsurePending(ctx context.Context, user, conv string) error
 
 	// Receipts returns every member's boundaries in conv, ordered by user.
 	Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error)
@@ -63,9 +60,6 @@ type AppendRequest struct {
 	// Members are the conversation's members, used to create it on its
 	// first message.
 	Members []string
-	// Offline are the recipients that no device will receive a push for;
-	// each gets a pending-delivery row if it has none.
-	Offline []string
 }
 
 // AppendResult is the stored message.

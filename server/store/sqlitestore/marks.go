@@ -16,7 +16,7 @@ func (s *Store) Mark(ctx context.Context, user string, kind store.MarkKind, mark
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		changes = changes[:0]
 		for _, m := range highestPerConv(marks) {
-			change, err := markTx(ctx, tx, user, kind, m)
+			change, err := s.markTx(ctx, tx, user, kind, m)
 			if err != nil {
 				return fmt.Errorf("mark %s: %w", m.Conv, err)
 			}
@@ -48,19 +48,13 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 	return out
 }
 
-func markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, error) {
-	var conv conversationRow
-	err := tx.QueryRowContext(ctx, `SELECT max_seq, tick_delivered, tick_read FROM conversations WHERE conv = ?`, m.Conv).
-		Scan(&conv.maxSeq, &conv.ticks.DeliveredSeq, &conv.ticks.ReadSeq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil // nothing stored yet: every mark clamps to 0
-	}
-	if err != nil {
-		return nil, err
+func (s *Store) markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, error) {
+	conv, found, err := s.loadConversation(ctx, tx, m.Conv)
+	if err != nil || !found {
+		return nil, err // nothing stored yet: every mark clamps to 0
 	}
 	var cur protocol.Ticks
-	err = tx.QueryRowContext(ctx, `SELECT last_delivered_seq, last_read_seq FROM message_status WHERE user_id = ? AND conv = ?`, user, m.Conv).
-		Scan(&cur.DeliveredSeq, &cur.ReadSeq)
+	err = s.queryRowTx(ctx, tx, qBoundaries, user, m.Conv).Scan(&cur.DeliveredSeq, &cur.ReadSeq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil // not a member: the caller checks membership
 	}
@@ -68,7 +62,7 @@ func markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m
 		return nil, err
 	}
 	target := min(m.Seq, conv.maxSeq)
-	next := cur
+	var next protocol.Ticks
 	switch kind {
 	case store.MarkDelivered:
 		next = cur.Merge(protocol.Ticks{DeliveredSeq: target})
@@ -77,19 +71,18 @@ func markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m
 	default:
 		return nil, fmt.Errorf("unknown mark kind %d", kind)
 	}
-	if next.DeliveredSeq >= conv.maxSeq {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ?`, user, m.Conv); err != nil {
-			return nil, err
-		}
-	}
 	if next == cur {
 		return nil, nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE message_status SET last_delivered_seq = ?, last_read_seq = ? WHERE user_id = ? AND conv = ?`,
-		next.DeliveredSeq, next.ReadSeq, user, m.Conv); err != nil {
+	if _, err := s.execTx(ctx, tx, qSetBoundaries, next.DeliveredSeq, next.ReadSeq, user, m.Conv); err != nil {
 		return nil, err
 	}
-	ticks, rose, err := raiseTicks(ctx, tx, m.Conv, conv.ticks)
+	if next.DeliveredSeq >= conv.maxSeq {
+		if _, err := s.execTx(ctx, tx, qDeletePending, user, m.Conv); err != nil {
+			return nil, err
+		}
+	}
+	ticks, rose, err := s.raiseTicks(ctx, tx, m.Conv, conv.ticks)
 	if err != nil || !rose {
 		return nil, err
 	}
@@ -101,13 +94,7 @@ func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelive
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `
-		SELECT p.conv, p.first_undelivered_seq, COALESCE(st.last_delivered_seq, 0), c.max_seq
-		FROM pending_deliveries p
-		JOIN conversations c ON c.conv = p.conv
-		LEFT JOIN message_status st ON st.user_id = p.receiver AND st.conv = p.conv
-		WHERE p.receiver = ?
-		ORDER BY p.conv`, user)
+	rows, err := s.query(ctx, qPendingOf, user)
 	if err != nil {
 		return nil, fmt.Errorf("pending of %s: %w", user, err)
 	}
@@ -123,28 +110,12 @@ func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelive
 	return out, rows.Err()
 }
 
-// EnsurePending implements store.Store.
-func (s *Store) EnsurePending(ctx context.Context, user, conv string) error {
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `
-			INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq)
-			SELECT st.user_id, st.conv, st.last_delivered_seq + 1
-			FROM message_status st JOIN conversations c ON c.conv = st.conv
-			WHERE st.user_id = ? AND st.conv = ? AND st.last_delivered_seq < c.max_seq`, user, conv)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("ensure pending %s %s: %w", user, conv, err)
-	}
-	return nil
-}
-
 // Receipts implements store.Store.
 func (s *Store) Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT user_id, last_delivered_seq, last_read_seq FROM message_status WHERE conv = ? ORDER BY user_id`, conv)
+	rows, err := s.query(ctx, qReceiptsOf, conv)
 	if err != nil {
 		return nil, fmt.Errorf("receipts of %s: %w", conv, err)
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-const messageColumns = `conv, seq, msg_id, sender, body, client_ts, server_ts, kind`
-
 // Append implements store.Store.
 func (s *Store) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
 	var res store.AppendResult
@@ -29,10 +27,10 @@ func (s *Store) Append(ctx context.Context, req store.AppendRequest) (store.Appe
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendRequest) (store.AppendResult, error) {
 	m := req.Msg
 	var seq int64
-	err := tx.QueryRowContext(ctx, `SELECT seq FROM message_ids WHERE conv = ? AND msg_id = ?`, m.Conv, m.MsgID).Scan(&seq)
+	err := s.queryRowTx(ctx, tx, qSeqOfMsgID, m.Conv, m.MsgID).Scan(&seq)
 	switch {
 	case err == nil:
-		orig, err := scanMessage(tx.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE conv = ? AND seq = ?`, m.Conv, seq))
+		orig, err := scanMessage(s.queryRowTx(ctx, tx, qMessageAt, m.Conv, seq))
 		if err != nil {
 			return store.AppendResult{}, fmt.Errorf("read original of %s: %w", m.MsgID, err)
 		}
@@ -47,36 +45,27 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 	}
 	m.Seq = conv.maxSeq + 1
 	m.ServerTS = s.now().UnixMilli()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (`+messageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.Conv, m.Seq, m.MsgID, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind); err != nil {
-		return store.AppendResult{}, err
+	steps := []struct {
+		query string
+		args  []any
+	}{
+		{qInsertMessage, []any{m.Conv, m.Seq, m.MsgID, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind}},
+		{qInsertMsgID, []any{m.Conv, m.MsgID, m.Seq}},
+		{qSetMaxSeq, []any{m.Seq, m.Conv}},
+		// Sending implies reading: the sender's boundaries cover its own
+		// message, so nothing is pending for it here.
+		{qSetBoundaries, []any{m.Seq, m.Seq, m.From, m.Conv}},
+		{qDeletePending, []any{m.From, m.Conv}},
+		// Every other member has this message undelivered (seed 001).
+		{qPutPendingForRecipients, []any{m.Conv, m.From}},
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`, m.Conv, m.MsgID, m.Seq); err != nil {
-		return store.AppendResult{}, err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET max_seq = ? WHERE conv = ?`, m.Seq, m.Conv); err != nil {
-		return store.AppendResult{}, err
-	}
-	// Sending implies reading: the sender's boundaries cover its own message.
-	if _, err := tx.ExecContext(ctx, `UPDATE message_status SET last_delivered_seq = ?, last_read_seq = ? WHERE user_id = ? AND conv = ?`,
-		m.Seq, m.Seq, m.From, m.Conv); err != nil {
-		return store.AppendResult{}, err
-	}
-	// The sender now holds everything: nothing is pending for it here.
-	if _, err := tx.ExecContext(ctx, `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ?`, m.From, m.Conv); err != nil {
-		return store.AppendResult{}, err
-	}
-	for _, user := range req.Offline {
-		if user == m.From {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq) VALUES (?, ?, ?)`,
-			user, m.Conv, m.Seq); err != nil {
+	for _, st := range steps {
+		if _, err := s.execTx(ctx, tx, st.query, st.args...); err != nil {
 			return store.AppendResult{}, err
 		}
 	}
 	res := store.AppendResult{Msg: m}
-	ticks, rose, err := raiseTicks(ctx, tx, m.Conv, conv.ticks)
+	ticks, rose, err := s.raiseTicks(ctx, tx, m.Conv, conv.ticks)
 	if err != nil {
 		return store.AppendResult{}, err
 	}
@@ -92,28 +81,31 @@ type conversationRow struct {
 	ticks  protocol.Ticks
 }
 
+// loadConversation reads conv's row; found is false when it does not exist.
+func (s *Store) loadConversation(ctx context.Context, tx *sql.Tx, conv string) (row conversationRow, found bool, err error) {
+	err = s.queryRowTx(ctx, tx, qConversation, conv).Scan(&row.maxSeq, &row.ticks.DeliveredSeq, &row.ticks.ReadSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row, false, nil
+	}
+	return row, err == nil, err
+}
+
 // loadOrCreateConversation reads conv's row, creating it with a boundary row
 // for each member when it does not exist yet.
 func (s *Store) loadOrCreateConversation(ctx context.Context, tx *sql.Tx, conv string, members []string) (conversationRow, error) {
-	var row conversationRow
-	err := tx.QueryRowContext(ctx, `SELECT max_seq, tick_delivered, tick_read FROM conversations WHERE conv = ?`, conv).
-		Scan(&row.maxSeq, &row.ticks.DeliveredSeq, &row.ticks.ReadSeq)
-	if err == nil {
-		return row, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	row, found, err := s.loadConversation(ctx, tx, conv)
+	if err != nil || found {
 		return row, err
 	}
 	parsed, ok := protocol.ParseConv(conv)
 	if !ok {
 		return row, fmt.Errorf("invalid conversation id %q", conv)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (conv, kind, created_ts) VALUES (?, ?, ?)`,
-		conv, parsed.Kind.String(), s.now().UnixMilli()); err != nil {
+	if _, err := s.execTx(ctx, tx, qInsertConv, conv, parsed.Kind.String(), s.now().UnixMilli()); err != nil {
 		return row, err
 	}
 	for _, user := range members {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO message_status (user_id, conv) VALUES (?, ?)`, user, conv); err != nil {
+		if _, err := s.execTx(ctx, tx, qInsertMember, user, conv); err != nil {
 			return row, err
 		}
 	}
@@ -122,21 +114,20 @@ func (s *Store) loadOrCreateConversation(ctx context.Context, tx *sql.Tx, conv s
 
 // raiseTicks recomputes conv's tick minimum over its members and stores it
 // when it rose above prev.
-func raiseTicks(ctx context.Context, tx *sql.Tx, conv string, prev protocol.Ticks) (protocol.Ticks, bool, error) {
+func (s *Store) raiseTicks(ctx context.Context, tx *sql.Tx, conv string, prev protocol.Ticks) (protocol.Ticks, bool, error) {
 	var cur protocol.Ticks
 	// Two separate MINs so each is answered by its index in O(log n).
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MIN(last_delivered_seq), 0) FROM message_status WHERE conv = ?`, conv).Scan(&cur.DeliveredSeq); err != nil {
+	if err := s.queryRowTx(ctx, tx, qMinDelivered, conv).Scan(&cur.DeliveredSeq); err != nil {
 		return prev, false, err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MIN(last_read_seq), 0) FROM message_status WHERE conv = ?`, conv).Scan(&cur.ReadSeq); err != nil {
+	if err := s.queryRowTx(ctx, tx, qMinRead, conv).Scan(&cur.ReadSeq); err != nil {
 		return prev, false, err
 	}
 	next := prev.Merge(cur)
 	if next == prev {
 		return prev, false, nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET tick_delivered = ?, tick_read = ? WHERE conv = ?`,
-		next.DeliveredSeq, next.ReadSeq, conv); err != nil {
+	if _, err := s.execTx(ctx, tx, qSetTicks, next.DeliveredSeq, next.ReadSeq, conv); err != nil {
 		return prev, false, err
 	}
 	return next, true, nil
@@ -153,15 +144,13 @@ func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) 
 	var rows *sql.Rows
 	var err error
 	if q.After {
-		rows, err = s.r.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`,
-			conv, q.AfterSeq, q.Limit+1)
+		rows, err = s.query(ctx, qHistoryAfter, conv, q.AfterSeq, q.Limit+1)
 	} else {
 		before := q.BeforeSeq
 		if before <= 0 {
 			before = 1<<63 - 1
 		}
-		rows, err = s.r.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE conv = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
-			conv, before, q.Limit+1)
+		rows, err = s.query(ctx, qHistoryBefore, conv, before, q.Limit+1)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", conv, err)

@@ -25,6 +25,9 @@ type Store struct {
 	r   *sql.DB // readers
 	now func() time.Time
 
+	writeStmts *stmtCache
+	readStmts  *stmtCache
+
 	ops        chan *writeOp
 	closing    chan struct{}
 	writerDone chan struct{}
@@ -72,10 +75,20 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
+	ctx := context.Background()
+	writeStmts, err := newStmtCache(ctx, w, false, writerQueries...)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	readStmts, _ := newStmtCache(ctx, r, true)
 	s := &Store{
 		w:          w,
 		r:          r,
 		now:        opts.Now,
+		writeStmts: writeStmts,
+		readStmts:  readStmts,
 		ops:        make(chan *writeOp, 4*maxBatch),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -112,6 +125,8 @@ func (s *Store) Close() error {
 	}
 	close(s.closing)
 	<-s.writerDone
+	s.writeStmts.close()
+	s.readStmts.close()
 	errR := s.r.Close()
 	errW := s.w.Close()
 	if errW != nil {

@@ -103,18 +103,18 @@ func (s *Store) runBatch(batch []*writeOp, results []error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	for i, op := range batch {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+		if _, err := s.execTx(ctx, tx, qSavepoint); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("savepoint: %w", err)
 		}
 		results[i] = runOp(ctx, op, tx)
 		if results[i] != nil {
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+			if _, err := s.execTx(ctx, tx, qRollbackTo); err != nil {
 				tx.Rollback()
 				return fmt.Errorf("rollback to savepoint: %w", err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+		if _, err := s.execTx(ctx, tx, qReleaseSave); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("release savepoint: %w", err)
 		}

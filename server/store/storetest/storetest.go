@@ -51,9 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PendingRemovedWhenDelivered", testPendingRemovedWhenDelivered},
 		{"PendingRemovedByRead", testPendingRemovedByRead},
 		{"PendingRemovedAfterReply", testPendingRemovedAfterReply},
-		{"EnsurePending", testEnsurePending},
-		{"EnsurePendingKeepsRow", testEnsurePendingKeepsRow},
-		{"EnsurePendingDelivered", testEnsurePendingDelivered},
+		{"PendingStartsAtFirstUndelivered", testPendingStartsAtFirstUndelivered},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
@@ -87,7 +85,7 @@ var membersOf = map[string][]string{
 }
 
 // request builds an AppendRequest for a plain text message.
-func request(conv, from, msgID string, offline ...string) store.AppendRequest {
+func request(conv, from, msgID string) store.AppendRequest {
 	return store.AppendRequest{
 		Msg: protocol.Message{
 			Conv:     conv,
@@ -97,7 +95,6 @@ func request(conv, from, msgID string, offline ...string) store.AppendRequest {
 			ClientTS: 1763800000000 + int64(len(msgID)),
 		},
 		Members: membersOf[conv],
-		Offline: offline,
 	}
 }
 
@@ -112,9 +109,9 @@ func appendOK(t *testing.T, s store.Store, req store.AppendRequest) store.Append
 }
 
 // send appends a new message and checks that it was stored as asked.
-func send(t *testing.T, s store.Store, conv, from, msgID string, offline ...string) store.AppendResult {
+func send(t *testing.T, s store.Store, conv, from, msgID string) store.AppendResult {
 	t.Helper()
-	req := request(conv, from, msgID, offline...)
+	req := request(conv, from, msgID)
 	res := appendOK(t, s, req)
 	if res.Duplicate {
 		t.Fatalf("Append(%s, %s): Duplicate = true for a new message", conv, msgID)
@@ -124,10 +121,10 @@ func send(t *testing.T, s store.Store, conv, from, msgID string, offline ...stri
 }
 
 // sendN sends n messages from one user, with ids prefix-1..prefix-n.
-func sendN(t *testing.T, s store.Store, conv, from, prefix string, n int, offline ...string) {
+func sendN(t *testing.T, s store.Store, conv, from, prefix string, n int) {
 	t.Helper()
 	for i := 1; i <= n; i++ {
-		send(t, s, conv, from, fmt.Sprintf("%s-%d", prefix, i), offline...)
+		send(t, s, conv, from, fmt.Sprintf("%s-%d", prefix, i))
 	}
 }
 
@@ -313,13 +310,6 @@ func row(conv string, first, delivered, newest int64) store.PendingDelivery {
 	return store.PendingDelivery{Conv: conv, FirstUndelivered: first, LastDeliveredSeq: delivered, NewestSeq: newest}
 }
 
-func ensurePending(t *testing.T, s store.Store, user, conv string) {
-	t.Helper()
-	if err := s.EnsurePending(t.Context(), user, conv); err != nil {
-		t.Fatalf("EnsurePending(%s, %s): %v", user, conv, err)
-	}
-}
-
 // parallel runs fn(0..n-1) in n goroutines released together and waits for
 // them all.
 func parallel(n int, fn func(i int)) {
@@ -454,9 +444,10 @@ func testAppendIdempotent(t *testing.T, s store.Store) {
 	first := send(t, s, dAB, alice, "m1")
 	send(t, s, dAB, bob, "m2")
 
-	// The same key again, with another body and client_ts and an offline
-	// recipient: the original comes back and nothing changes.
-	again := request(dAB, alice, "m1", bob)
+	// The same key again, with another body and client_ts: the original
+	// comes back and nothing changes.
+	mark(t, s, bob, store.MarkDelivered, mk(dAB, 2))
+	again := request(dAB, alice, "m1")
 	again.Msg.Body = "a different body"
 	again.Msg.ClientTS = 42
 	dup := appendOK(t, s, again)
@@ -472,7 +463,7 @@ func testAppendIdempotent(t *testing.T, s store.Store) {
 	if dup := appendOK(t, s, byBob); !dup.Duplicate || dup.Msg != first.Msg {
 		t.Errorf("repeated (%s, m1) by bob = %+v, want the original %+v with Duplicate", dAB, dup, first.Msg)
 	}
-	checkPending(t, s, bob) // the duplicate's Offline changed nothing
+	checkPending(t, s, bob) // the duplicates put no pending row back
 	checkReceipts(t, s, dAB, rcpt(alice, 1, 1), rcpt(bob, 2, 2))
 
 	// The duplicates consumed no seq.
@@ -922,39 +913,60 @@ func testAppendTicks(t *testing.T, s store.Store) {
 func testPendingFirstUndelivered(t *testing.T, s store.Store) {
 	checkPending(t, s, bob)
 
-	send(t, s, dAB, alice, "m1")               // bob online: no row
-	send(t, s, dAB, alice, "m2", bob)          // bob offline from 2
-	send(t, s, dAB, alice, "m3", bob)          // put-if-absent: still 2
-	send(t, s, gTeam, alice, "g1", bob, carol) // group: a row each
-	send(t, s, gTeam, alice, "g2", bob, carol)
-	send(t, s, dAC, alice, "c1", carol)
-	checkPending(t, s, bob, row(dAB, 2, 0, 3), row(gTeam, 1, 0, 2))
+	send(t, s, dAB, alice, "m1") // a row for bob at 1
+	send(t, s, dAB, alice, "m2") // put-if-absent: still 1
+	send(t, s, gTeam, alice, "g1")
+	send(t, s, gTeam, alice, "g2")
+	send(t, s, dAC, alice, "c1")
+	checkPending(t, s, bob, row(dAB, 1, 0, 2), row(gTeam, 1, 0, 2))
 	checkPending(t, s, carol, row(dAC, 1, 0, 1), row(gTeam, 1, 0, 2))
-	checkPending(t, s, alice)
+	checkPending(t, s, alice) // the sender holds its own messages
 
-	// Later messages sent while bob is online do not touch the row, but the
-	// newest seq it reports follows the conversation.
-	send(t, s, dAB, alice, "m4")
-	checkPending(t, s, bob, row(dAB, 2, 0, 4), row(gTeam, 1, 0, 2))
+	// Later messages do not touch the row, but the newest seq it reports
+	// follows the conversation.
+	send(t, s, dAB, alice, "m3")
+	checkPending(t, s, bob, row(dAB, 1, 0, 3), row(gTeam, 1, 0, 2))
 
 	// ReplayFrom is the later of the row and the delivered boundary.
 	ps := pending(t, s, bob)
-	if got := ps[0].ReplayFrom(); got != 2 {
-		t.Errorf("ReplayFrom of %+v = %d, want 2", ps[0], got)
+	if got := ps[0].ReplayFrom(); got != 1 {
+		t.Errorf("ReplayFrom of %+v = %d, want 1", ps[0], got)
 	}
-	mark(t, s, bob, store.MarkDelivered, mk(dAB, 3))
+	mark(t, s, bob, store.MarkDelivered, mk(dAB, 2))
 	ps = pending(t, s, bob)
-	if want := row(dAB, 2, 3, 4); ps[0] != want {
+	if want := row(dAB, 1, 2, 3); ps[0] != want {
 		t.Fatalf("Pending(bob)[0] = %+v, want %+v", ps[0], want)
 	}
-	if got := ps[0].ReplayFrom(); got != 4 {
-		t.Errorf("ReplayFrom of %+v = %d, want 4", ps[0], got)
+	if got := ps[0].ReplayFrom(); got != 3 {
+		t.Errorf("ReplayFrom of %+v = %d, want 3", ps[0], got)
+	}
+}
+
+// testPendingStartsAtFirstUndelivered: a row created after some messages
+// were delivered starts at the first one that was not, not at the message
+// that created it, so nothing between is skipped on replay.
+func testPendingStartsAtFirstUndelivered(t *testing.T, s store.Store) {
+	sendN(t, s, dAB, alice, "m", 3)
+	mark(t, s, bob, store.MarkDelivered, mk(dAB, 3))
+	checkPending(t, s, bob)
+	send(t, s, dAB, alice, "m-4")
+	checkPending(t, s, bob, row(dAB, 4, 3, 4))
+	mark(t, s, bob, store.MarkDelivered, mk(dAB, 4))
+
+	// Bob's delivered boundary lags: 5 and 6 were pushed, never acknowledged.
+	send(t, s, dAB, alice, "m-5")
+	send(t, s, dAB, alice, "m-6")
+	mark(t, s, bob, store.MarkDelivered, mk(dAB, 5))
+	send(t, s, dAB, alice, "m-7")
+	checkPending(t, s, bob, row(dAB, 5, 5, 7))
+	if got := pending(t, s, bob)[0].ReplayFrom(); got != 6 {
+		t.Errorf("ReplayFrom = %d, want 6", got)
 	}
 }
 
 func testPendingRemovedWhenDelivered(t *testing.T, s store.Store) {
-	sendN(t, s, dAB, alice, "m", 3, bob)
-	sendN(t, s, gTeam, alice, "g", 2, bob)
+	sendN(t, s, dAB, alice, "m", 3)
+	sendN(t, s, gTeam, alice, "g", 2)
 	checkPending(t, s, bob, row(dAB, 1, 0, 3), row(gTeam, 1, 0, 2))
 
 	// Not before the newest seq.
@@ -962,7 +974,7 @@ func testPendingRemovedWhenDelivered(t *testing.T, s store.Store) {
 	checkPending(t, s, bob, row(dAB, 1, 2, 3), row(gTeam, 1, 0, 2))
 	// A new message moves the newest seq: delivering the old newest is not
 	// enough.
-	send(t, s, dAB, alice, "m-4", bob)
+	send(t, s, dAB, alice, "m-4")
 	mark(t, s, bob, store.MarkDelivered, mk(dAB, 3))
 	checkPending(t, s, bob, row(dAB, 1, 3, 4), row(gTeam, 1, 0, 2))
 
@@ -973,14 +985,14 @@ func testPendingRemovedWhenDelivered(t *testing.T, s store.Store) {
 	mark(t, s, bob, store.MarkDelivered, mk(gTeam, 99))
 	checkPending(t, s, bob)
 
-	// Offline again: a new row at the first message missed.
-	send(t, s, dAB, alice, "m-5", bob)
-	send(t, s, dAB, alice, "m-6", bob)
+	// New messages: a new row at the first one not delivered.
+	send(t, s, dAB, alice, "m-5")
+	send(t, s, dAB, alice, "m-6")
 	checkPending(t, s, bob, row(dAB, 5, 4, 6))
 }
 
 func testPendingRemovedByRead(t *testing.T, s store.Store) {
-	sendN(t, s, dAB, alice, "m", 3, bob)
+	sendN(t, s, dAB, alice, "m", 3)
 	mark(t, s, bob, store.MarkRead, mk(dAB, 2))
 	checkPending(t, s, bob, row(dAB, 1, 2, 3))
 	// Read implies delivered: reading the newest removes the row.
@@ -988,74 +1000,20 @@ func testPendingRemovedByRead(t *testing.T, s store.Store) {
 	checkPending(t, s, bob)
 }
 
-// testPendingRemovedAfterReply: bob, offline, misses messages, then replies
-// from a device that never acknowledged them. Sending implies reading: his
+// testPendingRemovedAfterReply: bob misses messages, then replies from a
+// device that never acknowledged them. Sending implies reading: his
 // boundaries move to his own message, the newest, so his pending row goes.
 func testPendingRemovedAfterReply(t *testing.T, s store.Store) {
-	sendN(t, s, dAB, alice, "m", 2, bob)
-	sendN(t, s, gTeam, alice, "g", 2, bob)
+	sendN(t, s, dAB, alice, "m", 2)
+	sendN(t, s, gTeam, alice, "g", 2)
 	send(t, s, dAB, bob, "reply")
 	checkReceipts(t, s, dAB, rcpt(alice, 2, 2), rcpt(bob, 3, 3))
 	checkPending(t, s, bob, row(gTeam, 1, 0, 2)) // only the conversation he replied in
+	// ... and alice now has bob's reply pending.
+	checkPending(t, s, alice, row(dAB, 3, 2, 3))
 	// A delivered mark at the newest seq raises nothing and leaves no row.
 	checkMark(t, s, bob, store.MarkDelivered, []protocol.Mark{mk(dAB, 3)})
 	checkPending(t, s, bob, row(gTeam, 1, 0, 2))
-}
-
-func testEnsurePending(t *testing.T, s store.Store) {
-	sendN(t, s, dAB, alice, "m", 3) // bob was online: no row
-	mark(t, s, bob, store.MarkDelivered, mk(dAB, 1))
-	checkPending(t, s, bob)
-
-	// The pushes of 2 and 3 were never acknowledged.
-	ensurePending(t, s, bob, dAB)
-	checkPending(t, s, bob, row(dAB, 2, 1, 3))
-	if got := pending(t, s, bob)[0].ReplayFrom(); got != 2 {
-		t.Errorf("ReplayFrom = %d, want 2", got)
-	}
-	// Again: nothing changes.
-	ensurePending(t, s, bob, dAB)
-	checkPending(t, s, bob, row(dAB, 2, 1, 3))
-
-	// Behind from the very first message.
-	sendN(t, s, gTeam, alice, "g", 2)
-	ensurePending(t, s, carol, gTeam)
-	checkPending(t, s, carol, row(gTeam, 1, 0, 2))
-
-	// The row goes like any other once delivered.
-	mark(t, s, bob, store.MarkDelivered, mk(dAB, 3))
-	checkPending(t, s, bob)
-}
-
-func testEnsurePendingKeepsRow(t *testing.T, s store.Store) {
-	send(t, s, dAB, alice, "m1")
-	send(t, s, dAB, alice, "m2")
-	mark(t, s, bob, store.MarkDelivered, mk(dAB, 1))
-	send(t, s, dAB, alice, "m3", bob) // row at 3
-	send(t, s, dAB, alice, "m4", bob)
-	// delivered+1 would be 2: the existing row is not overwritten.
-	ensurePending(t, s, bob, dAB)
-	checkPending(t, s, bob, row(dAB, 3, 1, 4))
-}
-
-func testEnsurePendingDelivered(t *testing.T, s store.Store) {
-	sendN(t, s, dAB, alice, "m", 3)
-	// The sender is never behind its own messages.
-	ensurePending(t, s, alice, dAB)
-	checkPending(t, s, alice)
-
-	mark(t, s, bob, store.MarkDelivered, mk(dAB, 3))
-	ensurePending(t, s, bob, dAB)
-	checkPending(t, s, bob)
-	// Read implies delivered.
-	send(t, s, dAB, alice, "m-4")
-	mark(t, s, bob, store.MarkRead, mk(dAB, 4))
-	ensurePending(t, s, bob, dAB)
-	checkPending(t, s, bob)
-
-	// A conversation with no message has nothing to deliver.
-	ensurePending(t, s, bob, gTeam)
-	checkPending(t, s, bob)
 }
 
 func testClosed(t *testing.T, s store.Store) {
@@ -1069,9 +1027,6 @@ func testClosed(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Mark(ctx, bob, store.MarkRead, []protocol.Mark{mk(dAB, 1)}); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Mark after Close: err = %v, want ErrClosed", err)
-	}
-	if err := s.EnsurePending(ctx, bob, dAB); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("EnsurePending after Close: err = %v, want ErrClosed", err)
 	}
 	if _, _, err := s.History(ctx, dAB, store.HistoryQuery{Limit: 20}); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("History after Close: err = %v, want ErrClosed", err)

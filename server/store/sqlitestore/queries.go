@@ -1,0 +1,53 @@
+package sqlitestore
+
+// Every statement the store runs. The writer's are prepared when the store
+// opens: its single connection is held by the batch transaction, so it
+// cannot prepare one later.
+
+const messageColumns = `conv, seq, msg_id, sender, body, client_ts, server_ts, kind`
+
+const (
+	qSavepoint   = `SAVEPOINT op`
+	qRollbackTo  = `ROLLBACK TO op`
+	qReleaseSave = `RELEASE op`
+
+	qSeqOfMsgID    = `SELECT seq FROM message_ids WHERE conv = ? AND msg_id = ?`
+	qMessageAt     = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq = ?`
+	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertMsgID   = `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`
+	qSetMaxSeq     = `UPDATE conversations SET max_seq = ? WHERE conv = ?`
+	qConversation  = `SELECT max_seq, tick_delivered, tick_read FROM conversations WHERE conv = ?`
+	qInsertConv    = `INSERT INTO conversations (conv, kind, created_ts) VALUES (?, ?, ?)`
+	qInsertMember  = `INSERT OR IGNORE INTO message_status (user_id, conv) VALUES (?, ?)`
+	qBoundaries    = `SELECT last_delivered_seq, last_read_seq FROM message_status WHERE user_id = ? AND conv = ?`
+	qSetBoundaries = `UPDATE message_status SET last_delivered_seq = ?, last_read_seq = ? WHERE user_id = ? AND conv = ?`
+	qMinDelivered  = `SELECT COALESCE(MIN(last_delivered_seq), 0) FROM message_status WHERE conv = ?`
+	qMinRead       = `SELECT COALESCE(MIN(last_read_seq), 0) FROM message_status WHERE conv = ?`
+	qSetTicks      = `UPDATE conversations SET tick_delivered = ?, tick_read = ? WHERE conv = ?`
+	qDeletePending = `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ?`
+	// Every member but the sender gets a row, if it has none, at its own
+	// first undelivered seq: the seq after its delivered boundary.
+	qPutPendingForRecipients = `INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq)
+		SELECT user_id, conv, last_delivered_seq + 1 FROM message_status WHERE conv = ? AND user_id <> ?`
+)
+
+// writerQueries are prepared on the writer's connection at open.
+var writerQueries = []string{
+	qSavepoint, qRollbackTo, qReleaseSave,
+	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qSetMaxSeq,
+	qConversation, qInsertConv, qInsertMember, qBoundaries, qSetBoundaries,
+	qMinDelivered, qMinRead, qSetTicks, qDeletePending, qPutPendingForRecipients,
+}
+
+// Reads, prepared on first use by the reader pool.
+const (
+	qHistoryAfter  = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
+	qHistoryBefore = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
+	qPendingOf     = `SELECT p.conv, p.first_undelivered_seq, COALESCE(st.last_delivered_seq, 0), c.max_seq
+		FROM pending_deliveries p
+		JOIN conversations c ON c.conv = p.conv
+		LEFT JOIN message_status st ON st.user_id = p.receiver AND st.conv = p.conv
+		WHERE p.receiver = ?
+		ORDER BY p.conv`
+	qReceiptsOf = `SELECT user_id, last_delivered_seq, last_read_seq FROM message_status WHERE conv = ? ORDER BY user_id`
+)
