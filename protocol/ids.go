@@ -18,8 +18,6 @@ const (
 	DefaultHistoryLimit = 20
 	// MaxHistoryLimit is the largest page a history request gets.
 	MaxHistoryLimit = 200
-	// MaxMarks bounds the marks carried by one delivered or read frame.
-	MaxMarks = 1000
 )
 
 // ValidUser reports whether s is a user id: 1–32 characters of [a-z0-9_.-]
@@ -41,10 +39,10 @@ func ValidUser(s string) bool {
 // [A-Za-z0-9_-].
 func ValidDevice(s string) bool { return validToken(s, MaxDeviceLen) }
 
-// ValidMsgID reports whether s is a message id: 1–64 characters with no
-// control characters.
+// ValidMsgID reports whether s is a message id: 1–64 characters (not
+// bytes) of valid UTF-8 with no control characters.
 func ValidMsgID(s string) bool {
-	if len(s) == 0 || len(s) > MaxMsgIDLen || !utf8.ValidString(s) {
+	if len(s) == 0 || len(s) > 4*MaxMsgIDLen || !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxMsgIDLen {
 		return false
 	}
 	for _, r := range s {

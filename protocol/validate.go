@@ -60,13 +60,11 @@ func (h *History) PageLimit() int {
 	return h.Limit
 }
 
-// ValidateMarks checks the marks of a delivered or read frame.
+// ValidateMarks checks the marks of a delivered or read frame. A frame may
+// carry any number of marks; the frame size limit bounds them.
 func ValidateMarks(marks []Mark) *Error {
 	if len(marks) == 0 {
 		return Errorf(CodeInvalid, "marks is empty")
-	}
-	if len(marks) > MaxMarks {
-		return Errorf(CodeTooLarge, "%d marks in one frame, the limit is %d", len(marks), MaxMarks)
 	}
 	for _, m := range marks {
 		c, ok := ParseConv(m.Conv)

@@ -143,9 +143,19 @@ func TestHelloRules(t *testing.T) {
 		c.ExpectClosed()
 	}
 	refused("protocol 2", &protocol.Hello{Ref: protocol.Ref{ID: "1"}, Protocol: 2, User: "alice", Device: "d"}, protocol.CodeInvalid)
-	refused("no device", &protocol.Hello{Ref: protocol.Ref{ID: "2"}, Protocol: 1, User: "alice"}, protocol.CodeInvalid)
 	refused("bad user", &protocol.Hello{Ref: protocol.Ref{ID: "3"}, Protocol: 1, User: "Alice!", Device: "d"}, protocol.CodeUnauthorized)
 	refused("no user", &protocol.Hello{Ref: protocol.Ref{ID: "4"}, Protocol: 1, Device: "d"}, protocol.CodeUnauthorized)
+
+	// A hello with a bad device is answered invalid; the client may say a
+	// corrected hello on the same connection.
+	c := env.DialRaw(t)
+	for _, device := range []string{"", "has space", strings.Repeat("d", 65)} {
+		e := c.RequestError(&protocol.Hello{Protocol: 1, User: "alice", Device: device}, protocol.CodeInvalid)
+		if !strings.Contains(e.Message, "device") {
+			t.Errorf("device %q: message %q should name the device", device, e.Message)
+		}
+	}
+	c.Hello(&protocol.Hello{Protocol: 1, User: "alice", Device: "fixed"})
 
 	alice := env.Dial(t, "alice", "laptop")
 	if alice.User != "alice" || alice.Device != "laptop" {

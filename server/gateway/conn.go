@@ -99,9 +99,13 @@ func (c *conn) hello(ctx context.Context) bool {
 			c.refuse(ctx, protocol.Errorf(protocol.CodeUnauthorized, "the first frame must be hello").Frame(id))
 			return false
 		}
-		if perr := h.Validate(); perr != nil {
-			c.refuse(ctx, perr.Frame(h.ID))
+		if h.Protocol != protocol.Version {
+			c.refuse(ctx, protocol.Errorf(protocol.CodeInvalid, "protocol %d is not supported; this server speaks %d", h.Protocol, protocol.Version).Frame(h.ID))
 			return false
+		}
+		if perr := h.Validate(); perr != nil {
+			c.reply(ctx, perr.Frame(h.ID)) // the client may correct its hello
+			continue
 		}
 		user, perr := c.g.auth.Authenticate(h)
 		if perr != nil {
