@@ -19,41 +19,74 @@ type ReplayTarget interface {
 // replayPage is how many messages one read of a pending conversation takes.
 const replayPage = protocol.MaxHistoryLimit
 
+// msgPush is the push of a stored message.
+func msgPush(m protocol.Message) hub.Push {
+	return hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m}), Conv: m.Conv, Seq: m.Seq}
+}
+
+// SeqRange is a contiguous run of seqs, From to To inclusive.
+type SeqRange struct{ From, To int64 }
+
+// Replayed records, per conversation, the run of seqs a replay pushed to
+// one device. It is used by one goroutine at a time.
+type Replayed map[string]SeqRange
+
+// Has reports whether the replay pushed seq of conv.
+func (r Replayed) Has(conv string, seq int64) bool {
+	run, ok := r[conv]
+	return ok && seq >= run.From && seq <= run.To
+}
+
+func (r Replayed) add(conv string, seq int64) {
+	run, ok := r[conv]
+	if !ok {
+		run.From = seq
+	}
+	run.To = seq
+	r[conv] = run
+}
+
 // Replay pushes every message user has not had delivered, oldest first per
-// conversation, from its pending rows (seed 001). The rows stay until the
-// user's delivered marks reach each conversation's newest seq, so a replay
-// cut short — or a push lost with its socket — is done again on the next
-// hello.
-func (s *Service) Replay(ctx context.Context, user string, to ReplayTarget) error {
+// conversation, from its pending rows (seed 001), up to each conversation's
+// newest message at the time it gets there. It records what it pushes in
+// done and skips what done already holds, so that a second pass, or a live
+// push of the same message, sends nothing twice.
+//
+// The rows stay until the user's delivered marks reach each conversation's
+// newest seq, so a replay cut short — or a push lost with its socket — is
+// done again on the next hello.
+func (s *Service) Replay(ctx context.Context, user string, to ReplayTarget, done Replayed) error {
 	rows, err := s.store.Pending(ctx, user)
 	if err != nil {
 		return fmt.Errorf("replay for %s: %w", user, err)
 	}
 	for _, row := range rows {
-		if err := s.replayConversation(ctx, row, to); err != nil {
+		if err := s.replayConversation(ctx, row, to, done); err != nil {
 			return fmt.Errorf("replay %s for %s: %w", row.Conv, user, err)
 		}
 	}
 	return nil
 }
 
-func (s *Service) replayConversation(ctx context.Context, row store.PendingDelivery, to ReplayTarget) error {
+func (s *Service) replayConversation(ctx context.Context, row store.PendingDelivery, to ReplayTarget, done Replayed) error {
 	after := row.ReplayFrom() - 1
-	for after < row.NewestSeq {
+	if run, ok := done[row.Conv]; ok {
+		after = max(after, run.To)
+	}
+	for {
 		msgs, hasMore, err := s.store.History(ctx, row.Conv, store.HistoryQuery{After: true, AfterSeq: after, Limit: replayPage})
 		if err != nil {
 			return err
 		}
 		for _, m := range msgs {
-			p := hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m})}
-			if err := to.DeliverWait(ctx, p); err != nil {
+			if err := to.DeliverWait(ctx, msgPush(m)); err != nil {
 				return err
 			}
 			after = m.Seq
+			done.add(m.Conv, m.Seq)
 		}
 		if !hasMore || len(msgs) == 0 {
 			return nil
 		}
 	}
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/store"
 )
 
@@ -40,7 +39,7 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 // sending one. Delivery needs no bookkeeping here: the message stays pending
 // for each recipient until one of its devices marks it delivered.
 func (s *Service) fanOut(c Caller, m protocol.Message, members []string) {
-	p := hub.Push{Frame: protocol.MustEncode(&protocol.MsgPush{Msg: m})}
+	p := msgPush(m)
 	for _, member := range members {
 		s.push.Push(member, p, c.Device)
 	}

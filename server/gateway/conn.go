@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -28,6 +27,13 @@ type conn struct {
 	closeOnce  sync.Once
 	closeCode  int
 	closeText  string
+
+	// While replaying, live pushes are held back here (see replay.go).
+	heldMu      sync.Mutex
+	replaying   bool
+	held        []hub.Push
+	heldDropped bool
+	replayed    chat.Replayed // set when the replay is over
 }
 
 var _ hub.Device = (*conn)(nil)
@@ -63,13 +69,12 @@ func (c *conn) run() {
 	c.ws.SetReadLimit(c.g.cfg.MaxFrame)
 
 	if c.hello(ctx) {
+		c.replaying = true // before any push can reach the device
 		c.g.hub.Register(c)
 		replayDone := make(chan struct{})
 		go func() {
 			defer close(replayDone)
-			if err := c.g.svc.Replay(ctx, c.user, c); err != nil && !errors.Is(err, errClosed) && !errors.Is(err, context.Canceled) {
-				c.g.log.Error("replay of pending deliveries failed", "user", c.user, "device", c.device, "err", err)
-			}
+			c.replay(ctx)
 		}()
 		c.readLoop(ctx)
 		c.close(websocket.CloseNormalClosure, "")

@@ -22,6 +22,9 @@ const closeWait = time.Second
 // Deliver queues a push without blocking; a full queue means the client is
 // not reading fast enough, and it is disconnected (hub.Device).
 func (c *conn) Deliver(p hub.Push) bool {
+	if c.hold(p) {
+		return true
+	}
 	select {
 	case c.queue <- p.Frame:
 		return true
@@ -29,9 +32,38 @@ func (c *conn) Deliver(p hub.Push) bool {
 		return false
 	default:
 		c.g.log.Warn("disconnecting slow client", "user", c.user, "device", c.device, "queued", len(c.queue))
-		c.close(websocket.ClosePolicyViolation, "slow consumer: send queue full")
+		c.cutOff()
 		return false
 	}
+}
+
+// hold keeps p back while the connection replays, or drops a message the
+// replay already sent; it reports whether p was taken care of. A full hold
+// drops p: a message stays pending in the store and is found by the next
+// replay pass; other pushes are hints (typing, or a status that a later
+// status or a session sync supersedes).
+func (c *conn) hold(p hub.Push) bool {
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	if !c.replaying {
+		return p.Conv != "" && c.replayed.Has(p.Conv, p.Seq)
+	}
+	if len(c.held) < maxHeld {
+		c.held = append(c.held, p)
+	} else if p.Conv != "" {
+		c.heldDropped = true
+	}
+	return true
+}
+
+// cutOff disconnects a client that does not read: it stops being reachable
+// at once, and a write blocked on it fails now instead of at its deadline.
+// It may be called while the hub is locked, so it unregisters in the
+// background.
+func (c *conn) cutOff() {
+	c.close(websocket.ClosePolicyViolation, "slow consumer: send queue full")
+	go c.g.hub.Unregister(c)
+	c.ws.NetConn().SetWriteDeadline(time.Now())
 }
 
 // DeliverWait queues a push, waiting for room (chat.ReplayTarget).

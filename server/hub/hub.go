@@ -5,9 +5,13 @@ package hub
 
 import "sync"
 
-// Push is one frame on its way to a device.
+// Push is one frame on its way to a device. Conv and Seq name the message
+// of a msg push (empty for other frames), so that a device can keep each
+// conversation in seq order and drop a message it already has.
 type Push struct {
 	Frame []byte
+	Conv  string
+	Seq   int64
 }
 
 // Device is one connected device of a user.

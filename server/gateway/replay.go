@@ -1,0 +1,64 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/imcore/im/server/chat"
+)
+
+// maxHeld bounds the live pushes a connection holds back while it replays.
+const maxHeld = 4096
+
+// replay pushes the user's pending messages to this new device. Live pushes
+// that arrive meanwhile are held back (see Deliver) and sent afterwards, so
+// that each conversation reaches the device oldest first and no message is
+// sent twice. A held-back message push that did not fit is still pending in
+// the store; another replay pass sends it.
+func (c *conn) replay(ctx context.Context) {
+	done := make(chat.Replayed)
+	for {
+		if err := c.g.svc.Replay(ctx, c.user, c, done); err != nil {
+			if !errors.Is(err, errClosed) && !errors.Is(err, context.Canceled) {
+				c.g.log.Error("replay of pending deliveries failed", "user", c.user, "device", c.device, "err", err)
+			}
+			return
+		}
+		if !c.flushHeld(ctx, done) {
+			return
+		}
+	}
+}
+
+// flushHeld sends what was held back during the replay, skipping messages
+// the replay already sent, until nothing is held; then live pushes flow
+// again, still skipping what the replay sent (a message stored before the
+// replay read it may be fanned out after). It returns true when a message
+// push had to be dropped meanwhile, so another replay pass must run.
+func (c *conn) flushHeld(ctx context.Context, done chat.Replayed) (again bool) {
+	for {
+		c.heldMu.Lock()
+		if c.heldDropped {
+			c.heldDropped = false
+			c.heldMu.Unlock()
+			return true
+		}
+		held := c.held
+		c.held = nil
+		if len(held) == 0 {
+			c.replaying = false
+			c.replayed = done
+			c.heldMu.Unlock()
+			return false
+		}
+		c.heldMu.Unlock()
+		for _, p := range held {
+			if p.Conv != "" && done.Has(p.Conv, p.Seq) {
+				continue
+			}
+			if err := c.sendWait(ctx, p.Frame); err != nil {
+				return false
+			}
+		}
+	}
+}
