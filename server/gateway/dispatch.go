@@ -2,13 +2,22 @@ package gateway
 
 import (
 	"context"
+	"runtime/debug"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
 )
 
-// dispatch runs one request and returns its answer (nil for none).
-func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) protocol.Frame {
+// dispatch runs one request and returns its answer (nil for none). A panic
+// in a handler is a bug, not a reason to take every other connection down:
+// it is logged and answered internal.
+func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) (answer protocol.Frame) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.g.log.Error("request handler panicked", "type", frame.FrameType(), "user", c.user, "panic", r, "stack", string(debug.Stack()))
+			answer = protocol.Errorf(protocol.CodeInternal, "the server failed on this %s", frame.FrameType()).Frame(requestID(frame))
+		}
+	}()
 	svc := c.g.svc
 	switch f := frame.(type) {
 	case *protocol.Send:
@@ -32,11 +41,15 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) protocol.Fram
 	case *protocol.Hello:
 		return protocol.Errorf(protocol.CodeInvalid, "hello was already said on this connection").Frame(f.ID)
 	}
-	id := ""
+	return protocol.Errorf(protocol.CodeInvalid, "%s is not supported by this server yet", frame.FrameType()).Frame(requestID(frame))
+}
+
+// requestID returns the id a frame carries, "" for none.
+func requestID(frame protocol.Frame) string {
 	if r, ok := frame.(interface{ RequestID() string }); ok {
-		id = r.RequestID()
+		return r.RequestID()
 	}
-	return protocol.Errorf(protocol.CodeInvalid, "%s is not supported by this server yet", frame.FrameType()).Frame(id)
+	return ""
 }
 
 // resultOrError is the frame answering a request: its result, or its error
