@@ -19,6 +19,7 @@ import (
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/sqlitestore"
+	"github.com/imcore/im/server/userlock"
 )
 
 // Auth modes.
@@ -79,7 +80,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	h := hub.New()
-	svc := chat.New(st, h, cfg.Gateway.Limits, cfg.Logger)
+	svc := chat.New(st, h, userlock.NewLocal(), cfg.Gateway.Limits, cfg.Logger)
 	s := &Server{
 		cfg:   cfg,
 		log:   cfg.Logger,

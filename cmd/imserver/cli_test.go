@@ -89,3 +89,21 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 		t.Fatalf("no clean stop in the log:\n%s", p.logs)
 	}
 }
+
+func TestAccountCommand(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runCommand(t, nil, "account", "set", "-data", dir, "-category", "promotions", "-sub-biz", "shop", "acme")
+	if code != 0 || !strings.Contains(out, "promotions") {
+		t.Fatalf("exit %d, out %q, err %q", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"account"},
+		{"account", "set", "-data", dir},
+		{"account", "set", "-data", dir, "-sub-biz", "Not Valid", "acme"},
+		{"account", "set", "-data", dir, "Bad User"},
+	} {
+		if _, errOut, code := runCommand(t, nil, args...); code == 0 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q: want a failure with a message", args, code, errOut)
+		}
+	}
+}

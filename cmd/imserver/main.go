@@ -12,6 +12,8 @@ const usage = `imserver — the chat server
 Usage:
   imserver [serve] [flags]          run the server (the default)
   imserver token [flags] USER       mint a login token for USER (for -auth token)
+  imserver account set [flags] USER file USER's conversations under a category
+                                    or a sub-business, for the other member
 
 Run "imserver serve -help" or "imserver token -help" for the flags.
 Every flag can also be set by an environment variable: -listen is IM_LISTEN,
@@ -30,6 +32,8 @@ func main() {
 		err = serve(args)
 	case "token":
 		err = token(args)
+	case "account":
+		err = account(args)
 	case "help":
 		fmt.Print(usage)
 		return

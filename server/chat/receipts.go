@@ -9,7 +9,8 @@ import (
 
 // Mark applies a delivered or read frame: max-merges of the caller's
 // boundaries. Every conversation whose tick minimum rose gets a status push
-// to all its members' devices. The whole frame is refused, changing nothing,
+// to all its members' devices; a read that changed the caller's sessions
+// nudges all the caller's devices to sync. The whole frame is refused, changing nothing,
 // if any mark names a conversation the caller is not a member of.
 func (s *Service) Mark(ctx context.Context, c Caller, kind store.MarkKind, marks []protocol.Mark) *protocol.Error {
 	if perr := protocol.ValidateMarks(marks); perr != nil {
@@ -27,12 +28,20 @@ func (s *Service) Mark(ctx context.Context, c Caller, kind store.MarkKind, marks
 		}
 		membersOf[m.Conv] = members
 	}
-	changes, err := s.store.Mark(ctx, c.User, kind, marks)
+	var res store.MarkResult
+	err := s.withUserLock(ctx, c.User, func() error {
+		var err error
+		res, err = s.store.Mark(ctx, c.User, kind, marks)
+		return err
+	})
 	if err != nil {
 		return s.internal("mark", err, "user", c.User)
 	}
-	for _, ch := range changes {
+	for _, ch := range res.Ticks {
 		s.pushStatus(ch.Conv, membersOf[ch.Conv], ch.Ticks)
+	}
+	if res.SessionsChanged {
+		s.nudge(c.User, res.Cursor)
 	}
 	return nil
 }

@@ -19,9 +19,16 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 	if perr != nil {
 		return nil, perr
 	}
-	res, err := s.store.Append(ctx, store.AppendRequest{
-		Msg:     protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS},
-		Members: members,
+	// The append writes every member's session: hold their locks, taken in
+	// sorted order (other paths hold one user's only, so none can deadlock).
+	var res store.AppendResult
+	err := s.withUserLocks(ctx, members, func() error {
+		var err error
+		res, err = s.store.Append(ctx, store.AppendRequest{
+			Msg:     protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS},
+			Members: members,
+		})
+		return err
 	})
 	if err != nil {
 		return nil, s.internal("send", err, "conv", f.Conv, "msg_id", f.MsgID)

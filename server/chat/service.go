@@ -11,6 +11,7 @@ import (
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/server/userlock"
 )
 
 // Pusher reaches the online devices of users. *hub.Hub is the in-process
@@ -30,20 +31,23 @@ type Caller struct {
 	Device hub.Device
 }
 
-// Service implements the requests of the protocol's messaging sections.
+// Service implements the requests of the protocol's messaging and session
+// sections.
 type Service struct {
 	store  store.Store
 	push   Pusher
+	locks  userlock.Locker
 	limits protocol.Limits
 	log    *slog.Logger
 }
 
-// New returns a Service storing in st and pushing through p.
-func New(st store.Store, p Pusher, limits protocol.Limits, log *slog.Logger) *Service {
+// New returns a Service storing in st, pushing through p, and holding a
+// user's lock from locks around every write to that user's sessions.
+func New(st store.Store, p Pusher, locks userlock.Locker, limits protocol.Limits, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: st, push: p, limits: limits, log: log}
+	return &Service{store: st, push: p, locks: locks, limits: limits, log: log}
 }
 
 // members returns the members of conv after checking that user is one of

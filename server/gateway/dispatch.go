@@ -38,6 +38,12 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) (answer proto
 			return perr.Frame("")
 		}
 		return nil
+	case *protocol.Sync:
+		page, perr := svc.Sync(ctx, c.caller(), f)
+		return resultOrError(page, perr, f.ID)
+	case *protocol.SessionOp:
+		ok, perr := svc.SessionOp(ctx, c.caller(), f)
+		return resultOrError(ok, perr, f.ID)
 	case *protocol.Hello:
 		return protocol.Errorf(protocol.CodeInvalid, "hello was already said on this connection").Frame(f.ID)
 	}

@@ -9,10 +9,15 @@ import (
 	"errors"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
 )
 
 // ErrClosed is returned by every method of a store that has been closed.
 var ErrClosed = errors.New("store closed")
+
+// ErrNotFound is returned for a session that does not exist and cannot be
+// created (a sub-business gateway nobody filed a conversation under).
+var ErrNotFound = errors.New("not found")
 
 // Store is the durable state of the messaging domain. Every method is safe
 // for concurrent use. A method that returns an error changed nothing.
@@ -37,9 +42,25 @@ type Store interface {
 	// max-merge, clamped to the conversation's newest seq, read implying
 	// delivered. The user's pending-delivery row goes once its delivered
 	// boundary reaches the newest seq: a row exists exactly while the user
-	// has messages there that no device of it acknowledged. It returns the conversations whose
-	// tick minimum (over members) rose, with the new minimum.
-	Mark(ctx context.Context, user string, kind MarkKind, marks []protocol.Mark) ([]TickChange, error)
+	// has messages there that no device of it acknowledged. A read is also
+	// the session read (session.State.OnRead). A rise of a conversation's
+	// tick minimum (over members) moves the sessions of the members whose
+	// own messages it covers (session.State.OnTicks).
+	Mark(ctx context.Context, user string, kind MarkKind, marks []protocol.Mark) (MarkResult, error)
+
+	// SessionOp applies a validated session operation to user's session of
+	// conv, creating the session if needed (except a gateway, which exists
+	// only once something was filed under it: ErrNotFound).
+	SessionOp(ctx context.Context, user, conv string, op session.Op, args session.OpArgs) (SessionResult, error)
+
+	// Sync returns the sessions of one of user's lists changed after a
+	// cursor, in ascending active_ts, deleted ones included.
+	Sync(ctx context.Context, user string, q SyncQuery) (SyncPage, error)
+
+	// SetAccount files every conversation with user, for the other member,
+	// under category and sub-business subBiz ("" for none); it applies to
+	// sessions created from then on.
+	SetAccount(ctx context.Context, user, category, subBiz string) error
 
 	// Pending returns user's pending-delivery rows with what is needed to
 	// replay them.
@@ -71,6 +92,40 @@ type AppendResult struct {
 	// Ticks is set when the implicit read of the sender raised the
 	// conversation's tick minimum.
 	Ticks *protocol.Ticks
+}
+
+// MarkResult is what a Mark changed.
+type MarkResult struct {
+	// Ticks lists the conversations whose tick minimum rose.
+	Ticks []TickChange
+	// SessionsChanged is true when a read changed the user's sessions;
+	// Cursor is then the user's newest session timestamp.
+	SessionsChanged bool
+	Cursor          int64
+}
+
+// SessionResult is a session after an operation.
+type SessionResult struct {
+	Session protocol.Session
+	// Changed is false for an operation that changed nothing (pinning a
+	// pinned session); Cursor is the user's newest session timestamp.
+	Changed bool
+	Cursor  int64
+}
+
+// SyncQuery selects the sessions of one list changed after Since.
+type SyncQuery struct {
+	Since  int64
+	Limit  int    // at least 1
+	SubBiz string // "" for the main list
+}
+
+// SyncPage is one page of a sync.
+type SyncPage struct {
+	Sessions    []protocol.Session
+	Cursor      int64 // the highest active_ts returned, or Since
+	HasMore     bool
+	TotalUnread int64 // of the whole list, muted and deleted sessions excluded
 }
 
 // HistoryQuery selects a page of history: the Limit messages below

@@ -7,29 +7,34 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
 )
 
 // Mark implements store.Store.
-func (s *Store) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) ([]store.TickChange, error) {
-	var changes []store.TickChange
+func (s *Store) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, error) {
+	var res store.MarkResult
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		changes = changes[:0]
+		res = store.MarkResult{}
 		for _, m := range highestPerConv(marks) {
-			change, err := s.markTx(ctx, tx, user, kind, m)
+			change, sessionChanged, err := s.markTx(ctx, tx, user, kind, m)
 			if err != nil {
 				return fmt.Errorf("mark %s: %w", m.Conv, err)
 			}
 			if change != nil {
-				changes = append(changes, *change)
+				res.Ticks = append(res.Ticks, *change)
 			}
+			res.SessionsChanged = res.SessionsChanged || sessionChanged
+		}
+		if res.SessionsChanged {
+			return s.queryRowTx(ctx, tx, qClockGet, user).Scan(&res.Cursor)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return store.MarkResult{}, err
 	}
-	return changes, nil
+	return res, nil
 }
 
 // highestPerConv keeps one mark per conversation, the highest, in the order
@@ -48,20 +53,29 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 	return out
 }
 
-func (s *Store) markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, error) {
+func (s *Store) markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, error) {
 	conv, found, err := s.loadConversation(ctx, tx, m.Conv)
 	if err != nil || !found {
-		return nil, err // nothing stored yet: every mark clamps to 0
+		return nil, false, err // nothing stored yet: every mark clamps to 0
 	}
 	var cur protocol.Ticks
 	err = s.queryRowTx(ctx, tx, qBoundaries, user, m.Conv).Scan(&cur.DeliveredSeq, &cur.ReadSeq)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil // not a member: the caller checks membership
+		return nil, false, nil // not a member: the caller checks membership
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	target := min(m.Seq, conv.maxSeq)
+	sessionChanged := false
+	if kind == store.MarkRead {
+		// The session read: read_seq moves, marked_unread clears.
+		if _, sessionChanged, err = s.changeSession(ctx, tx, user, m.Conv, true, func(st *session.State) session.Moves {
+			return st.OnRead(target)
+		}); err != nil {
+			return nil, false, err
+		}
+	}
 	var next protocol.Ticks
 	switch kind {
 	case store.MarkDelivered:
@@ -69,24 +83,27 @@ func (s *Store) markTx(ctx context.Context, tx *sql.Tx, user string, kind store.
 	case store.MarkRead:
 		next = cur.Merge(protocol.Ticks{ReadSeq: target})
 	default:
-		return nil, fmt.Errorf("unknown mark kind %d", kind)
+		return nil, false, fmt.Errorf("unknown mark kind %d", kind)
 	}
 	if next == cur {
-		return nil, nil
+		return nil, sessionChanged, nil
 	}
 	if _, err := s.execTx(ctx, tx, qSetBoundaries, next.DeliveredSeq, next.ReadSeq, user, m.Conv); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if next.DeliveredSeq >= conv.maxSeq {
 		if _, err := s.execTx(ctx, tx, qDeletePending, user, m.Conv); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	ticks, rose, err := s.raiseTicks(ctx, tx, m.Conv, conv.ticks)
 	if err != nil || !rose {
-		return nil, err
+		return nil, sessionChanged, err
 	}
-	return &store.TickChange{Conv: m.Conv, Ticks: ticks}, nil
+	if err := s.touchCoveredSenders(ctx, tx, m.Conv, conv.ticks, ticks); err != nil {
+		return nil, false, err
+	}
+	return &store.TickChange{Conv: m.Conv, Ticks: ticks}, sessionChanged, nil
 }
 
 // Pending implements store.Store.

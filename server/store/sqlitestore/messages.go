@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
 )
 
@@ -64,6 +65,13 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 			return store.AppendResult{}, err
 		}
 	}
+	for _, member := range req.Members {
+		if _, _, err := s.changeSession(ctx, tx, member, m.Conv, true, func(st *session.State) session.Moves {
+			return st.OnMessage(m.Seq, m.From)
+		}); err != nil {
+			return store.AppendResult{}, err
+		}
+	}
 	res := store.AppendResult{Msg: m}
 	ticks, rose, err := s.raiseTicks(ctx, tx, m.Conv, conv.ticks)
 	if err != nil {
@@ -71,6 +79,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 	}
 	if rose {
 		res.Ticks = &ticks
+		if err := s.touchCoveredSenders(ctx, tx, m.Conv, conv.ticks, ticks); err != nil {
+			return store.AppendResult{}, err
+		}
 	}
 	return res, nil
 }

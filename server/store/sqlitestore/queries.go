@@ -37,6 +37,8 @@ var writerQueries = []string{
 	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qSetMaxSeq,
 	qConversation, qInsertConv, qInsertMember, qBoundaries, qSetBoundaries,
 	qMinDelivered, qMinRead, qSetTicks, qDeletePending, qPutPendingForRecipients,
+	qSessionGet, qSessionPut, qClockGet, qClockPut, qTotalAdd, qTotalGet,
+	qAccountGet, qAccountPut, qExpiredMutes, qSendersInRange,
 }
 
 // Reads, prepared on first use by the reader pool.
@@ -51,3 +53,36 @@ const (
 		ORDER BY p.conv`
 	qReceiptsOf = `SELECT user_id, last_delivered_seq, last_read_seq FROM message_status WHERE conv = ? ORDER BY user_id`
 )
+
+// Sessions.
+const sessionColumns = `user_id, conv, read_seq, write_seq, unread_count, active_ts, write_ts, muted, mute_until,
+	priority, deleted, marked_unread, category, category_set, sub_biz, last_conv, last_seq`
+
+const (
+	qSessionGet = `SELECT ` + sessionColumns + ` FROM sessions WHERE user_id = ? AND conv = ?`
+	qSessionPut = `INSERT OR REPLACE INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qClockGet   = `SELECT last_ts FROM user_clocks WHERE user_id = ?`
+	qClockPut   = `INSERT OR REPLACE INTO user_clocks (user_id, last_ts) VALUES (?, ?)`
+	qTotalAdd   = `INSERT INTO unread_totals (user_id, sub_biz, total) VALUES (?, ?, ?)
+		ON CONFLICT (user_id, sub_biz) DO UPDATE SET total = total + excluded.total`
+	qTotalGet       = `SELECT COALESCE((SELECT total FROM unread_totals WHERE user_id = ? AND sub_biz = ?), 0)`
+	qAccountGet     = `SELECT category, sub_biz FROM accounts WHERE user_id = ?`
+	qAccountPut     = `INSERT OR REPLACE INTO accounts (user_id, category, sub_biz) VALUES (?, ?, ?)`
+	qExpiredMutes   = `SELECT conv FROM sessions WHERE user_id = ? AND muted = 1 AND mute_until > 0 AND mute_until <= ?`
+	qSendersInRange = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
+)
+
+// qSyncPage reads one page of a list with each session's last message and
+// its conversation's ticks.
+const qSyncPage = `SELECT ` + sessionColumnsS + `,
+		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind,
+		COALESCE(c.tick_delivered, 0), COALESCE(c.tick_read, 0)
+	FROM sessions s
+	LEFT JOIN messages m ON m.conv = s.last_conv AND m.seq = s.last_seq
+	LEFT JOIN conversations c ON c.conv = s.conv
+	WHERE s.user_id = ? AND s.sub_biz = ? AND s.active_ts > ?
+	ORDER BY s.active_ts
+	LIMIT ?`
+
+const sessionColumnsS = `s.user_id, s.conv, s.read_seq, s.write_seq, s.unread_count, s.active_ts, s.write_ts, s.muted,
+	s.mute_until, s.priority, s.deleted, s.marked_unread, s.category, s.category_set, s.sub_biz, s.last_conv, s.last_seq`

@@ -144,11 +144,11 @@ func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	mark := func(user string, kind store.MarkKind, conv string, seq int64) []store.TickChange {
 		t.Helper()
-		changes, err := s.Mark(ctx, user, kind, []protocol.Mark{{Conv: conv, Seq: seq}})
+		res, err := s.Mark(ctx, user, kind, []protocol.Mark{{Conv: conv, Seq: seq}})
 		if err != nil {
 			t.Fatalf("Mark(%s, %s, %d): %v", user, conv, seq, err)
 		}
-		return changes
+		return res.Ticks
 	}
 	mark("bob", store.MarkDelivered, "d:alice:bob", 4)
 	mark("bob", store.MarkRead, "g:team", 1)

@@ -23,10 +23,7 @@ import (
 // ends, tolerating a store the subtest has already closed. Subtests run one
 // after another, never in parallel.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.Store)
-	}{
+	tests := []storeTest{
 		{"AppendAssignsSeqs", testAppendAssignsSeqs},
 		{"AppendConcurrentOneConversation", testAppendConcurrentOneConversation},
 		{"AppendConcurrentManyConversations", testAppendConcurrentManyConversations},
@@ -54,7 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PendingStartsAtFirstUndelivered", testPendingStartsAtFirstUndelivered},
 		{"Closed", testClosed},
 	}
-	for _, tc := range tests {
+	for _, tc := range append(tests, sessionTests...) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
 			if s == nil {
@@ -63,6 +60,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			tc.fn(t, s)
 		})
 	}
+}
+
+// storeTest is one promise of the suite.
+type storeTest struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
 }
 
 // The users and conversations of the suite.
@@ -260,7 +263,8 @@ func mk(conv string, seq int64) protocol.Mark { return protocol.Mark{Conv: conv,
 // the test on error.
 func mark(t *testing.T, s store.Store, user string, kind store.MarkKind, marks ...protocol.Mark) []store.TickChange {
 	t.Helper()
-	changes, err := s.Mark(t.Context(), user, kind, marks)
+	res, err := s.Mark(t.Context(), user, kind, marks)
+	changes := res.Ticks
 	if err != nil {
 		t.Fatalf("Mark(%s, %v, %+v): %v", user, kind, marks, err)
 	}
@@ -844,7 +848,9 @@ func testMarkConcurrent(t *testing.T, s store.Store) {
 		changes := make([][]store.TickChange, n)
 		errs := make([]error, n)
 		parallel(n, func(i int) {
-			changes[i], errs[i] = s.Mark(context.Background(), bob, kind, []protocol.Mark{mk(dAB, int64(i+1))})
+			var res store.MarkResult
+			res, errs[i] = s.Mark(context.Background(), bob, kind, []protocol.Mark{mk(dAB, int64(i+1))})
+			changes[i] = res.Ticks
 		})
 		var reported []int64
 		for i, err := range errs {

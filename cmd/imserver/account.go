@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/store/sqlitestore"
+)
+
+// account files an account's conversations, for the other member, under a
+// category and/or a sub-business.
+func account(args []string) error {
+	if len(args) == 0 || args[0] != "set" {
+		return fmt.Errorf(`usage: imserver account set [flags] USER (see "imserver account set -help")`)
+	}
+	fs := flag.NewFlagSet("account set", flag.ContinueOnError)
+	dataDir := fs.String("data", defaultDataDir(), "data directory of the server")
+	category := fs.String("category", "", `category (folder) the account's conversations go in, "" for none`)
+	subBiz := fs.String("sub-biz", "", `sub-business whose nested list the account's conversations go in, "" for the main list`)
+	fs.Usage = flagUsage(fs, "imserver account set [flags] USER")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("want exactly one USER")
+	}
+	user := fs.Arg(0)
+	if !protocol.ValidUser(user) {
+		return fmt.Errorf("%q is not a valid user id", user)
+	}
+	for name, v := range map[string]string{"-category": *category, "-sub-biz": *subBiz} {
+		if v != "" && !protocol.ValidUser(v) {
+			return fmt.Errorf("%s %q: want 1-32 characters of [a-z0-9_.-]", name, v)
+		}
+	}
+	st, err := sqlitestore.Open(filepath.Join(*dataDir, server.DatabaseFile), sqlitestore.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.SetAccount(context.Background(), user, *category, *subBiz); err != nil {
+		return err
+	}
+	fmt.Printf("%s: category %q, sub-business %q (applies to conversations started from now on)\n", user, *category, *subBiz)
+	return nil
+}

@@ -1,0 +1,214 @@
+// Package session is the session model (seed 003): one stored state per user
+// and conversation, and the rules that say how each event changes it and
+// which of its timestamps move. It performs no I/O; storage backends apply
+// these rules inside their own atomic writes, so the rules exist once.
+package session
+
+import (
+	"github.com/imcore/im/protocol"
+)
+
+// State is what is stored of one user's session of one conversation.
+type State struct {
+	User, Conv   string
+	ReadSeq      int64
+	WriteSeq     int64
+	UnreadCount  int64
+	ActiveTS     int64
+	WriteTS      int64
+	Muted        bool
+	MuteUntil    int64 // ms; 0 = until unmuted
+	Priority     int64
+	Deleted      bool
+	MarkedUnread bool
+	Category     string
+	CategorySet  bool   // the user chose Category; an account's filing no longer applies
+	SubBiz       string // non-empty: listed in that sub-business's nested list
+	LastConv     string // the conversation of the last message (a gateway's member)
+	LastSeq      int64
+}
+
+// Moves says which timestamps an event moves. An event that changes
+// nothing moves none.
+type Moves struct {
+	Active bool // active_ts: every change (the sync key)
+	Write  bool // write_ts: changes that move the session in the list
+}
+
+// Changed reports whether the event changed the session at all.
+func (m Moves) Changed() bool { return m.Active || m.Write }
+
+var (
+	activeOnly = Moves{Active: true}
+	both       = Moves{Active: true, Write: true}
+)
+
+// MutedAt reports whether the session counts as muted at time now (ms): a
+// mute with an until in the past has expired.
+func (s *State) MutedAt(now int64) bool {
+	return s.Muted && (s.MuteUntil == 0 || s.MuteUntil > now)
+}
+
+// ExpireMute turns an expired mute into no mute; it reports whether it did.
+func (s *State) ExpireMute(now int64) bool {
+	if s.Muted && !s.MutedAt(now) {
+		s.Muted, s.MuteUntil = false, 0
+		return true
+	}
+	return false
+}
+
+// UnreadContribution is what the session adds to its list's total unread:
+// its unread count unless it is deleted or muted (a stored mute; expired
+// mutes are turned off by ExpireMute before any total is read).
+func (s *State) UnreadContribution() int64 {
+	if s.Deleted || s.Muted {
+		return 0
+	}
+	return s.UnreadCount
+}
+
+// IsGateway reports whether the session is a sub-business gateway.
+func (s *State) IsGateway() bool {
+	c, ok := protocol.ParseConv(s.Conv)
+	return ok && c.Kind == protocol.ConvBiz
+}
+
+// OnMessage applies message seq from sender in the session's conversation.
+// A new message brings a deleted session back and moves it in the list;
+// for the sender it is an implicit read.
+func (s *State) OnMessage(seq int64, sender string) Moves {
+	if seq <= s.WriteSeq {
+		return Moves{}
+	}
+	s.WriteSeq = seq
+	s.LastConv, s.LastSeq = s.Conv, seq
+	s.Deleted = false
+	if sender == s.User {
+		s.ReadSeq = seq
+		s.MarkedUnread = false
+	}
+	s.UnreadCount = s.WriteSeq - s.ReadSeq
+	return both
+}
+
+// OnRead applies the user's read up to seq (clamped to write_seq): read_seq
+// never goes back, and a read clears marked_unread.
+func (s *State) OnRead(seq int64) Moves {
+	seq = min(seq, s.WriteSeq)
+	changed := false
+	if seq > s.ReadSeq {
+		s.ReadSeq = seq
+		s.UnreadCount = s.WriteSeq - s.ReadSeq
+		changed = true
+	}
+	if s.MarkedUnread {
+		s.MarkedUnread = false
+		changed = true
+	}
+	if !changed {
+		return Moves{}
+	}
+	return activeOnly
+}
+
+// OnTicks applies a rise of the conversation's tick boundaries that covers
+// the user's own messages: the session's ticks are read from the
+// conversation, so only active_ts moves, for offline devices to learn them.
+func (s *State) OnTicks() Moves { return activeOnly }
+
+// Op names a session operation of the protocol.
+type Op string
+
+// The session operations.
+const (
+	OpPin         Op = "pin"
+	OpUnpin       Op = "unpin"
+	OpMute        Op = "mute"
+	OpUnmute      Op = "unmute"
+	OpMarkUnread  Op = "mark_unread"
+	OpDelete      Op = "delete"
+	OpSetCategory Op = "set_category"
+)
+
+// MaxCategoryLen bounds a category name.
+const MaxCategoryLen = 32
+
+// OpArgs are an operation's optional arguments.
+type OpArgs struct {
+	Until    int64  // mute: ms, 0 = until unmuted
+	Category string // set_category: "" clears
+}
+
+// Validate checks an operation and its arguments.
+func Validate(op Op, args OpArgs) *protocol.Error {
+	switch op {
+	case OpPin, OpUnpin, OpUnmute, OpMarkUnread, OpDelete:
+		return nil
+	case OpMute:
+		if args.Until < 0 {
+			return protocol.Errorf(protocol.CodeInvalid, "until cannot be negative")
+		}
+		return nil
+	case OpSetCategory:
+		if args.Category != "" && (len(args.Category) > MaxCategoryLen || !protocol.ValidUser(args.Category)) {
+			return protocol.Errorf(protocol.CodeInvalid, "category must be empty or 1-%d characters of [a-z0-9_.-]", MaxCategoryLen)
+		}
+		return nil
+	}
+	return protocol.Errorf(protocol.CodeInvalid, "unknown session op %q (want pin, unpin, mute, unmute, mark_unread, delete or set_category)", op)
+}
+
+// Apply applies a validated operation at time now (ms). An operation that
+// changes nothing moves nothing.
+func (s *State) Apply(op Op, args OpArgs, now int64) Moves {
+	switch op {
+	case OpPin:
+		if s.Priority == 1 {
+			return Moves{}
+		}
+		s.Priority = 1
+		return both
+	case OpUnpin:
+		if s.Priority == 0 {
+			return Moves{}
+		}
+		s.Priority = 0
+		return activeOnly
+	case OpMute:
+		if s.MutedAt(now) && s.MuteUntil == args.Until && !s.MarkedUnread {
+			return Moves{}
+		}
+		s.Muted, s.MuteUntil, s.MarkedUnread = true, args.Until, false
+		return activeOnly
+	case OpUnmute:
+		if !s.Muted {
+			return Moves{}
+		}
+		s.Muted, s.MuteUntil = false, 0
+		return activeOnly
+	case OpMarkUnread:
+		if s.MarkedUnread {
+			return Moves{}
+		}
+		s.MarkedUnread = true
+		return both
+	case OpDelete:
+		if s.Deleted && s.UnreadCount == 0 {
+			return Moves{}
+		}
+		// A soft delete clears the unread count; it is not a read receipt:
+		// the other members' ticks do not move.
+		s.Deleted = true
+		s.ReadSeq = s.WriteSeq
+		s.UnreadCount = 0
+		return activeOnly
+	case OpSetCategory:
+		if s.CategorySet && s.Category == args.Category {
+			return Moves{}
+		}
+		s.Category, s.CategorySet = args.Category, true
+		return activeOnly
+	}
+	return Moves{}
+}

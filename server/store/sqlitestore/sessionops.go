@@ -1,0 +1,221 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+
+	"fmt"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/server/store"
+)
+
+// SessionOp implements store.Store.
+func (s *Store) SessionOp(ctx context.Context, user, conv string, op session.Op, args session.OpArgs) (store.SessionResult, error) {
+	var res store.SessionResult
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, found, err := s.loadSession(ctx, tx, user, conv)
+		if err != nil {
+			return err
+		}
+		if c, _ := protocol.ParseConv(conv); !found && c.Kind == protocol.ConvBiz {
+			return store.ErrNotFound
+		}
+		now := s.now().UnixMilli()
+		st, changed, err := s.changeSession(ctx, tx, user, conv, true, func(st *session.State) session.Moves {
+			return st.Apply(op, args, now)
+		})
+		if err != nil {
+			return err
+		}
+		res.Changed = changed
+		if res.Session, err = s.renderInTx(ctx, tx, st); err != nil {
+			return err
+		}
+		return s.queryRowTx(ctx, tx, qClockGet, user).Scan(&res.Cursor)
+	})
+	if err != nil {
+		return store.SessionResult{}, fmt.Errorf("session op %s on %s for %s: %w", op, conv, user, err)
+	}
+	return res, nil
+}
+
+// SetAccount implements store.Store.
+func (s *Store) SetAccount(ctx context.Context, user, category, subBiz string) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := s.execTx(ctx, tx, qAccountPut, user, category, subBiz)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set account %s: %w", user, err)
+	}
+	return nil
+}
+
+// Sync implements store.Store. Mutes that have expired are turned off
+// first, as a change of their sessions, so that the totals are exact and
+// every device learns it.
+func (s *Store) Sync(ctx context.Context, user string, q store.SyncQuery) (store.SyncPage, error) {
+	if q.Limit <= 0 {
+		return store.SyncPage{}, fmt.Errorf("sync of %s: limit %d must be positive", user, q.Limit)
+	}
+	if err := s.checkOpen(); err != nil {
+		return store.SyncPage{}, err
+	}
+	if err := s.expireMutes(ctx, user); err != nil {
+		return store.SyncPage{}, err
+	}
+	// One read transaction: the page and the total are one snapshot.
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.SyncPage{}, fmt.Errorf("sync of %s: %w", user, err)
+	}
+	defer tx.Rollback()
+	page, err := s.syncPage(ctx, tx, user, q)
+	if err != nil {
+		return store.SyncPage{}, fmt.Errorf("sync of %s: %w", user, err)
+	}
+	return page, nil
+}
+
+func (s *Store) syncPage(ctx context.Context, tx *sql.Tx, user string, q store.SyncQuery) (store.SyncPage, error) {
+	pageStmt, err := s.readStmts.get(ctx, qSyncPage)
+	if err != nil {
+		return store.SyncPage{}, err
+	}
+	rows, err := tx.StmtContext(ctx, pageStmt).QueryContext(ctx, user, q.SubBiz, q.Since, q.Limit+1)
+	if err != nil {
+		return store.SyncPage{}, err
+	}
+	defer rows.Close()
+	page := store.SyncPage{Sessions: []protocol.Session{}, Cursor: q.Since}
+	now := s.now().UnixMilli()
+	for rows.Next() {
+		st, last, ticks, err := scanSyncRow(rows)
+		if err != nil {
+			return store.SyncPage{}, err
+		}
+		if len(page.Sessions) == q.Limit {
+			page.HasMore = true
+			break
+		}
+		page.Sessions = append(page.Sessions, render(st, last, ticks, now))
+		page.Cursor = st.ActiveTS
+	}
+	if err := rows.Err(); err != nil {
+		return store.SyncPage{}, err
+	}
+	rows.Close()
+	totalStmt, err := s.readStmts.get(ctx, qTotalGet)
+	if err != nil {
+		return store.SyncPage{}, err
+	}
+	if err := tx.StmtContext(ctx, totalStmt).QueryRowContext(ctx, user, q.SubBiz).Scan(&page.TotalUnread); err != nil {
+		return store.SyncPage{}, err
+	}
+	return page, nil
+}
+
+// expireMutes turns off user's mutes whose time is up.
+func (s *Store) expireMutes(ctx context.Context, user string) error {
+	now := s.now().UnixMilli()
+	rows, err := s.query(ctx, qExpiredMutes, user, now)
+	if err != nil {
+		return err
+	}
+	var convs []string
+	for rows.Next() {
+		var conv string
+		if err := rows.Scan(&conv); err != nil {
+			rows.Close()
+			return err
+		}
+		convs = append(convs, conv)
+	}
+	rows.Close()
+	if len(convs) == 0 {
+		return rows.Err()
+	}
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, conv := range convs {
+			// changeSession expires the mute; the rule itself changes nothing.
+			if _, _, err := s.changeSession(ctx, tx, user, conv, false, func(*session.State) session.Moves { return session.Moves{} }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// scanSyncRow reads a row of qSyncPage.
+func scanSyncRow(rows *sql.Rows) (session.State, *protocol.Message, protocol.Ticks, error) {
+	var (
+		seq, clientTS, serverTS   sql.NullInt64
+		msgID, sender, body, kind sql.NullString
+		ticks                     protocol.Ticks
+	)
+	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind, &ticks.DeliveredSeq, &ticks.ReadSeq)
+	if err != nil || !seq.Valid {
+		return st, nil, ticks, err
+	}
+	return st, &protocol.Message{Conv: st.LastConv, Seq: seq.Int64, MsgID: msgID.String, From: sender.String,
+		Body: body.String, ClientTS: clientTS.Int64, ServerTS: serverTS.Int64, Kind: kind.String}, ticks, nil
+}
+
+// renderInTx renders a session inside a write, reading its last message
+// and ticks.
+func (s *Store) renderInTx(ctx context.Context, tx *sql.Tx, st session.State) (protocol.Session, error) {
+	var last *protocol.Message
+	if st.LastSeq > 0 {
+		m, err := scanMessage(s.queryRowTx(ctx, tx, qMessageAt, st.LastConv, st.LastSeq))
+		if err != nil {
+			return protocol.Session{}, err
+		}
+		last = &m
+	}
+	conv, found, err := s.loadConversation(ctx, tx, st.Conv)
+	if err != nil {
+		return protocol.Session{}, err
+	}
+	var ticks protocol.Ticks
+	if found {
+		ticks = conv.ticks
+	}
+	return render(st, last, ticks, s.now().UnixMilli()), nil
+}
+
+// render is the wire form of a session: every field present.
+func render(st session.State, last *protocol.Message, ticks protocol.Ticks, now int64) protocol.Session {
+	out := protocol.Session{
+		Conv:         st.Conv,
+		Members:      []string{},
+		UnreadCount:  st.UnreadCount,
+		ReadSeq:      st.ReadSeq,
+		WriteSeq:     st.WriteSeq,
+		ActiveTS:     st.ActiveTS,
+		WriteTS:      st.WriteTS,
+		Muted:        st.MutedAt(now),
+		MuteUntil:    st.MuteUntil,
+		Priority:     st.Priority,
+		Deleted:      st.Deleted,
+		MarkedUnread: st.MarkedUnread,
+		Category:     st.Category,
+		SubBiz:       st.SubBiz,
+		LastMsg:      last,
+		Ticks:        ticks,
+	}
+	if !out.Muted {
+		out.MuteUntil = 0
+	}
+	c, _ := protocol.ParseConv(st.Conv)
+	out.Kind = c.Kind.String()
+	switch c.Kind {
+	case protocol.ConvDirect:
+		out.Title = c.Peer(st.User)
+		out.Members = []string{c.A, c.B}
+	case protocol.ConvGroup, protocol.ConvBiz:
+		out.Title = c.Name
+	}
+	return out
+}
