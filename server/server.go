@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/chat"
@@ -40,6 +41,9 @@ type Config struct {
 	AllowRemoteDev bool
 	Gateway        gateway.Config
 	Logger         *slog.Logger
+	// Now is the clock for server timestamps; time.Now when nil. Tests use
+	// it to move time (mute expiry) or step it back.
+	Now func() time.Time
 }
 
 // Server is a running imserver.
@@ -75,7 +79,7 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	st, err := sqlitestore.Open(filepath.Join(cfg.DataDir, DatabaseFile), sqlitestore.Options{})
+	st, err := sqlitestore.Open(filepath.Join(cfg.DataDir, DatabaseFile), sqlitestore.Options{Now: cfg.Now})
 	if err != nil {
 		return nil, err
 	}
