@@ -22,7 +22,6 @@ type State struct {
 	Deleted      bool
 	MarkedUnread bool
 	Category     string
-	CategorySet  bool   // the user chose Category; an account's filing no longer applies
 	SubBiz       string // non-empty: listed in that sub-business's nested list
 	LastConv     string // the conversation of the last message (a gateway's member)
 	LastSeq      int64
@@ -176,6 +175,9 @@ func (s *State) Apply(op Op, args OpArgs, now int64) Moves {
 		s.Priority = 0
 		return activeOnly
 	case OpMute:
+		if args.Until > 0 && args.Until <= now {
+			return Moves{} // a mute that has already ended mutes nothing
+		}
 		if s.MutedAt(now) && s.MuteUntil == args.Until && !s.MarkedUnread {
 			return Moves{}
 		}
@@ -204,10 +206,10 @@ func (s *State) Apply(op Op, args OpArgs, now int64) Moves {
 		s.UnreadCount = 0
 		return activeOnly
 	case OpSetCategory:
-		if s.CategorySet && s.Category == args.Category {
+		if s.Category == args.Category {
 			return Moves{}
 		}
-		s.Category, s.CategorySet = args.Category, true
+		s.Category = args.Category
 		return activeOnly
 	}
 	return Moves{}

@@ -56,11 +56,11 @@ const (
 
 // Sessions.
 const sessionColumns = `user_id, conv, read_seq, write_seq, unread_count, active_ts, write_ts, muted, mute_until,
-	priority, deleted, marked_unread, category, category_set, sub_biz, last_conv, last_seq`
+	priority, deleted, marked_unread, category, sub_biz, last_conv, last_seq`
 
 const (
 	qSessionGet = `SELECT ` + sessionColumns + ` FROM sessions WHERE user_id = ? AND conv = ?`
-	qSessionPut = `INSERT OR REPLACE INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qSessionPut = `INSERT OR REPLACE INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qClockGet   = `SELECT last_ts FROM user_clocks WHERE user_id = ?`
 	qClockPut   = `INSERT OR REPLACE INTO user_clocks (user_id, last_ts) VALUES (?, ?)`
 	qTotalAdd   = `INSERT INTO unread_totals (user_id, sub_biz, total) VALUES (?, ?, ?)
@@ -85,4 +85,4 @@ const qSyncPage = `SELECT ` + sessionColumnsS + `,
 	LIMIT ?`
 
 const sessionColumnsS = `s.user_id, s.conv, s.read_seq, s.write_seq, s.unread_count, s.active_ts, s.write_ts, s.muted,
-	s.mute_until, s.priority, s.deleted, s.marked_unread, s.category, s.category_set, s.sub_biz, s.last_conv, s.last_seq`
+	s.mute_until, s.priority, s.deleted, s.marked_unread, s.category, s.sub_biz, s.last_conv, s.last_seq`

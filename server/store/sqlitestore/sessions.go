@@ -56,7 +56,8 @@ func (s *Store) changeSession(ctx context.Context, tx *sql.Tx, user, conv string
 		return st, false, err
 	}
 	if st.SubBiz != "" {
-		if err := s.refreshGateway(ctx, tx, st, moves.Write); err != nil {
+		newMessage := st.LastConv != old.LastConv || st.LastSeq != old.LastSeq
+		if err := s.refreshGateway(ctx, tx, st, moves.Write, newMessage); err != nil {
 			return st, false, err
 		}
 	}
@@ -121,9 +122,10 @@ func (s *Store) settleTotals(ctx context.Context, tx *sql.Tx, old, cur session.S
 }
 
 // refreshGateway brings the gateway session of member's sub-business up to
-// date: its unread count is the nested list's total, and a member that
-// moved in the list moves the gateway too, carrying its last message.
-func (s *Store) refreshGateway(ctx context.Context, tx *sql.Tx, member session.State, moved bool) error {
+// date: its unread count is the nested list's total; a member that moved in
+// the list moves the gateway too; a member's new message is the gateway's
+// last message and brings a deleted gateway back.
+func (s *Store) refreshGateway(ctx context.Context, tx *sql.Tx, member session.State, moved, newMessage bool) error {
 	var total int64
 	if err := s.queryRowTx(ctx, tx, qTotalGet, member.User, member.SubBiz).Scan(&total); err != nil {
 		return err
@@ -135,9 +137,11 @@ func (s *Store) refreshGateway(ctx context.Context, tx *sql.Tx, member session.S
 			g.UnreadCount = total
 			moves.Active = true
 		}
-		if moved && (g.LastConv != member.LastConv || g.LastSeq != member.LastSeq || g.Deleted) {
+		if newMessage {
 			g.LastConv, g.LastSeq = member.LastConv, member.LastSeq
 			g.Deleted = false
+		}
+		if moved || newMessage {
 			moves = session.Moves{Active: true, Write: true}
 		}
 		return moves
@@ -155,15 +159,14 @@ func (s *Store) loadSession(ctx context.Context, tx *sql.Tx, user, conv string) 
 
 func (s *Store) saveSession(ctx context.Context, tx *sql.Tx, st session.State) error {
 	_, err := s.execTx(ctx, tx, qSessionPut, st.User, st.Conv, st.ReadSeq, st.WriteSeq, st.UnreadCount, st.ActiveTS, st.WriteTS,
-		st.Muted, st.MuteUntil, st.Priority, st.Deleted, st.MarkedUnread, st.Category, st.CategorySet, st.SubBiz, st.LastConv, st.LastSeq)
+		st.Muted, st.MuteUntil, st.Priority, st.Deleted, st.MarkedUnread, st.Category, st.SubBiz, st.LastConv, st.LastSeq)
 	return err
 }
 
 func scanSession(sc scanner, extra ...any) (session.State, error) {
 	var st session.State
 	dest := []any{&st.User, &st.Conv, &st.ReadSeq, &st.WriteSeq, &st.UnreadCount, &st.ActiveTS, &st.WriteTS,
-		&st.Muted, &st.MuteUntil, &st.Priority, &st.Deleted, &st.MarkedUnread, &st.Category, &st.CategorySet,
-		&st.SubBiz, &st.LastConv, &st.LastSeq}
+		&st.Muted, &st.MuteUntil, &st.Priority, &st.Deleted, &st.MarkedUnread, &st.Category, &st.SubBiz, &st.LastConv, &st.LastSeq}
 	err := sc.Scan(append(dest, extra...)...)
 	return st, err
 }

@@ -16,7 +16,6 @@ CREATE TABLE sessions (
     deleted       INTEGER NOT NULL DEFAULT 0,
     marked_unread INTEGER NOT NULL DEFAULT 0,
     category      TEXT NOT NULL DEFAULT '',
-    category_set  INTEGER NOT NULL DEFAULT 0,
     sub_biz       TEXT NOT NULL DEFAULT '',
     last_conv     TEXT NOT NULL DEFAULT '',
     last_seq      INTEGER NOT NULL DEFAULT 0,
