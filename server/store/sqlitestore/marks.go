@@ -16,8 +16,9 @@ func (s *Store) Mark(ctx context.Context, user string, kind store.MarkKind, mark
 	var res store.MarkResult
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res = store.MarkResult{}
+		now := s.now().UnixMilli()
 		for _, m := range highestPerConv(marks) {
-			change, sessionChanged, err := s.markTx(ctx, tx, user, kind, m)
+			change, sessionChanged, err := s.markTx(ctx, tx, now, user, kind, m)
 			if err != nil {
 				return fmt.Errorf("mark %s: %w", m.Conv, err)
 			}
@@ -53,7 +54,7 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 	return out
 }
 
-func (s *Store) markTx(ctx context.Context, tx *sql.Tx, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, error) {
+func (s *Store) markTx(ctx context.Context, tx *sql.Tx, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, error) {
 	conv, found, err := s.loadConversation(ctx, tx, m.Conv)
 	if err != nil || !found {
 		return nil, false, err // nothing stored yet: every mark clamps to 0
@@ -70,7 +71,7 @@ func (s *Store) markTx(ctx context.Context, tx *sql.Tx, user string, kind store.
 	sessionChanged := false
 	if kind == store.MarkRead {
 		// The session read: read_seq moves, marked_unread clears.
-		if _, sessionChanged, err = s.changeSession(ctx, tx, user, m.Conv, true, func(st *session.State) session.Moves {
+		if _, sessionChanged, err = s.changeSession(ctx, tx, now, user, m.Conv, true, func(st *session.State) session.Moves {
 			return st.OnRead(target)
 		}); err != nil {
 			return nil, false, err
@@ -100,7 +101,7 @@ func (s *Store) markTx(ctx context.Context, tx *sql.Tx, user string, kind store.
 	if err != nil || !rose {
 		return nil, sessionChanged, err
 	}
-	if err := s.touchCoveredSenders(ctx, tx, m.Conv, conv.ticks, ticks); err != nil {
+	if err := s.touchCoveredSenders(ctx, tx, now, m.Conv, conv.ticks, ticks); err != nil {
 		return nil, false, err
 	}
 	return &store.TickChange{Conv: m.Conv, Ticks: ticks}, sessionChanged, nil

@@ -44,8 +44,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 	if err != nil {
 		return store.AppendResult{}, err
 	}
+	now := s.now().UnixMilli()
 	m.Seq = conv.maxSeq + 1
-	m.ServerTS = s.now().UnixMilli()
+	m.ServerTS = now
 	steps := []struct {
 		query string
 		args  []any
@@ -66,7 +67,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 		}
 	}
 	for _, member := range req.Members {
-		if _, _, err := s.changeSession(ctx, tx, member, m.Conv, true, func(st *session.State) session.Moves {
+		if _, _, err := s.changeSession(ctx, tx, now, member, m.Conv, true, func(st *session.State) session.Moves {
 			return st.OnMessage(m.Seq, m.From)
 		}); err != nil {
 			return store.AppendResult{}, err
@@ -79,7 +80,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 	}
 	if rose {
 		res.Ticks = &ticks
-		if err := s.touchCoveredSenders(ctx, tx, m.Conv, conv.ticks, ticks); err != nil {
+		if err := s.touchCoveredSenders(ctx, tx, now, m.Conv, conv.ticks, ticks); err != nil {
 			return store.AppendResult{}, err
 		}
 	}

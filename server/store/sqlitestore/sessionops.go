@@ -23,14 +23,14 @@ func (s *Store) SessionOp(ctx context.Context, user, conv string, op session.Op,
 			return store.ErrNotFound
 		}
 		now := s.now().UnixMilli()
-		st, changed, err := s.changeSession(ctx, tx, user, conv, true, func(st *session.State) session.Moves {
+		st, changed, err := s.changeSession(ctx, tx, now, user, conv, true, func(st *session.State) session.Moves {
 			return st.Apply(op, args, now)
 		})
 		if err != nil {
 			return err
 		}
 		res.Changed = changed
-		if res.Session, err = s.renderInTx(ctx, tx, st); err != nil {
+		if res.Session, err = s.renderInTx(ctx, tx, now, st); err != nil {
 			return err
 		}
 		return s.queryRowTx(ctx, tx, qClockGet, user).Scan(&res.Cursor)
@@ -63,7 +63,9 @@ func (s *Store) Sync(ctx context.Context, user string, q store.SyncQuery) (store
 	if err := s.checkOpen(); err != nil {
 		return store.SyncPage{}, err
 	}
-	if err := s.expireMutes(ctx, user); err != nil {
+	// One reading of the clock: what expires and what is shown agree.
+	now := s.now().UnixMilli()
+	if err := s.expireMutes(ctx, now, user); err != nil {
 		return store.SyncPage{}, err
 	}
 	// One read transaction: the page and the total are one snapshot.
@@ -72,14 +74,14 @@ func (s *Store) Sync(ctx context.Context, user string, q store.SyncQuery) (store
 		return store.SyncPage{}, fmt.Errorf("sync of %s: %w", user, err)
 	}
 	defer tx.Rollback()
-	page, err := s.syncPage(ctx, tx, user, q)
+	page, err := s.syncPage(ctx, tx, now, user, q)
 	if err != nil {
 		return store.SyncPage{}, fmt.Errorf("sync of %s: %w", user, err)
 	}
 	return page, nil
 }
 
-func (s *Store) syncPage(ctx context.Context, tx *sql.Tx, user string, q store.SyncQuery) (store.SyncPage, error) {
+func (s *Store) syncPage(ctx context.Context, tx *sql.Tx, now int64, user string, q store.SyncQuery) (store.SyncPage, error) {
 	pageStmt, err := s.readStmts.get(ctx, qSyncPage)
 	if err != nil {
 		return store.SyncPage{}, err
@@ -90,7 +92,6 @@ func (s *Store) syncPage(ctx context.Context, tx *sql.Tx, user string, q store.S
 	}
 	defer rows.Close()
 	page := store.SyncPage{Sessions: []protocol.Session{}, Cursor: q.Since}
-	now := s.now().UnixMilli()
 	for rows.Next() {
 		st, last, ticks, err := scanSyncRow(rows)
 		if err != nil {
@@ -118,8 +119,7 @@ func (s *Store) syncPage(ctx context.Context, tx *sql.Tx, user string, q store.S
 }
 
 // expireMutes turns off user's mutes whose time is up.
-func (s *Store) expireMutes(ctx context.Context, user string) error {
-	now := s.now().UnixMilli()
+func (s *Store) expireMutes(ctx context.Context, now int64, user string) error {
 	rows, err := s.query(ctx, qExpiredMutes, user, now)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func (s *Store) expireMutes(ctx context.Context, user string) error {
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, conv := range convs {
 			// changeSession expires the mute; the rule itself changes nothing.
-			if _, _, err := s.changeSession(ctx, tx, user, conv, false, func(*session.State) session.Moves { return session.Moves{} }); err != nil {
+			if _, _, err := s.changeSession(ctx, tx, now, user, conv, false, func(*session.State) session.Moves { return session.Moves{} }); err != nil {
 				return err
 			}
 		}
@@ -165,7 +165,7 @@ func scanSyncRow(rows *sql.Rows) (session.State, *protocol.Message, protocol.Tic
 
 // renderInTx renders a session inside a write, reading its last message
 // and ticks.
-func (s *Store) renderInTx(ctx context.Context, tx *sql.Tx, st session.State) (protocol.Session, error) {
+func (s *Store) renderInTx(ctx context.Context, tx *sql.Tx, now int64, st session.State) (protocol.Session, error) {
 	var last *protocol.Message
 	if st.LastSeq > 0 {
 		m, err := scanMessage(s.queryRowTx(ctx, tx, qMessageAt, st.LastConv, st.LastSeq))
@@ -182,7 +182,7 @@ func (s *Store) renderInTx(ctx context.Context, tx *sql.Tx, st session.State) (p
 	if found {
 		ticks = conv.ticks
 	}
-	return render(st, last, ticks, s.now().UnixMilli()), nil
+	return render(st, last, ticks, now), nil
 }
 
 // render is the wire form of a session: every field present.

@@ -18,10 +18,11 @@ import (
 // sessionRule changes a session and says which timestamps move.
 type sessionRule func(st *session.State) session.Moves
 
-// changeSession applies rule to user's session of conv, creating the
-// session when create is set and it does not exist. It returns the new
-// state and whether anything changed.
-func (s *Store) changeSession(ctx context.Context, tx *sql.Tx, user, conv string, create bool, rule sessionRule) (session.State, bool, error) {
+// changeSession applies rule to user's session of conv at time now (ms; one
+// reading of the clock per store call, so that what a call expires and what
+// it shows agree), creating the session when create is set and it does not
+// exist. It returns the new state and whether anything changed.
+func (s *Store) changeSession(ctx context.Context, tx *sql.Tx, now int64, user, conv string, create bool, rule sessionRule) (session.State, bool, error) {
 	st, found, err := s.loadSession(ctx, tx, user, conv)
 	if err != nil {
 		return st, false, err
@@ -35,7 +36,6 @@ func (s *Store) changeSession(ctx context.Context, tx *sql.Tx, user, conv string
 		}
 	}
 	old := st
-	now := s.now().UnixMilli()
 	expired := st.ExpireMute(now)
 	moves := rule(&st)
 	if !moves.Changed() && !expired && found {
@@ -57,7 +57,7 @@ func (s *Store) changeSession(ctx context.Context, tx *sql.Tx, user, conv string
 	}
 	if st.SubBiz != "" {
 		newMessage := st.LastConv != old.LastConv || st.LastSeq != old.LastSeq
-		if err := s.refreshGateway(ctx, tx, st, moves.Write, newMessage); err != nil {
+		if err := s.refreshGateway(ctx, tx, now, st, moves.Write, newMessage); err != nil {
 			return st, false, err
 		}
 	}
@@ -125,13 +125,13 @@ func (s *Store) settleTotals(ctx context.Context, tx *sql.Tx, old, cur session.S
 // date: its unread count is the nested list's total; a member that moved in
 // the list moves the gateway too; a member's new message is the gateway's
 // last message and brings a deleted gateway back.
-func (s *Store) refreshGateway(ctx context.Context, tx *sql.Tx, member session.State, moved, newMessage bool) error {
+func (s *Store) refreshGateway(ctx context.Context, tx *sql.Tx, now int64, member session.State, moved, newMessage bool) error {
 	var total int64
 	if err := s.queryRowTx(ctx, tx, qTotalGet, member.User, member.SubBiz).Scan(&total); err != nil {
 		return err
 	}
 	gateway := protocol.Conv{Kind: protocol.ConvBiz, Name: member.SubBiz}.String()
-	_, _, err := s.changeSession(ctx, tx, member.User, gateway, true, func(g *session.State) session.Moves {
+	_, _, err := s.changeSession(ctx, tx, now, member.User, gateway, true, func(g *session.State) session.Moves {
 		var moves session.Moves
 		if g.UnreadCount != total {
 			g.UnreadCount = total
@@ -174,7 +174,7 @@ func scanSession(sc scanner, extra ...any) (session.State, error) {
 // touchCoveredSenders moves active_ts of every member whose own messages a
 // rise of conv's ticks from prev to next covers, so that their offline
 // devices learn the new ticks by sync.
-func (s *Store) touchCoveredSenders(ctx context.Context, tx *sql.Tx, conv string, prev, next protocol.Ticks) error {
+func (s *Store) touchCoveredSenders(ctx context.Context, tx *sql.Tx, now int64, conv string, prev, next protocol.Ticks) error {
 	senders := map[string]bool{}
 	for _, r := range [][2]int64{{prev.DeliveredSeq, next.DeliveredSeq}, {prev.ReadSeq, next.ReadSeq}} {
 		if r[1] <= r[0] {
@@ -198,7 +198,7 @@ func (s *Store) touchCoveredSenders(ctx context.Context, tx *sql.Tx, conv string
 		}
 	}
 	for sender := range senders {
-		if _, _, err := s.changeSession(ctx, tx, sender, conv, false, func(st *session.State) session.Moves { return st.OnTicks() }); err != nil {
+		if _, _, err := s.changeSession(ctx, tx, now, sender, conv, false, func(st *session.State) session.Moves { return st.OnTicks() }); err != nil {
 			return err
 		}
 	}
