@@ -56,8 +56,19 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 
 func (s *Store) markTx(ctx context.Context, tx *sql.Tx, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, error) {
 	conv, found, err := s.loadConversation(ctx, tx, m.Conv)
-	if err != nil || !found {
-		return nil, false, err // nothing stored yet: every mark clamps to 0
+	if err != nil {
+		return nil, false, err
+	}
+	if !found {
+		// No message yet: every mark clamps to 0. A read is still the
+		// session read of a session an op created (it clears marked_unread).
+		if kind != store.MarkRead {
+			return nil, false, nil
+		}
+		_, changed, err := s.changeSession(ctx, tx, now, user, m.Conv, false, func(st *session.State) session.Moves {
+			return st.OnRead(0)
+		})
+		return nil, changed, err
 	}
 	var cur protocol.Ticks
 	err = s.queryRowTx(ctx, tx, qBoundaries, user, m.Conv).Scan(&cur.DeliveredSeq, &cur.ReadSeq)

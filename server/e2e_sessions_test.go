@@ -1,0 +1,1534 @@
+package server_test
+
+// End-to-end tests of PROTOCOL.md "Sessions (the conversation list)",
+// "Sync" and "Session operations" (seed 003: the session model), over real
+// WebSockets against the in-process server. Time is a controllable clock
+// (server.Config.Now), never a sleep.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/servertest"
+	"github.com/imcore/im/server/session"
+)
+
+const (
+	sessAB   = "d:alice:bob"
+	sessHour = int64(time.Hour / time.Millisecond)
+)
+
+// sessClock is the server's clock in these tests: it moves only when told.
+type sessClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *sessClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *sessClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Ms is the clock's time in Unix milliseconds.
+func (c *sessClock) Ms() int64 { return c.Now().UnixMilli() }
+
+// sessStart starts a server on a controllable clock.
+func sessStart(t *testing.T, options ...func(*server.Config)) (*servertest.Env, *sessClock) {
+	t.Helper()
+	clk := &sessClock{now: time.UnixMilli(1_763_800_000_000)}
+	opts := append([]func(*server.Config){func(c *server.Config) { c.Now = clk.Now }}, options...)
+	return servertest.Start(t, opts...), clk
+}
+
+// sessDial connects user/device and makes one round trip, so that the
+// device is registered for pushes when it returns (the welcome is written
+// before the server registers the device).
+func sessDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
+	t.Helper()
+	c := env.Dial(t, user, device)
+	c.Request(&protocol.History{Conv: "-"})
+	return c
+}
+
+// sessSend sends one message from c in conv and requires every client in
+// others to receive exactly it. It returns the message object as stored.
+func sessSend(t *testing.T, c *servertest.Client, conv string, others ...*servertest.Client) protocol.Message {
+	t.Helper()
+	id := c.Env.ID()
+	m := protocol.Message{Conv: conv, MsgID: "m-" + c.User + "-" + id, From: c.User, Body: "hello " + id, ClientTS: 1_700_000_000_000 + int64(len(id))}
+	f := c.RequestOK(&protocol.Send{Conv: conv, MsgID: m.MsgID, Body: m.Body, ClientTS: m.ClientTS})
+	sent, ok := f.(*protocol.Sent)
+	if !ok {
+		t.Fatalf("send: want sent, got %s", servertest.Describe(f))
+	}
+	m.Seq, m.ServerTS = sent.Seq, sent.ServerTS
+	for _, o := range others {
+		got := o.Expect("msg "+m.MsgID, func(f protocol.Frame) bool {
+			p, ok := f.(*protocol.MsgPush)
+			return ok && p.Msg.Conv == conv && p.Msg.MsgID == m.MsgID
+		}).(*protocol.MsgPush).Msg
+		if got != m {
+			t.Fatalf("%s/%s got msg %+v, want %+v", o.User, o.Device, got, m)
+		}
+	}
+	return m
+}
+
+// sessSync runs one sync and checks what every answer must satisfy:
+// sessions in strictly ascending active_ts above since, all of the list
+// asked for, cursor the highest active_ts returned (or since), and for
+// direct chats unread_count = write_seq - read_seq (no seq is skipped here).
+func sessSync(t *testing.T, c *servertest.Client, q protocol.Sync) *protocol.Sessions {
+	t.Helper()
+	f := c.RequestOK(&q)
+	page, ok := f.(*protocol.Sessions)
+	if !ok {
+		t.Fatalf("sync: want sessions, got %s", servertest.Describe(f))
+	}
+	prev := q.Since
+	for _, s := range page.Sessions {
+		if s.ActiveTS <= prev {
+			t.Fatalf("%s/%s sync since %d: %s has active_ts %d, not above the previous %d (want strictly ascending, above since)",
+				c.User, c.Device, q.Since, s.Conv, s.ActiveTS, prev)
+		}
+		prev = s.ActiveTS
+		if s.SubBiz != q.SubBiz {
+			t.Fatalf("%s/%s sync of list %q returned %s of list %q", c.User, c.Device, q.SubBiz, s.Conv, s.SubBiz)
+		}
+		if s.Kind == "direct" && (s.UnreadCount != s.WriteSeq-s.ReadSeq || s.ReadSeq > s.WriteSeq) {
+			t.Fatalf("%s/%s: %s has unread %d, read_seq %d, write_seq %d", c.User, c.Device, s.Conv, s.UnreadCount, s.ReadSeq, s.WriteSeq)
+		}
+	}
+	if page.Cursor != prev {
+		t.Fatalf("%s/%s sync since %d: cursor %d, want %d (the highest active_ts returned, or since)", c.User, c.Device, q.Since, page.Cursor, prev)
+	}
+	return page
+}
+
+// sessAll loads a whole list (since 0) and returns it by conversation.
+func sessAll(t *testing.T, c *servertest.Client, subBiz string) (map[string]protocol.Session, *protocol.Sessions) {
+	t.Helper()
+	page := sessSync(t, c, protocol.Sync{Since: 0, Limit: 1000, SubBiz: subBiz})
+	if page.HasMore {
+		t.Fatalf("%s/%s: full sync has more than 1000 sessions", c.User, c.Device)
+	}
+	out := make(map[string]protocol.Session, len(page.Sessions))
+	for _, s := range page.Sessions {
+		if _, dup := out[s.Conv]; dup {
+			t.Fatalf("%s/%s: sync lists %s twice", c.User, c.Device, s.Conv)
+		}
+		out[s.Conv] = s
+	}
+	return out, page
+}
+
+// sessGet returns the caller's session of conv from a full sync of a list.
+func sessGet(t *testing.T, c *servertest.Client, subBiz, conv string) protocol.Session {
+	t.Helper()
+	all, _ := sessAll(t, c, subBiz)
+	s, ok := all[conv]
+	if !ok {
+		t.Fatalf("%s/%s: no session %s in list %q (have %v)", c.User, c.Device, conv, subBiz, sessConvs(all))
+	}
+	return s
+}
+
+func sessConvs(all map[string]protocol.Session) []string {
+	var out []string
+	for conv := range all {
+		out = append(out, conv)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sessOp applies a session operation and returns the session of its ok.
+func sessOp(t *testing.T, c *servertest.Client, op protocol.SessionOp) protocol.Session {
+	t.Helper()
+	f := c.RequestOK(&op)
+	ok, isOK := f.(*protocol.OK)
+	if !isOK || ok.Session == nil {
+		t.Fatalf("session_op %s on %s: want ok with a session, got %s", op.Op, op.Conv, servertest.Describe(f))
+	}
+	if ok.Session.Conv != op.Conv {
+		t.Fatalf("session_op %s on %s: answered with the session of %s", op.Op, op.Conv, ok.Session.Conv)
+	}
+	return *ok.Session
+}
+
+// sessMark sends a read or delivered frame with an id and requires ok.
+func sessMark(t *testing.T, c *servertest.Client, f protocol.Frame) {
+	t.Helper()
+	if answer := c.RequestOK(f); answer.FrameType() != "ok" {
+		t.Fatalf("%s: want ok, got %s", f.FrameType(), servertest.Describe(answer))
+	}
+}
+
+func sessRead(t *testing.T, c *servertest.Client, conv string, seq int64) {
+	t.Helper()
+	sessMark(t, c, &protocol.Read{Marks: []protocol.Mark{{Conv: conv, Seq: seq}}})
+}
+
+func sessIsSync(f protocol.Frame) bool { return f.FrameType() == "session_sync" }
+
+// sessExpectSync requires exactly one session_sync, with cursor, on every
+// client.
+func sessExpectSync(t *testing.T, cursor int64, clients ...*servertest.Client) {
+	t.Helper()
+	for _, c := range clients {
+		f := c.ExpectType("session_sync").(*protocol.SessionSync)
+		if f.Cursor != cursor {
+			t.Fatalf("%s/%s: session_sync cursor %d, want %d", c.User, c.Device, f.Cursor, cursor)
+		}
+		c.ExpectNone("a second session_sync", sessIsSync)
+	}
+}
+
+// sessNoSync proves that no session_sync reached any of the clients. Called
+// after the request that could have caused one was answered: the server
+// queues its nudges before that answer.
+func sessNoSync(t *testing.T, clients ...*servertest.Client) {
+	t.Helper()
+	for _, c := range clients {
+		c.ExpectNone("session_sync", sessIsSync)
+	}
+}
+
+func sessJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%+v", v)
+	}
+	return string(b)
+}
+
+// sessSame requires got to equal want in every field but the timestamps.
+func sessSame(t *testing.T, what string, got, want protocol.Session) {
+	t.Helper()
+	g, w := got, want
+	g.ActiveTS, g.WriteTS, w.ActiveTS, w.WriteTS = 0, 0, 0, 0
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, sessJSON(got), sessJSON(want))
+	}
+}
+
+// sessIdentical requires got to equal want in every field.
+func sessIdentical(t *testing.T, what string, got, want protocol.Session) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, sessJSON(got), sessJSON(want))
+	}
+}
+
+// sessMoved checks which timestamps moved from before to after.
+func sessMoved(t *testing.T, what string, before, after protocol.Session, active, write bool) {
+	t.Helper()
+	if active && after.ActiveTS <= before.ActiveTS {
+		t.Fatalf("%s: active_ts %d did not move up from %d", what, after.ActiveTS, before.ActiveTS)
+	}
+	if !active && after.ActiveTS != before.ActiveTS {
+		t.Fatalf("%s: active_ts moved from %d to %d, want unchanged", what, before.ActiveTS, after.ActiveTS)
+	}
+	if write && after.WriteTS <= before.WriteTS {
+		t.Fatalf("%s: write_ts %d did not move up from %d", what, after.WriteTS, before.WriteTS)
+	}
+	if !write && after.WriteTS != before.WriteTS {
+		t.Fatalf("%s: write_ts moved from %d to %d, want unchanged", what, before.WriteTS, after.WriteTS)
+	}
+}
+
+// sessCheckTotal requires a list's total_unread to be the sum of
+// unread_count over its sessions that are neither muted nor deleted, and,
+// when want >= 0, to be want. It returns the list.
+func sessCheckTotal(t *testing.T, c *servertest.Client, subBiz string, want int64) map[string]protocol.Session {
+	t.Helper()
+	all, page := sessAll(t, c, subBiz)
+	var sum int64
+	for _, s := range all {
+		if !s.Muted && !s.Deleted {
+			sum += s.UnreadCount
+		}
+	}
+	if page.TotalUnread != sum {
+		t.Fatalf("%s list %q: total_unread %d, but the unmuted, undeleted sessions sum to %d: %s",
+			c.User, subBiz, page.TotalUnread, sum, sessJSON(page.Sessions))
+	}
+	if want >= 0 && page.TotalUnread != want {
+		t.Fatalf("%s list %q: total_unread %d, want %d: %s", c.User, subBiz, page.TotalUnread, want, sessJSON(page.Sessions))
+	}
+	return all
+}
+
+// A. Every row of the session operations table, and the session read: the
+// fields each changes, the timestamps it moves, and the nudge to every
+// device of the user (the acting one included) and to nobody else.
+func TestSessionOpsTable(t *testing.T) {
+	env, clk := sessStart(t)
+	aliceLaptop := sessDial(t, env, "alice", "laptop")
+	alicePhone := sessDial(t, env, "alice", "phone")
+	bobLaptop := sessDial(t, env, "bob", "laptop")
+	bobPhone := sessDial(t, env, "bob", "phone")
+	bobs := []*servertest.Client{bobLaptop, bobPhone}
+	alices := []*servertest.Client{aliceLaptop, alicePhone}
+
+	var last protocol.Message
+	for range 3 {
+		last = sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
+	}
+	sessNoSync(t, append(bobs, alices...)...) // messages do not nudge
+
+	before := sessGet(t, bobLaptop, "", sessAB)
+	sessSame(t, "bob's session after 3 messages from alice", before, protocol.Session{
+		Conv: sessAB, Kind: "direct", Title: "alice", Members: []string{"alice", "bob"},
+		UnreadCount: 3, ReadSeq: 0, WriteSeq: 3, LastMsg: &last,
+	})
+
+	until := clk.Ms() + sessHour
+	steps := []struct {
+		name   string
+		dev    *servertest.Client
+		op     string // "" for the session read
+		until  int64
+		cat    string
+		read   int64
+		change func(s *protocol.Session)
+		write  bool
+	}{
+		{name: "pin", dev: bobLaptop, op: "pin", change: func(s *protocol.Session) { s.Priority = 1 }, write: true},
+		{name: "unpin", dev: bobPhone, op: "unpin", change: func(s *protocol.Session) { s.Priority = 0 }},
+		{name: "mute", dev: bobLaptop, op: "mute", change: func(s *protocol.Session) { s.Muted, s.MuteUntil = true, 0 }},
+		{name: "unmute", dev: bobPhone, op: "unmute", change: func(s *protocol.Session) { s.Muted = false }},
+		{name: "mute until", dev: bobLaptop, op: "mute", until: until, change: func(s *protocol.Session) { s.Muted, s.MuteUntil = true, until }},
+		{name: "unmute timed", dev: bobPhone, op: "unmute", change: func(s *protocol.Session) { s.Muted, s.MuteUntil = false, 0 }},
+		{name: "mark_unread", dev: bobLaptop, op: "mark_unread", change: func(s *protocol.Session) { s.MarkedUnread = true }, write: true},
+		{name: "read", dev: bobPhone, read: 2, change: func(s *protocol.Session) {
+			s.ReadSeq, s.UnreadCount, s.MarkedUnread = 2, 1, false
+			s.Ticks = protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2} // alice is at 3/3, bob now at 2/2
+		}},
+		{name: "set_category", dev: bobLaptop, op: "set_category", cat: "work", change: func(s *protocol.Session) { s.Category = "work" }},
+		{name: "set_category empty", dev: bobPhone, op: "set_category", cat: "", change: func(s *protocol.Session) { s.Category = "" }},
+		{name: "delete", dev: bobLaptop, op: "delete", change: func(s *protocol.Session) {
+			// A soft delete clears unread; it is not a read receipt, so
+			// the ticks stay.
+			s.Deleted, s.ReadSeq, s.UnreadCount = true, 3, 0
+		}},
+	}
+	for _, st := range steps {
+		what := fmt.Sprintf("%s by %s/%s", st.name, st.dev.User, st.dev.Device)
+		var got protocol.Session
+		if st.op != "" {
+			got = sessOp(t, st.dev, protocol.SessionOp{Conv: sessAB, Op: st.op, Until: st.until, Category: st.cat})
+			// The answer is the stored session: a sync sees the same.
+			sessIdentical(t, what+": sync after the op's ok", sessGet(t, st.dev, "", sessAB), got)
+		} else {
+			sessRead(t, st.dev, sessAB, st.read)
+			got = sessGet(t, st.dev, "", sessAB)
+		}
+		want := before
+		st.change(&want)
+		sessSame(t, what, got, want)
+		sessMoved(t, what, before, got, true, st.write)
+		sessExpectSync(t, got.ActiveTS, bobs...)
+		sessNoSync(t, alices...)
+		before = got
+	}
+}
+
+// A. An operation that changes nothing is answered ok with the session as
+// it is, moves no timestamp and nudges nobody.
+func TestSessionOpNoChange(t *testing.T) {
+	env, clk := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	bobLaptop := sessDial(t, env, "bob", "laptop")
+	bobPhone := sessDial(t, env, "bob", "phone")
+	all := []*servertest.Client{alice, bobLaptop, bobPhone}
+	sessSend(t, alice, sessAB, bobLaptop, bobPhone)
+	sessSend(t, alice, sessAB, bobLaptop, bobPhone)
+
+	// A read that moves nothing (at or below read_seq, nothing marked) is
+	// no change either.
+	sessRead(t, bobLaptop, sessAB, 1)
+	read := sessGet(t, bobLaptop, "", sessAB)
+	sessExpectSync(t, read.ActiveTS, bobLaptop, bobPhone)
+	for _, seq := range []int64{1, 0} {
+		sessRead(t, bobPhone, sessAB, seq)
+		sessNoSync(t, all...)
+		sessIdentical(t, fmt.Sprintf("read %d again", seq), sessGet(t, bobPhone, "", sessAB), read)
+	}
+
+	until := clk.Ms() + sessHour
+	op := func(name string, until int64, cat string) protocol.SessionOp {
+		return protocol.SessionOp{Conv: sessAB, Op: name, Until: until, Category: cat}
+	}
+	steps := []struct {
+		first  *protocol.SessionOp // brings the session into the state; nil: it is already
+		repeat protocol.SessionOp  // then changes nothing
+	}{
+		{nil, op("unmute", 0, "")},        // never muted
+		{nil, op("unpin", 0, "")},         // never pinned
+		{nil, op("mute", clk.Ms()-1, "")}, // a mute that has already ended
+		{nil, op("mute", clk.Ms(), "")},   // ends now
+		{sessPtr(op("pin", 0, "")), op("pin", 0, "")},
+		{sessPtr(op("mute", 0, "")), op("mute", 0, "")},
+		{sessPtr(op("unmute", 0, "")), op("unmute", 0, "")},
+		{sessPtr(op("mute", until, "")), op("mute", until, "")},
+		{sessPtr(op("mark_unread", 0, "")), op("mark_unread", 0, "")},
+		{sessPtr(op("set_category", 0, "work")), op("set_category", 0, "work")},
+		{sessPtr(op("delete", 0, "")), op("delete", 0, "")},
+	}
+	for _, st := range steps {
+		before := sessGet(t, bobLaptop, "", sessAB)
+		if st.first != nil {
+			before = sessOp(t, bobLaptop, *st.first)
+			sessExpectSync(t, before.ActiveTS, bobLaptop, bobPhone)
+		}
+		what := fmt.Sprintf("%s (until %d, category %q) repeated", st.repeat.Op, st.repeat.Until, st.repeat.Category)
+		got := sessOp(t, bobPhone, st.repeat)
+		sessIdentical(t, what, got, before)
+		sessNoSync(t, all...)
+		if page := sessSync(t, bobLaptop, protocol.Sync{Since: before.ActiveTS}); len(page.Sessions) != 0 {
+			t.Fatalf("%s: sync since the session's active_ts returned %s", what, sessJSON(page.Sessions))
+		}
+	}
+}
+
+func sessPtr[T any](v T) *T { return &v }
+
+// A. Clearing a category that is already empty, or setting the category a
+// session already has (filed so by its account), changes nothing a client
+// can see: PROTOCOL.md says such an op moves no timestamp.
+func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
+	env, _ := sessStart(t)
+	if err := env.Server.Store().SetAccount(context.Background(), "news", "promotions", ""); err != nil {
+		t.Fatal(err)
+	}
+	alice := sessDial(t, env, "alice", "laptop")
+	news := sessDial(t, env, "news", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	sessSend(t, alice, sessAB, bob)
+	sessSend(t, news, "d:bob:news", bob)
+
+	for _, c := range []struct{ conv, category string }{{sessAB, ""}, {"d:bob:news", "promotions"}} {
+		before := sessGet(t, bob, "", c.conv)
+		if before.Category != c.category {
+			t.Fatalf("%s: category %q, want %q", c.conv, before.Category, c.category)
+		}
+		what := fmt.Sprintf("set_category %q on %s whose category is already %q", c.category, c.conv, c.category)
+		got := sessOp(t, bob, protocol.SessionOp{Conv: c.conv, Op: "set_category", Category: c.category})
+		if !reflect.DeepEqual(got, before) {
+			t.Errorf("%s moved a timestamp:\n got %s\nwant %s", what, sessJSON(got), sessJSON(before))
+		}
+		for _, f := range bob.Barrier() {
+			if sessIsSync(f) {
+				t.Errorf("%s: nudged with %s", what, servertest.Describe(f))
+			}
+		}
+		// Doing it again now really changes nothing.
+		again := sessOp(t, bob, protocol.SessionOp{Conv: c.conv, Op: "set_category", Category: c.category})
+		sessIdentical(t, what+", repeated", again, got)
+		sessNoSync(t, bob)
+	}
+}
+
+// A. Refused operations: an unknown op or bad arguments are invalid, a
+// conversation of others is forbidden, a gateway that does not exist is
+// not_found; none of them changes anything or nudges anyone.
+func TestSessionOpErrors(t *testing.T) {
+	env, _ := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	carol := sessDial(t, env, "carol", "laptop")
+	sessSend(t, alice, sessAB, bob)
+	sessSend(t, carol, "d:carol:dave")
+	_, page := sessAll(t, bob, "")
+	cursor := page.Cursor
+
+	cases := []struct {
+		f    protocol.SessionOp
+		code protocol.Code
+	}{
+		{protocol.SessionOp{Conv: sessAB, Op: "archive"}, protocol.CodeInvalid},
+		{protocol.SessionOp{Conv: sessAB, Op: ""}, protocol.CodeInvalid},
+		{protocol.SessionOp{Conv: sessAB, Op: "PIN"}, protocol.CodeInvalid},
+		{protocol.SessionOp{Conv: sessAB, Op: "mute", Until: -1}, protocol.CodeInvalid},
+		{protocol.SessionOp{Conv: sessAB, Op: "set_category", Category: "Not Valid"}, protocol.CodeInvalid},
+		{protocol.SessionOp{Conv: sessAB, Op: "set_category", Category: strings.Repeat("c", session.MaxCategoryLen+1)}, protocol.CodeInvalid},
+		{protocol.SessionOp{Conv: "d:bob:alice", Op: "pin"}, protocol.CodeInvalid},
+		{protocol.SessionOp{Conv: "nonsense", Op: "pin"}, protocol.CodeInvalid},
+		{protocol.SessionOp{Conv: "d:carol:dave", Op: "pin"}, protocol.CodeForbidden},
+		{protocol.SessionOp{Conv: "d:carol:dave", Op: "delete"}, protocol.CodeForbidden},
+		{protocol.SessionOp{Conv: "biz:nosuch", Op: "pin"}, protocol.CodeNotFound},
+		{protocol.SessionOp{Conv: "biz:nosuch", Op: "mute"}, protocol.CodeNotFound},
+	}
+	for _, c := range cases {
+		bob.RequestError(&c.f, c.code)
+	}
+	sessNoSync(t, alice, bob, carol)
+	if page := sessSync(t, bob, protocol.Sync{Since: cursor}); len(page.Sessions) != 0 {
+		t.Fatalf("refused ops changed bob's sessions: %s", sessJSON(page.Sessions))
+	}
+	if got, _ := sessAll(t, bob, ""); len(got) != 1 {
+		t.Fatalf("bob's sessions after refused ops: %v, want only %s", sessConvs(got), sessAB)
+	}
+	// The refused gateway op created no gateway either (checked above: one
+	// session); and carol's session of her chat is untouched.
+	if s := sessGet(t, carol, "", "d:carol:dave"); s.Priority != 0 || s.Deleted {
+		t.Fatalf("carol's session changed by bob's refused ops: %s", sessJSON(s))
+	}
+}
+
+// A. An op on a direct chat with no message yet creates the caller's
+// session (and only the caller's).
+func TestSessionOpCreatesSession(t *testing.T) {
+	env, _ := sessStart(t)
+	bobLaptop := sessDial(t, env, "bob", "laptop")
+	bobPhone := sessDial(t, env, "bob", "phone")
+	carol := sessDial(t, env, "carol", "laptop")
+
+	got := sessOp(t, bobPhone, protocol.SessionOp{Conv: "d:bob:carol", Op: "pin"})
+	sessSame(t, "pin of a chat with no message", got, protocol.Session{
+		Conv: "d:bob:carol", Kind: "direct", Title: "carol", Members: []string{"bob", "carol"}, Priority: 1,
+	})
+	if got.ActiveTS <= 0 || got.WriteTS != got.ActiveTS {
+		t.Fatalf("created by pin: active_ts %d, write_ts %d; want both set, equal", got.ActiveTS, got.WriteTS)
+	}
+	sessExpectSync(t, got.ActiveTS, bobLaptop, bobPhone)
+	sessNoSync(t, carol)
+	sessIdentical(t, "sync after the creating op", sessGet(t, bobLaptop, "", "d:bob:carol"), got)
+	if all, _ := sessAll(t, carol, ""); len(all) != 0 {
+		t.Fatalf("carol got sessions from bob's op: %v", sessConvs(all))
+	}
+
+	// Even an op with nothing to do creates the session.
+	got = sessOp(t, bobLaptop, protocol.SessionOp{Conv: "d:bob:dave", Op: "unmute"})
+	sessSame(t, "unmute of a chat with no message", got, protocol.Session{
+		Conv: "d:bob:dave", Kind: "direct", Title: "dave", Members: []string{"bob", "dave"},
+	})
+	sessExpectSync(t, got.ActiveTS, bobLaptop, bobPhone)
+	sessIdentical(t, "sync after the creating unmute", sessGet(t, bobPhone, "", "d:bob:dave"), got)
+
+	// The first message then fills the created session in.
+	before := sessGet(t, bobLaptop, "", "d:bob:carol")
+	m := sessSend(t, carol, "d:bob:carol", bobLaptop, bobPhone)
+	after := sessGet(t, bobLaptop, "", "d:bob:carol")
+	want := before
+	want.WriteSeq, want.UnreadCount, want.LastMsg = 1, 1, &m
+	sessSame(t, "pinned session after the first message", after, want)
+	if after.Priority != 1 {
+		t.Fatalf("the first message unpinned the session: %s", sessJSON(after))
+	}
+	sessNoSync(t, bobLaptop, bobPhone, carol)
+}
+
+// B. A new message updates both members' sessions without a nudge: the
+// recipient's counters, last message and both timestamps; for the sender
+// it is an implicit read that also clears marked_unread.
+func TestSessionNewMessage(t *testing.T) {
+	env, _ := sessStart(t)
+	aliceLaptop := sessDial(t, env, "alice", "laptop")
+	alicePhone := sessDial(t, env, "alice", "phone")
+	bobLaptop := sessDial(t, env, "bob", "laptop")
+	bobPhone := sessDial(t, env, "bob", "phone")
+	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
+
+	m1 := sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
+	sessNoSync(t, all...)
+	bob1 := sessGet(t, bobLaptop, "", sessAB)
+	alice1 := sessGet(t, alicePhone, "", sessAB)
+	sessSame(t, "bob after the first message", bob1, protocol.Session{
+		Conv: sessAB, Kind: "direct", Title: "alice", Members: []string{"alice", "bob"},
+		UnreadCount: 1, WriteSeq: 1, LastMsg: &m1,
+	})
+	sessSame(t, "alice after her first message", alice1, protocol.Session{
+		Conv: sessAB, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
+		ReadSeq: 1, WriteSeq: 1, LastMsg: &m1,
+	})
+	for _, s := range []protocol.Session{bob1, alice1} {
+		if s.ActiveTS == 0 || s.WriteTS != s.ActiveTS {
+			t.Fatalf("session created by a message: active_ts %d, write_ts %d; want equal, set", s.ActiveTS, s.WriteTS)
+		}
+	}
+
+	// Alice marks her session unread, then sends: the send clears it.
+	marked := sessOp(t, alicePhone, protocol.SessionOp{Conv: sessAB, Op: "mark_unread"})
+	sessExpectSync(t, marked.ActiveTS, aliceLaptop, alicePhone)
+
+	m2 := sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
+	sessNoSync(t, all...)
+	bob2 := sessGet(t, bobPhone, "", sessAB)
+	want := bob1
+	want.WriteSeq, want.UnreadCount, want.LastMsg = 2, 2, &m2
+	sessSame(t, "bob after the second message", bob2, want)
+	sessMoved(t, "bob's session on a new message", bob1, bob2, true, true)
+
+	alice2 := sessGet(t, aliceLaptop, "", sessAB)
+	want = marked
+	want.ReadSeq, want.WriteSeq, want.UnreadCount, want.MarkedUnread, want.LastMsg = 2, 2, 0, false, &m2
+	sessSame(t, "alice after sending (implicit read)", alice2, want)
+	sessMoved(t, "alice's session on her own message", marked, alice2, true, true)
+
+	// Bob replies without reading: his read_seq jumps to his message, and
+	// alice has one unread (messages from others only).
+	m3 := sessSend(t, bobPhone, sessAB, aliceLaptop, alicePhone, bobLaptop)
+	sessNoSync(t, all...)
+	bob3 := sessGet(t, bobLaptop, "", sessAB)
+	if bob3.ReadSeq != 3 || bob3.UnreadCount != 0 || bob3.WriteSeq != 3 || *bob3.LastMsg != m3 {
+		t.Fatalf("bob after replying: %s; want read_seq 3, unread 0, last_msg seq 3", sessJSON(bob3))
+	}
+	alice3 := sessGet(t, aliceLaptop, "", sessAB)
+	if alice3.ReadSeq != 2 || alice3.UnreadCount != 1 || alice3.WriteSeq != 3 || *alice3.LastMsg != m3 {
+		t.Fatalf("alice after bob's reply: %s; want read_seq 2, unread 1, last_msg seq 3", sessJSON(alice3))
+	}
+	if alice3.Title != "bob" || bob3.Title != "alice" {
+		t.Fatalf("titles: alice's %q, bob's %q; want the peer's id", alice3.Title, bob3.Title)
+	}
+}
+
+// sessRaw is a bare WebSocket client, to see the JSON as it is on the wire.
+type sessRaw struct {
+	t  *testing.T
+	ws *websocket.Conn
+	n  int
+}
+
+func sessRawDial(t *testing.T, env *servertest.Env, user, device string) *sessRaw {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(env.URL, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	r := &sessRaw{t: t, ws: ws}
+	if w := r.request(map[string]any{"type": "hello", "protocol": 1, "user": user, "device": device}); w["type"] != "welcome" {
+		t.Fatalf("raw hello: got %v", w)
+	}
+	r.request(map[string]any{"type": "history", "conv": "-"}) // registered for pushes
+	return r
+}
+
+// request writes frame with a fresh id and returns the answer echoing it,
+// decoded with numbers kept as json.Number.
+func (r *sessRaw) request(frame map[string]any) map[string]any {
+	r.t.Helper()
+	r.n++
+	id := fmt.Sprintf("raw-%d", r.n)
+	frame["id"] = id
+	data, err := json.Marshal(frame)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.ws.WriteMessage(websocket.TextMessage, data); err != nil {
+		r.t.Fatalf("raw write: %v", err)
+	}
+	r.ws.SetReadDeadline(time.Now().Add(servertest.Timeout))
+	for {
+		_, data, err := r.ws.ReadMessage()
+		if err != nil {
+			r.t.Fatalf("raw read waiting for %s: %v", id, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			r.t.Fatalf("raw frame %q: %v", data, err)
+		}
+		if m["id"] == id {
+			return m
+		}
+	}
+}
+
+// sessKinds are the JSON kinds of the fields of PROTOCOL.md's session
+// example; "message" is an object or null.
+var sessKinds = map[string]string{
+	"conv": "string", "kind": "string", "title": "string", "members": "array",
+	"unread_count": "int", "read_seq": "int", "write_seq": "int",
+	"active_ts": "int", "write_ts": "int",
+	"muted": "bool", "mute_until": "int", "priority": "int", "deleted": "bool", "marked_unread": "bool",
+	"category": "string", "sub_biz": "string",
+	"last_msg": "message", "ticks": "object",
+}
+
+var sessMsgKinds = map[string]string{
+	"conv": "string", "seq": "int", "msg_id": "string", "from": "string", "body": "string", "client_ts": "int", "server_ts": "int",
+}
+
+// sessCheckKeys requires every key of kinds in obj, with its JSON kind.
+func sessCheckKeys(t *testing.T, where string, obj map[string]any, kinds map[string]string) {
+	t.Helper()
+	for key, kind := range kinds {
+		v, ok := obj[key]
+		if !ok {
+			t.Fatalf("%s: field %q missing in %v", where, key, obj)
+		}
+		good := false
+		switch kind {
+		case "string":
+			_, good = v.(string)
+		case "bool":
+			_, good = v.(bool)
+		case "array":
+			_, good = v.([]any)
+		case "object":
+			_, good = v.(map[string]any)
+		case "int":
+			n, isNum := v.(json.Number)
+			_, err := n.Int64()
+			good = isNum && err == nil
+		case "message":
+			if v == nil {
+				good = true
+			} else if m, isObj := v.(map[string]any); isObj {
+				sessCheckKeys(t, where+".last_msg", m, sessMsgKinds)
+				good = true
+			}
+		}
+		if !good {
+			t.Fatalf("%s: field %q is %#v, want a JSON %s", where, key, v, kind)
+		}
+	}
+}
+
+// B. Every field of the session object is on the wire, zero values
+// included, both in an op's answer and in a sync.
+func TestSessionJSONHasEveryField(t *testing.T) {
+	env, _ := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	bob := sessRawDial(t, env, "bob", "raw")
+
+	// A session with every value zero but active_ts: created by an unpin.
+	ok := bob.request(map[string]any{"type": "session_op", "conv": "d:bob:carol", "op": "unpin"})
+	if ok["type"] != "ok" {
+		t.Fatalf("unpin: got %v", ok)
+	}
+	s, isObj := ok["session"].(map[string]any)
+	if !isObj {
+		t.Fatalf("ok of a session_op carries no session object: %v", ok)
+	}
+	sessCheckKeys(t, "ok.session", s, sessKinds)
+	zero := map[string]any{
+		"conv": "d:bob:carol", "kind": "direct", "title": "carol",
+		"unread_count": json.Number("0"), "read_seq": json.Number("0"), "write_seq": json.Number("0"), "write_ts": json.Number("0"),
+		"muted": false, "mute_until": json.Number("0"), "priority": json.Number("0"), "deleted": false, "marked_unread": false,
+		"category": "", "sub_biz": "", "last_msg": nil,
+	}
+	for key, want := range zero {
+		if s[key] != want {
+			t.Fatalf("ok.session.%s = %#v, want %#v", key, s[key], want)
+		}
+	}
+	if !reflect.DeepEqual(s["members"], []any{"bob", "carol"}) {
+		t.Fatalf("ok.session.members = %#v", s["members"])
+	}
+	if !reflect.DeepEqual(s["ticks"], map[string]any{"delivered_seq": json.Number("0"), "read_seq": json.Number("0")}) {
+		t.Fatalf("ok.session.ticks = %#v, want both boundaries present at 0", s["ticks"])
+	}
+
+	// A session with a message, in a sync answer.
+	m := sessSend(t, alice, sessAB)
+	page := bob.request(map[string]any{"type": "sync", "since": 0})
+	if page["type"] != "sessions" {
+		t.Fatalf("sync: got %v", page)
+	}
+	sessCheckKeys(t, "sessions", page, map[string]string{"sessions": "array", "cursor": "int", "has_more": "bool", "total_unread": "int"})
+	sessions := page["sessions"].([]any)
+	if len(sessions) != 2 {
+		t.Fatalf("sync: %d sessions, want 2: %v", len(sessions), sessions)
+	}
+	seen := map[string]bool{}
+	for i, raw := range sessions {
+		s := raw.(map[string]any)
+		sessCheckKeys(t, fmt.Sprintf("sessions[%d]", i), s, sessKinds)
+		seen[s["conv"].(string)] = true
+		if s["conv"] == sessAB {
+			lm, ok := s["last_msg"].(map[string]any)
+			if !ok || lm["msg_id"] != m.MsgID || lm["from"] != "alice" || lm["body"] != m.Body {
+				t.Fatalf("sync: last_msg of %s = %#v, want %+v", sessAB, s["last_msg"], m)
+			}
+			if s["title"] != "alice" || s["unread_count"] != json.Number("1") {
+				t.Fatalf("sync: %s title %v unread %v, want alice, 1", sessAB, s["title"], s["unread_count"])
+			}
+		}
+	}
+	if !seen[sessAB] || !seen["d:bob:carol"] {
+		t.Fatalf("sync listed %v", seen)
+	}
+}
+
+// B. Sync orders by ascending active_ts, includes deleted sessions, pages
+// with has_more and cursor, and since returns only later changes.
+func TestSessionSyncOrderAndPaging(t *testing.T) {
+	env, _ := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	carol := sessDial(t, env, "carol", "laptop")
+	dave := sessDial(t, env, "dave", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+
+	sessSend(t, alice, sessAB, bob)
+	sessSend(t, carol, "d:bob:carol", bob)
+	sessSend(t, dave, "d:bob:dave", bob)
+	sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:erin", Op: "pin"})
+	sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:dave", Op: "delete"})
+	sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "pin"})
+	sessSend(t, carol, "d:bob:carol", bob)
+
+	full := sessSync(t, bob, protocol.Sync{Since: 0})
+	var order []string
+	for _, s := range full.Sessions {
+		order = append(order, s.Conv)
+	}
+	// The order of the last change of each session.
+	if want := []string{"d:bob:erin", "d:bob:dave", sessAB, "d:bob:carol"}; !slices.Equal(order, want) {
+		t.Fatalf("sync order %v, want %v (ascending active_ts)", order, want)
+	}
+	if !full.Sessions[1].Deleted {
+		t.Fatalf("the deleted session is listed as %s", sessJSON(full.Sessions[1]))
+	}
+	if full.HasMore || full.TotalUnread != 3 {
+		t.Fatalf("full sync: has_more %v total_unread %d, want false, 3", full.HasMore, full.TotalUnread)
+	}
+
+	// Paging reproduces the full list, whatever the page size; has_more is
+	// false exactly on the last page (also when it is exactly full).
+	for limit := 1; limit <= 5; limit++ {
+		var got []protocol.Session
+		since := int64(0)
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatalf("limit %d: paging does not end", limit)
+			}
+			p := sessSync(t, bob, protocol.Sync{Since: since, Limit: limit})
+			got = append(got, p.Sessions...)
+			remaining := len(full.Sessions) - len(got)
+			if len(p.Sessions) > limit || (remaining > 0) != p.HasMore || (p.HasMore && len(p.Sessions) != limit) {
+				t.Fatalf("limit %d, since %d: %d sessions, has_more %v, %d remaining", limit, since, len(p.Sessions), p.HasMore, remaining)
+			}
+			if p.TotalUnread != full.TotalUnread {
+				t.Fatalf("limit %d: page total_unread %d, want %d", limit, p.TotalUnread, full.TotalUnread)
+			}
+			since = p.Cursor
+			if !p.HasMore {
+				break
+			}
+		}
+		if !reflect.DeepEqual(got, full.Sessions) {
+			t.Fatalf("limit %d: pages give\n%s\nwant\n%s", limit, sessJSON(got), sessJSON(full.Sessions))
+		}
+	}
+
+	// since: only what changed after it.
+	mid := full.Sessions[1].ActiveTS
+	if p := sessSync(t, bob, protocol.Sync{Since: mid}); !reflect.DeepEqual(p.Sessions, full.Sessions[2:]) {
+		t.Fatalf("since %d: %s, want the last two of the full list", mid, sessJSON(p.Sessions))
+	}
+	cursor := full.Cursor
+	if p := sessSync(t, bob, protocol.Sync{Since: cursor}); len(p.Sessions) != 0 || p.HasMore || p.Cursor != cursor {
+		t.Fatalf("since the cursor with no change: %s cursor %d has_more %v", sessJSON(p.Sessions), p.Cursor, p.HasMore)
+	}
+	muted := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:erin", Op: "mute"})
+	p := sessSync(t, bob, protocol.Sync{Since: cursor})
+	if len(p.Sessions) != 1 || !reflect.DeepEqual(p.Sessions[0], muted) || p.Cursor != muted.ActiveTS {
+		t.Fatalf("since %d after a mute: %s cursor %d, want only %s", cursor, sessJSON(p.Sessions), p.Cursor, sessJSON(muted))
+	}
+	cursor = p.Cursor
+	m := sessSend(t, alice, sessAB, bob)
+	p = sessSync(t, bob, protocol.Sync{Since: cursor})
+	if len(p.Sessions) != 1 || p.Sessions[0].Conv != sessAB || *p.Sessions[0].LastMsg != m {
+		t.Fatalf("since %d after a message: %s, want only %s", cursor, sessJSON(p.Sessions), sessAB)
+	}
+	// A sync is per user: alice sees only her session.
+	if a, _ := sessAll(t, alice, ""); !slices.Equal(sessConvs(a), []string{sessAB}) {
+		t.Fatalf("alice's sessions: %v", sessConvs(a))
+	}
+}
+
+// B. limit defaults to 200 and is at most 1000; negative values are
+// invalid.
+func TestSessionSyncLimits(t *testing.T) {
+	env, _ := sessStart(t)
+	// 1001 sessions, created through the store: over the wire each op would
+	// also queue a nudge, and the test is about sync.
+	ctx := context.Background()
+	const n = 1001
+	for i := range n {
+		conv := fmt.Sprintf("d:bob:u%04d", i)
+		if _, err := env.Server.Store().SessionOp(ctx, "bob", conv, session.OpPin, session.OpArgs{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob := sessDial(t, env, "bob", "laptop")
+
+	check := func(q protocol.Sync, want int, more bool) *protocol.Sessions {
+		t.Helper()
+		p := sessSync(t, bob, q)
+		if len(p.Sessions) != want || p.HasMore != more {
+			t.Fatalf("sync since %d limit %d: %d sessions, has_more %v; want %d, %v", q.Since, q.Limit, len(p.Sessions), p.HasMore, want, more)
+		}
+		return p
+	}
+	def := check(protocol.Sync{}, 200, true)
+	if def.Sessions[0].Conv != "d:bob:u0000" || def.Sessions[199].Conv != "d:bob:u0199" {
+		t.Fatalf("default page runs %s..%s", def.Sessions[0].Conv, def.Sessions[199].Conv)
+	}
+	check(protocol.Sync{Limit: 999}, 999, true)
+	check(protocol.Sync{Limit: 1000}, 1000, true)
+	check(protocol.Sync{Limit: 1001}, 1000, true)
+	big := check(protocol.Sync{Limit: 100000}, 1000, true)
+	rest := check(protocol.Sync{Since: big.Cursor, Limit: 100000}, 1, false)
+	if rest.Sessions[0].Conv != "d:bob:u1000" {
+		t.Fatalf("last page holds %s", rest.Sessions[0].Conv)
+	}
+	check(protocol.Sync{Since: def.Cursor}, 200, true)
+
+	for _, raw := range []string{
+		`{"type":"sync","id":"neg-limit","since":0,"limit":-1}`,
+		`{"type":"sync","id":"neg-since","since":-1}`,
+		`{"type":"sync","id":"bad-sub-biz","since":0,"sub_biz":"Not Valid"}`,
+	} {
+		var f struct{ ID string }
+		if err := json.Unmarshal([]byte(raw), &f); err != nil {
+			t.Fatal(err)
+		}
+		bob.WriteRaw([]byte(raw))
+		answer := bob.Expect("answer to "+f.ID, func(g protocol.Frame) bool { return servertest.RequestID(g) == f.ID })
+		if e, ok := answer.(*protocol.ErrorFrame); !ok || e.Code != protocol.CodeInvalid {
+			t.Fatalf("%s: want error invalid, got %s", raw, servertest.Describe(answer))
+		}
+	}
+}
+
+// C. Acceptance 3: a sender that was offline learns its ticks from sync:
+// the receipts moved its session's active_ts (not write_ts).
+func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
+	env, _ := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	sessSend(t, alice, sessAB, bob)
+	m2 := sessSend(t, alice, sessAB, bob)
+	page := sessSync(t, alice, protocol.Sync{})
+	if len(page.Sessions) != 1 {
+		t.Fatalf("alice's sessions: %s", sessJSON(page.Sessions))
+	}
+	s0 := page.Sessions[0]
+	if s0.Ticks != (protocol.Ticks{}) {
+		t.Fatalf("ticks before bob did anything: %+v", s0.Ticks)
+	}
+	alice.Close()
+
+	learn := func(since int64, before protocol.Session, want protocol.Ticks) protocol.Session {
+		t.Helper()
+		again := sessDial(t, env, "alice", "laptop")
+		p := sessSync(t, again, protocol.Sync{Since: since})
+		if len(p.Sessions) != 1 {
+			t.Fatalf("alice's sync since %d after reconnecting: %s, want her session of %s", since, sessJSON(p.Sessions), sessAB)
+		}
+		got := p.Sessions[0]
+		w := before
+		w.Ticks = want
+		sessSame(t, "alice's session after bob's receipts", got, w)
+		sessMoved(t, "alice's session on receipts for her messages", before, got, true, false)
+		again.Close()
+		return got
+	}
+
+	sessMark(t, bob, &protocol.Delivered{Marks: []protocol.Mark{{Conv: sessAB, Seq: m2.Seq}}})
+	s1 := learn(page.Cursor, s0, protocol.Ticks{DeliveredSeq: 2})
+	if tick := protocol.TickOf(m2.Seq, s1.Ticks); tick != protocol.TickDelivered {
+		t.Fatalf("ticks %+v show message %d as %s, want delivered", s1.Ticks, m2.Seq, tick)
+	}
+
+	sessRead(t, bob, sessAB, m2.Seq)
+	s2 := learn(s1.ActiveTS, s1, protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2})
+	if tick := protocol.TickOf(m2.Seq, s2.Ticks); tick != protocol.TickRead || s2.WriteTS != s0.WriteTS {
+		t.Fatalf("after bob read: %s shows message %d as %s; want read, write_ts %d", sessJSON(s2), m2.Seq, tick, s0.WriteTS)
+	}
+}
+
+// D. Acceptance 4: delete clears unread (not a receipt) and a new message
+// brings the session back.
+func TestSessionDeletedComesBack(t *testing.T) {
+	env, _ := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	carol := sessDial(t, env, "carol", "laptop")
+	sessSend(t, alice, sessAB, bob)
+	sessSend(t, alice, sessAB, bob)
+	sessSend(t, carol, "d:bob:carol", bob)
+	sessCheckTotal(t, bob, "", 3)
+
+	before := sessGet(t, bob, "", sessAB)
+	del := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "delete"})
+	want := before
+	want.Deleted, want.ReadSeq, want.UnreadCount = true, 2, 0
+	sessSame(t, "deleted session", del, want)
+	sessMoved(t, "delete", before, del, true, false)
+	all := sessCheckTotal(t, bob, "", 1)
+	if !all[sessAB].Deleted {
+		t.Fatalf("sync does not list the deleted session as deleted: %s", sessJSON(all[sessAB]))
+	}
+	// A soft delete is not a read receipt: alice's ticks stay.
+	alice.ExpectNone("status", func(f protocol.Frame) bool { return f.FrameType() == "status" })
+	f := alice.RequestOK(&protocol.ReceiptsRequest{Conv: sessAB})
+	r, ok := f.(*protocol.ReceiptsReply)
+	if !ok {
+		t.Fatalf("receipts: got %s", servertest.Describe(f))
+	}
+	for _, m := range r.Members {
+		if m.User == "bob" && (m.DeliveredSeq != 0 || m.ReadSeq != 0) {
+			t.Fatalf("bob's boundaries after his delete: %+v, want 0/0", m)
+		}
+	}
+
+	m3 := sessSend(t, alice, sessAB, bob)
+	back := sessCheckTotal(t, bob, "", 2)[sessAB]
+	want = del
+	want.Deleted, want.WriteSeq, want.UnreadCount, want.LastMsg = false, 3, 1, &m3
+	sessSame(t, "deleted session after a new message", back, want)
+	sessMoved(t, "a message to a deleted session", del, back, true, true)
+}
+
+// D. mark_unread never lowers read_seq, changes neither unread_count nor
+// total_unread, and is cleared by the next read, send or mute.
+func TestSessionMarkUnread(t *testing.T) {
+	env, _ := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	for range 3 {
+		sessSend(t, alice, sessAB, bob)
+	}
+	sessRead(t, bob, sessAB, 1)
+	sessExpectSync(t, sessGet(t, bob, "", sessAB).ActiveTS, bob)
+
+	markUnread := func() protocol.Session {
+		t.Helper()
+		all, page := sessAll(t, bob, "")
+		before := all[sessAB]
+		got := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mark_unread"})
+		want := before
+		want.MarkedUnread = true
+		sessSame(t, "mark_unread", got, want)
+		sessMoved(t, "mark_unread", before, got, true, true)
+		sessExpectSync(t, got.ActiveTS, bob)
+		sessCheckTotal(t, bob, "", page.TotalUnread)
+		return got
+	}
+	clears := func(what string, before, after protocol.Session, want protocol.Session) {
+		t.Helper()
+		sessSame(t, what, after, want)
+		if after.MarkedUnread {
+			t.Fatalf("%s did not clear marked_unread", what)
+		}
+		if after.ActiveTS <= before.ActiveTS {
+			t.Fatalf("%s: active_ts did not move", what)
+		}
+	}
+
+	// Cleared by a read, even one that moves read_seq nowhere.
+	m := markUnread()
+	if m.ReadSeq != 1 || m.UnreadCount != 2 {
+		t.Fatalf("mark_unread moved read_seq/unread: %s", sessJSON(m))
+	}
+	sessRead(t, bob, sessAB, 1)
+	after := sessGet(t, bob, "", sessAB)
+	want := m
+	want.MarkedUnread = false
+	clears("a read at the current read_seq", m, after, want)
+	sessExpectSync(t, after.ActiveTS, bob)
+
+	m = markUnread()
+	sessRead(t, bob, sessAB, 2)
+	after = sessGet(t, bob, "", sessAB)
+	want.ReadSeq, want.UnreadCount = 2, 1
+	want.Ticks = protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2}
+	clears("a read", m, after, want)
+	sessExpectSync(t, after.ActiveTS, bob)
+	sessCheckTotal(t, bob, "", 1)
+
+	// Cleared by a send.
+	m = markUnread()
+	sent := sessSend(t, bob, sessAB, alice)
+	after = sessGet(t, bob, "", sessAB)
+	want.ReadSeq, want.WriteSeq, want.UnreadCount, want.LastMsg = 4, 4, 0, &sent
+	want.Ticks = protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3} // alice is at 3, bob at 4
+	clears("a send", m, after, want)
+	sessCheckTotal(t, bob, "", 0)
+
+	// Cleared by a mute; on a fully read session it leaves read_seq alone.
+	m = markUnread()
+	if m.ReadSeq != 4 || m.UnreadCount != 0 {
+		t.Fatalf("mark_unread of a read session: %s", sessJSON(m))
+	}
+	after = sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mute"})
+	want.Muted = true
+	clears("a mute", m, after, want)
+	sessExpectSync(t, after.ActiveTS, bob)
+}
+
+// D. A mute with until ends by itself at that time: total_unread leaves
+// the session out until then and counts it again after.
+func TestSessionMuteUntilExpires(t *testing.T) {
+	env, clk := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	carol := sessDial(t, env, "carol", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	sessSend(t, alice, sessAB, bob)
+	sessSend(t, alice, sessAB, bob)
+	sessSend(t, carol, "d:bob:carol", bob)
+	sessCheckTotal(t, bob, "", 3)
+
+	until := clk.Ms() + sessHour
+	muted := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mute", Until: until})
+	if !muted.Muted || muted.MuteUntil != until {
+		t.Fatalf("mute until %d: %s", until, sessJSON(muted))
+	}
+	sessExpectSync(t, muted.ActiveTS, bob)
+	sessCheckTotal(t, bob, "", 1)
+
+	clk.Advance(time.Hour - time.Millisecond) // one ms before the end
+	s := sessCheckTotal(t, bob, "", 1)[sessAB]
+	sessIdentical(t, "a mute one ms before its end", s, muted)
+
+	clk.Advance(2 * time.Millisecond) // past the end
+	p := sessSync(t, bob, protocol.Sync{Since: muted.ActiveTS})
+	if len(p.Sessions) != 1 || p.Sessions[0].Conv != sessAB {
+		t.Fatalf("sync after the mute ended: %s, want the session of %s (its mute ended: a change)", sessJSON(p.Sessions), sessAB)
+	}
+	ended := p.Sessions[0]
+	want := muted
+	want.Muted, want.MuteUntil = false, 0
+	sessSame(t, "the session after its mute ended", ended, want)
+	sessMoved(t, "a mute ending", muted, ended, true, false)
+	if p.TotalUnread != 3 {
+		t.Fatalf("total_unread after the mute ended: %d, want 3", p.TotalUnread)
+	}
+	sessCheckTotal(t, bob, "", 3)
+
+	// The mute is over for good: a new message counts.
+	sessSend(t, alice, sessAB, bob)
+	sessCheckTotal(t, bob, "", 4)
+}
+
+// E. Acceptance 5: an account filed under a sub-business appears, for the
+// other member, in the nested list; the main list holds a gateway session
+// that sums its unread and carries its newest message.
+func TestSessionSubBizGateway(t *testing.T) {
+	env, _ := sessStart(t)
+	ctx := context.Background()
+	if err := env.Server.Store().SetAccount(ctx, "shop", "promotions", "shopbiz"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Server.Store().SetAccount(ctx, "shop2", "", "shopbiz"); err != nil {
+		t.Fatal(err)
+	}
+	const gw, shopConv, shop2Conv = "biz:shopbiz", "d:bob:shop", "d:bob:shop2"
+	alice := sessDial(t, env, "alice", "laptop")
+	shop := sessDial(t, env, "shop", "laptop")
+	shop2 := sessDial(t, env, "shop2", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	bobPhone := sessDial(t, env, "bob", "phone")
+
+	sessSend(t, alice, sessAB, bob, bobPhone)
+	sessSend(t, shop, shopConv, bob, bobPhone)
+	s2 := sessSend(t, shop, shopConv, bob, bobPhone)
+	sessNoSync(t, bob, bobPhone) // member messages do not nudge either
+
+	gateway := func(wantUnread int64, wantLast protocol.Message, mainTotal int64) protocol.Session {
+		t.Helper()
+		main := sessCheckTotal(t, bob, "", mainTotal)
+		for _, conv := range []string{shopConv, shop2Conv} {
+			if s, ok := main[conv]; ok {
+				t.Fatalf("the main list holds the sub-business member %s", sessJSON(s))
+			}
+		}
+		g, ok := main[gw]
+		if !ok {
+			t.Fatalf("the main list has no gateway %s: %v", gw, sessConvs(main))
+		}
+		if g.Kind != "biz" || g.SubBiz != "" || g.Deleted || g.UnreadCount != wantUnread || g.LastMsg == nil || *g.LastMsg != wantLast {
+			t.Fatalf("gateway %s, want kind biz, unread %d, last_msg %+v", sessJSON(g), wantUnread, wantLast)
+		}
+		nested := sessCheckTotal(t, bob, "shopbiz", wantUnread)
+		var sum int64
+		for _, s := range nested {
+			sum += s.UnreadCount
+		}
+		if sum != g.UnreadCount {
+			t.Fatalf("gateway unread %d, its members' unread sum to %d", g.UnreadCount, sum)
+		}
+		return g
+	}
+	g1 := gateway(2, s2, 3)
+
+	// A second member: the gateway sums both and carries the newest.
+	t1 := sessSend(t, shop2, shop2Conv, bob, bobPhone)
+	g2 := gateway(3, t1, 4)
+	sessMoved(t, "gateway on a new member message", g1, g2, true, true)
+	s3 := sessSend(t, shop, shopConv, bob, bobPhone)
+	g3 := gateway(4, s3, 5)
+	sessMoved(t, "gateway on a newer member message", g2, g3, true, true)
+
+	// A member that moves in the list (pin) moves the gateway too, but the
+	// gateway keeps the newest member message, not the pinned member's.
+	pinned := sessOp(t, bob, protocol.SessionOp{Conv: shop2Conv, Op: "pin"})
+	sessExpectSync(t, sessGet(t, bob, "", gw).ActiveTS, bob, bobPhone)
+	g3p := gateway(4, s3, 5)
+	sessMoved(t, "gateway on a member's pin", g3, g3p, true, true)
+	if pinned.Priority != 1 || g3p.Priority != 0 {
+		t.Fatalf("pin of a member: member %s, gateway %s", sessJSON(pinned), sessJSON(g3p))
+	}
+	g3 = g3p
+
+	// The nested list: the members, filed.
+	nested, _ := sessAll(t, bob, "shopbiz")
+	if got := sessConvs(nested); !slices.Equal(got, []string{shopConv, shop2Conv}) {
+		t.Fatalf("nested list %v", got)
+	}
+	sessSame(t, "bob's session with shop", nested[shopConv], protocol.Session{
+		Conv: shopConv, Kind: "direct", Title: "shop", Members: []string{"bob", "shop"},
+		UnreadCount: 3, WriteSeq: 3, Category: "promotions", SubBiz: "shopbiz", LastMsg: &s3,
+	})
+	sessSame(t, "bob's session with shop2", nested[shop2Conv], protocol.Session{
+		Conv: shop2Conv, Kind: "direct", Title: "shop2", Members: []string{"bob", "shop2"},
+		UnreadCount: 1, WriteSeq: 1, SubBiz: "shopbiz", LastMsg: &t1, Priority: 1,
+	})
+
+	// Reading a member lowers the gateway's unread (and the totals); the
+	// gateway does not move in the list; every device is nudged to the
+	// user's newest active_ts.
+	sessRead(t, bobPhone, shopConv, s3.Seq)
+	g4 := gateway(1, s3, 2)
+	sessMoved(t, "gateway on a member read", g3, g4, true, false)
+	read := sessGet(t, bob, "shopbiz", shopConv)
+	if read.UnreadCount != 0 || read.ReadSeq != 3 {
+		t.Fatalf("member after the read: %s", sessJSON(read))
+	}
+	sessExpectSync(t, max(g4.ActiveTS, read.ActiveTS), bob, bobPhone)
+	sessNoSync(t, shop, shop2, alice)
+
+	// Session ops apply to the gateway like to any session: muting it
+	// takes its unread out of the main total.
+	gm := sessOp(t, bob, protocol.SessionOp{Conv: gw, Op: "mute"})
+	if !gm.Muted || gm.UnreadCount != 1 {
+		t.Fatalf("muted gateway: %s", sessJSON(gm))
+	}
+	sessExpectSync(t, gm.ActiveTS, bob, bobPhone)
+	sessCheckTotal(t, bob, "", 1)
+	sessCheckTotal(t, bob, "shopbiz", 1)
+
+	// Shop's own session of the chat is not filed: the filing is for the
+	// other member.
+	shopMain, _ := sessAll(t, shop, "")
+	if got := sessConvs(shopMain); !slices.Equal(got, []string{shopConv}) {
+		t.Fatalf("shop's main list %v, want only %s", got, shopConv)
+	}
+	if s := shopMain[shopConv]; s.SubBiz != "" || s.Category != "" || s.Title != "bob" {
+		t.Fatalf("shop's own session is filed: %s", sessJSON(s))
+	}
+	if n, _ := sessAll(t, shop, "shopbiz"); len(n) != 0 {
+		t.Fatalf("shop's nested list: %v", sessConvs(n))
+	}
+}
+
+// E. A category-only account files the other member's session under that
+// category in the main list; the user's own set_category overrides it.
+func TestSessionAccountCategory(t *testing.T) {
+	env, _ := sessStart(t)
+	if err := env.Server.Store().SetAccount(context.Background(), "news", "promotions", ""); err != nil {
+		t.Fatal(err)
+	}
+	news := sessDial(t, env, "news", "laptop")
+	alice := sessDial(t, env, "alice", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	sessSend(t, news, "d:bob:news", bob)
+	sessSend(t, alice, sessAB, bob)
+
+	main := sessCheckTotal(t, bob, "", 2)
+	if s := main["d:bob:news"]; s.Category != "promotions" || s.SubBiz != "" {
+		t.Fatalf("bob's session with news: %s, want category promotions in the main list", sessJSON(s))
+	}
+	if s := main[sessAB]; s.Category != "" {
+		t.Fatalf("bob's session with alice is filed: %s", sessJSON(s))
+	}
+	if s := sessGet(t, news, "", "d:bob:news"); s.Category != "" {
+		t.Fatalf("news's own session is filed: %s", sessJSON(s))
+	}
+
+	for _, cat := range []string{"", "work"} {
+		got := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:news", Op: "set_category", Category: cat})
+		if got.Category != cat {
+			t.Fatalf("set_category %q: %s", cat, sessJSON(got))
+		}
+		sessExpectSync(t, got.ActiveTS, bob)
+		// The account's category does not come back with new messages.
+		sessSend(t, news, "d:bob:news", bob)
+		if s := sessGet(t, bob, "", "d:bob:news"); s.Category != cat {
+			t.Fatalf("after set_category %q and a new message: category %q", cat, s.Category)
+		}
+	}
+}
+
+// F. total_unread is the sum of unread_count over the sessions that are
+// neither muted nor deleted, through a mix of operations, in the main list
+// (with a gateway) and a nested one.
+func TestSessionTotalUnread(t *testing.T) {
+	env, clk := sessStart(t)
+	if err := env.Server.Store().SetAccount(context.Background(), "shop", "", "shopbiz"); err != nil {
+		t.Fatal(err)
+	}
+	alice := sessDial(t, env, "alice", "laptop")
+	carol := sessDial(t, env, "carol", "laptop")
+	dave := sessDial(t, env, "dave", "laptop")
+	shop := sessDial(t, env, "shop", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	const ac, bc, bd, bs, gw = sessAB, "d:bob:carol", "d:bob:dave", "d:bob:shop", "biz:shopbiz"
+
+	send := func(c *servertest.Client, conv string, n int) {
+		t.Helper()
+		for range n {
+			sessSend(t, c, conv, bob)
+		}
+	}
+	op := func(conv, name string, until int64) {
+		t.Helper()
+		sessOp(t, bob, protocol.SessionOp{Conv: conv, Op: name, Until: until})
+	}
+	check := func(step string, main, nested int64) {
+		t.Helper()
+		t.Logf("step: %s", step)
+		sessCheckTotal(t, bob, "", main)
+		sessCheckTotal(t, bob, "shopbiz", nested)
+	}
+
+	send(alice, ac, 3)
+	send(carol, bc, 2)
+	send(dave, bd, 1)
+	send(shop, bs, 2)
+	check("messages", 8, 2)
+	op(bc, "mute", 0)
+	check("mute carol", 6, 2)
+	op(bd, "delete", 0)
+	check("delete dave", 5, 2)
+	op(ac, "mark_unread", 0)
+	op(ac, "pin", 0)
+	check("mark_unread and pin alice", 5, 2)
+	sessRead(t, bob, ac, 1)
+	check("read alice to 1", 4, 2) // alice 2 + gateway 2
+	send(carol, bc, 1)
+	check("message to muted carol", 4, 2)
+	send(dave, bd, 2)
+	check("messages bring dave back", 6, 2) // + dave 2
+	op(bs, "mute", 0)
+	check("mute the shop member", 4, 0)
+	op(bs, "unmute", 0)
+	check("unmute the shop member", 6, 2)
+	op(gw, "mute", clk.Ms()+sessHour)
+	check("mute the gateway for an hour", 4, 2)
+	send(shop, bs, 1)
+	check("message to a muted gateway's member", 4, 3)
+	op(bs, "mute", clk.Ms()+sessHour/2)
+	check("mute the shop member for half an hour", 4, 0)
+	op(bc, "unmute", 0)
+	check("unmute carol", 7, 0) // + carol 3
+	clk.Advance(time.Hour + time.Millisecond)
+	check("both mutes ended", 10, 3)
+	op(ac, "delete", 0)
+	check("delete alice", 8, 3)
+	op(gw, "delete", 0)
+	check("delete the gateway (its members stay unread)", 5, 3)
+	sessRead(t, bob, bs, 1)
+	check("read a member of the deleted gateway", 5, 2)
+	send(shop, bs, 1)
+	check("a member message brings the gateway back", 8, 3) // carol 3 + dave 2 + gateway 3
+	sessRead(t, bob, bs, 100)
+	check("read shop (clamped)", 5, 0)
+}
+
+// A. The session read clears marked_unread even in a chat with no message
+// yet (the read clamps to 0 but is still the user's read).
+func TestSessionReadClearsMarkUnreadWithoutMessages(t *testing.T) {
+	env, _ := sessStart(t)
+	bob := sessDial(t, env, "bob", "laptop")
+	marked := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:carol", Op: "mark_unread"})
+	sessExpectSync(t, marked.ActiveTS, bob)
+	sessRead(t, bob, "d:bob:carol", 0)
+	got := sessGet(t, bob, "", "d:bob:carol")
+	if got.MarkedUnread || got.ActiveTS <= marked.ActiveTS {
+		t.Fatalf("read of a marked-unread chat with no message: %s; want marked_unread false, active_ts above %d", sessJSON(got), marked.ActiveTS)
+	}
+	sessExpectSync(t, got.ActiveTS, bob)
+}
+
+// Timestamps are per user strictly increasing, even when the server's
+// clock stands still or steps back.
+func TestSessionTimestampsNeverGoBack(t *testing.T) {
+	env, clk := sessStart(t)
+	alice := sessDial(t, env, "alice", "laptop")
+	bob := sessDial(t, env, "bob", "laptop")
+	sessSend(t, alice, sessAB, bob)
+	prev := sessGet(t, bob, "", sessAB)
+	if prev.ActiveTS != clk.Ms() {
+		t.Fatalf("active_ts %d, want the server clock %d", prev.ActiveTS, clk.Ms())
+	}
+	for i, step := range []func(){
+		func() { sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "pin"}) },
+		func() { clk.Advance(-time.Hour); sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mark_unread"}) },
+		func() { sessSend(t, alice, sessAB, bob) },
+		func() { clk.Advance(-time.Hour); sessSend(t, alice, sessAB, bob) },
+		func() { sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:carol", Op: "pin"}) },
+	} {
+		step()
+		all, _ := sessAll(t, bob, "") // strictly ascending, so all distinct
+		cur := all[sessAB]
+		if c, ok := all["d:bob:carol"]; ok {
+			cur = c
+		}
+		if cur.ActiveTS <= prev.ActiveTS || cur.WriteTS <= prev.WriteTS {
+			t.Fatalf("step %d (clock %d): active_ts %d write_ts %d, not above the previous %d, %d",
+				i, clk.Ms(), cur.ActiveTS, cur.WriteTS, prev.ActiveTS, prev.WriteTS)
+		}
+		prev = cur
+	}
+	// Once the clock is ahead again, timestamps follow it.
+	clk.Advance(3 * time.Hour)
+	got := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "unpin"})
+	if got.ActiveTS != clk.Ms() {
+		t.Fatalf("active_ts %d after the clock moved ahead, want %d", got.ActiveTS, clk.Ms())
+	}
+}
+
+// sessAsync lets a client be driven from a goroutine other than the
+// test's: a fatal failure marks the test failed and ends that goroutine.
+type sessAsync struct{ testing.TB }
+
+func (a sessAsync) Fatal(args ...any) {
+	a.TB.Helper()
+	a.TB.Error(args...)
+	runtime.Goexit()
+}
+
+func (a sessAsync) Fatalf(format string, args ...any) {
+	a.TB.Helper()
+	a.TB.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+func (a sessAsync) FailNow() {
+	a.TB.Fail()
+	runtime.Goexit()
+}
+
+// F. Counts never drift when messages, reads and operations on one user's
+// sessions run at once from several devices and senders.
+func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
+	env, _ := sessStart(t)
+	if err := env.Server.Store().SetAccount(context.Background(), "shop", "", "shopbiz"); err != nil {
+		t.Fatal(err)
+	}
+	async := sessAsync{t}
+	dial := func(user, device string) *servertest.Client {
+		c := env.Dial(async, user, device)
+		c.Request(&protocol.History{Conv: "-"})
+		return c
+	}
+	const n = 25
+	const ac, bc, bd, bs, gw = sessAB, "d:bob:carol", "d:bob:dave", "d:bob:shop", "biz:shopbiz"
+	senders := map[string]*servertest.Client{ac: dial("alice", "x"), bc: dial("carol", "x"), bs: dial("shop", "x")}
+	bob1, bob2 := dial("bob", "one"), dial("bob", "two")
+
+	var wg sync.WaitGroup
+	run := func(fn func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn()
+		}()
+	}
+	for conv, c := range senders {
+		run(func() {
+			for i := range n {
+				c.RequestOK(&protocol.Send{Conv: conv, MsgID: fmt.Sprintf("c-%d", i), Body: "x"})
+			}
+		})
+	}
+	run(func() { // bob replies to dave and reads
+		for i := range n {
+			bob1.RequestOK(&protocol.Send{Conv: bd, MsgID: fmt.Sprintf("b-%d", i), Body: "x"})
+			bob1.RequestOK(&protocol.Read{Marks: []protocol.Mark{{Conv: ac, Seq: int64(i)}, {Conv: bs, Seq: int64(i)}}})
+			op := []string{"mute", "unmute", "pin", "unpin", "mark_unread"}[i%5]
+			bob1.RequestOK(&protocol.SessionOp{Conv: bc, Op: op})
+		}
+	})
+	run(func() { // bob's other device works on the same sessions
+		for i := range n {
+			op := []string{"mark_unread", "delete", "mute", "unmute", "set_category"}[i%5]
+			conv := []string{ac, bs, bc, gw}[i%4]
+			if conv == gw && op == "set_category" {
+				op = "pin"
+			}
+			if f := bob2.Request(&protocol.SessionOp{Conv: conv, Op: op, Category: "c"}); f.FrameType() != "ok" {
+				// The gateway exists from shop's first message on.
+				if e, isErr := f.(*protocol.ErrorFrame); !isErr || conv != gw || e.Code != protocol.CodeNotFound {
+					t.Errorf("%s on %s: %s", op, conv, servertest.Describe(f))
+				}
+			}
+			bob2.RequestOK(&protocol.Read{Marks: []protocol.Mark{{Conv: bc, Seq: int64(i)}}})
+		}
+	})
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	check := func() map[string]protocol.Session {
+		t.Helper()
+		main := sessCheckTotal(t, bob1, "", -1)
+		nested := sessCheckTotal(t, bob1, "shopbiz", -1)
+		for conv, want := range map[string]int64{ac: n, bc: n, bd: n} {
+			if s := main[conv]; s.WriteSeq != want {
+				t.Fatalf("%s: write_seq %d, want %d", conv, s.WriteSeq, want)
+			}
+		}
+		if s := nested[bs]; s.WriteSeq != n {
+			t.Fatalf("%s: write_seq %d, want %d", bs, s.WriteSeq, n)
+		}
+		_, page := sessAll(t, bob1, "shopbiz")
+		if g := main[gw]; g.UnreadCount != page.TotalUnread {
+			t.Fatalf("gateway unread %d, nested total %d", g.UnreadCount, page.TotalUnread)
+		}
+		return main
+	}
+	check()
+	// Unmute everything and read everything: every count is 0.
+	for _, conv := range []string{ac, bc, bd, bs, gw} {
+		sessOp(t, bob2, protocol.SessionOp{Conv: conv, Op: "unmute"})
+	}
+	sessMark(t, bob2, &protocol.Read{Marks: []protocol.Mark{{Conv: ac, Seq: n}, {Conv: bc, Seq: n}, {Conv: bd, Seq: n}, {Conv: bs, Seq: n}}})
+	main := check()
+	for conv, s := range main {
+		if s.UnreadCount != 0 || s.Muted {
+			t.Fatalf("after unmuting and reading all: %s", sessJSON(main[conv]))
+		}
+	}
+	sessCheckTotal(t, bob1, "", 0)
+	sessCheckTotal(t, bob1, "shopbiz", 0)
+}
