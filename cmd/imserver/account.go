@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
@@ -21,18 +22,25 @@ func account(args []string) error {
 	dataDir := fs.String("data", defaultDataDir(), "data directory of the server")
 	category := fs.String("category", "", `category (folder) the account's conversations go in, "" for none`)
 	subBiz := fs.String("sub-biz", "", `sub-business whose nested list the account's conversations go in, "" for the main list`)
-	fs.Usage = flagUsage(fs, "imserver account set [flags] USER")
-	if err := parseFlags(fs, args[1:]); err != nil {
+	fs.Usage = flagUsage(fs, "imserver account set [flags] USER  (or: imserver account set USER [flags])")
+	// USER may come before the flags or after them.
+	rest := args[1:]
+	var user string
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		user, rest = rest[0], rest[1:]
+	}
+	if err := parseFlags(fs, rest); err != nil {
 		if err == flag.ErrHelp {
 			return nil
 		}
 		return err
 	}
-	if fs.NArg() != 1 {
+	if user == "" && fs.NArg() == 1 {
+		user = fs.Arg(0)
+	} else if user == "" || fs.NArg() != 0 {
 		fs.Usage()
 		return fmt.Errorf("want exactly one USER")
 	}
-	user := fs.Arg(0)
 	if !protocol.ValidUser(user) {
 		return fmt.Errorf("%q is not a valid user id", user)
 	}

@@ -96,9 +96,15 @@ func TestAccountCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "promotions") {
 		t.Fatalf("exit %d, out %q, err %q", code, out, errOut)
 	}
+	// The user may also come first, as in "account set acme -category x".
+	out, errOut, code = runCommand(t, nil, "account", "set", "acme", "-data", dir, "-category", "deals")
+	if code != 0 || !strings.Contains(out, `"deals"`) {
+		t.Fatalf("user first: exit %d, out %q, err %q", code, out, errOut)
+	}
 	for _, args := range [][]string{
 		{"account"},
 		{"account", "set", "-data", dir},
+		{"account", "set", "acme", "-data", dir, "other"},
 		{"account", "set", "-data", dir, "-sub-biz", "Not Valid", "acme"},
 		{"account", "set", "-data", dir, "Bad User"},
 	} {
