@@ -68,9 +68,12 @@ func (c *conn) run() {
 	go c.writeLoop()
 	c.ws.SetReadLimit(c.g.cfg.MaxFrame)
 
-	if c.hello(ctx) {
-		c.replaying = true // before any push can reach the device
+	if welcome := c.hello(ctx); welcome != nil {
+		// Register before answering, holding live pushes back until the
+		// replay is done: none is missed, none comes before the welcome.
+		c.replaying = true
 		c.g.hub.Register(c)
+		c.reply(ctx, welcome)
 		replayDone := make(chan struct{})
 		go func() {
 			defer close(replayDone)
@@ -86,14 +89,14 @@ func (c *conn) run() {
 	<-c.writerDone
 }
 
-// hello reads frames until a valid hello (true) or until the connection
-// must close (false).
-func (c *conn) hello(ctx context.Context) bool {
+// hello reads frames until a valid hello, returning the welcome to send, or
+// until the connection must close (nil).
+func (c *conn) hello(ctx context.Context) *protocol.Welcome {
 	c.ws.SetReadDeadline(time.Now().Add(c.g.cfg.HelloTimeout))
 	for {
 		frame, id, perr, err := c.readFrame()
 		if err != nil {
-			return false
+			return nil
 		}
 		if perr != nil {
 			c.reply(ctx, perr.Frame(id))
@@ -102,11 +105,11 @@ func (c *conn) hello(ctx context.Context) bool {
 		h, ok := frame.(*protocol.Hello)
 		if !ok {
 			c.refuse(ctx, protocol.Errorf(protocol.CodeUnauthorized, "the first frame must be hello").Frame(id))
-			return false
+			return nil
 		}
 		if h.Protocol != protocol.Version {
 			c.refuse(ctx, protocol.Errorf(protocol.CodeInvalid, "protocol %d is not supported; this server speaks %d", h.Protocol, protocol.Version).Frame(h.ID))
-			return false
+			return nil
 		}
 		if perr := h.Validate(); perr != nil {
 			c.reply(ctx, perr.Frame(h.ID)) // the client may correct its hello
@@ -115,12 +118,11 @@ func (c *conn) hello(ctx context.Context) bool {
 		user, perr := c.g.auth.Authenticate(h)
 		if perr != nil {
 			c.refuse(ctx, perr.Frame(h.ID))
-			return false
+			return nil
 		}
 		c.user, c.device = user, h.Device
-		c.reply(ctx, &protocol.Welcome{Ref: h.Ref, User: user, Device: h.Device, ServerTime: time.Now().UnixMilli()})
 		c.g.log.Info("hello", "user", user, "device", h.Device, "remote", c.ws.RemoteAddr().String())
-		return true
+		return &protocol.Welcome{Ref: h.Ref, User: user, Device: h.Device, ServerTime: time.Now().UnixMilli()}
 	}
 }
 

@@ -22,9 +22,11 @@ func (c *conn) replay(ctx context.Context) {
 			if !errors.Is(err, errClosed) && !errors.Is(err, context.Canceled) {
 				c.g.log.Error("replay of pending deliveries failed", "user", c.user, "device", c.device, "err", err)
 			}
+			// Stop holding live pushes; what is pending waits for the next hello.
+			c.flushHeld(ctx, done, true)
 			return
 		}
-		if !c.flushHeld(ctx, done) {
+		if !c.flushHeld(ctx, done, false) {
 			return
 		}
 	}
@@ -34,14 +36,17 @@ func (c *conn) replay(ctx context.Context) {
 // the replay already sent, until nothing is held; then live pushes flow
 // again, still skipping what the replay sent (a message stored before the
 // replay read it may be fanned out after). It returns true when a message
-// push had to be dropped meanwhile, so another replay pass must run.
-func (c *conn) flushHeld(ctx context.Context, done chat.Replayed) (again bool) {
+// push had to be dropped meanwhile, so another replay pass must run —
+// unless final, when live pushes flow again whatever was dropped.
+func (c *conn) flushHeld(ctx context.Context, done chat.Replayed, final bool) (again bool) {
 	for {
 		c.heldMu.Lock()
 		if c.heldDropped {
 			c.heldDropped = false
-			c.heldMu.Unlock()
-			return true
+			if !final {
+				c.heldMu.Unlock()
+				return true
+			}
 		}
 		held := c.held
 		c.held = nil
