@@ -28,7 +28,7 @@ func (s *Store) Mark(ctx context.Context, user string, kind store.MarkKind, mark
 			res.SessionsChanged = res.SessionsChanged || sessionChanged
 		}
 		if res.SessionsChanged {
-			return s.queryRowTx(ctx, tx, qClockGet, user).Scan(&res.Cursor)
+			return s.scanLastTS(ctx, tx, user, &res.Cursor)
 		}
 		return nil
 	})

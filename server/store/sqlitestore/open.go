@@ -25,6 +25,7 @@ type Store struct {
 	r   *sql.DB // readers
 	now func() time.Time
 
+	clocks     map[string]int64 // user → last session timestamp; writer goroutine only
 	writeStmts *stmtCache
 	readStmts  *stmtCache
 
@@ -87,6 +88,7 @@ func Open(path string, opts Options) (*Store, error) {
 		w:          w,
 		r:          r,
 		now:        opts.Now,
+		clocks:     make(map[string]int64),
 		writeStmts: writeStmts,
 		readStmts:  readStmts,
 		ops:        make(chan *writeOp, 4*maxBatch),

@@ -37,7 +37,7 @@ var writerQueries = []string{
 	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qSetMaxSeq,
 	qConversation, qInsertConv, qInsertMember, qBoundaries, qSetBoundaries,
 	qMinDelivered, qMinRead, qSetTicks, qDeletePending, qPutPendingForRecipients,
-	qSessionGet, qSessionPut, qClockGet, qClockPut, qTotalAdd, qTotalGet,
+	qSessionGet, qSessionPut, qLastActive, qTotalAdd, qTotalGet,
 	qAccountGet, qAccountPut, qExpiredMutes, qSendersInRange,
 }
 
@@ -61,8 +61,7 @@ const sessionColumns = `user_id, conv, read_seq, write_seq, unread_count, active
 const (
 	qSessionGet = `SELECT ` + sessionColumns + ` FROM sessions WHERE user_id = ? AND conv = ?`
 	qSessionPut = `INSERT OR REPLACE INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qClockGet   = `SELECT last_ts FROM user_clocks WHERE user_id = ?`
-	qClockPut   = `INSERT OR REPLACE INTO user_clocks (user_id, last_ts) VALUES (?, ?)`
+	qLastActive = `SELECT COALESCE(MAX(active_ts), 0) FROM sessions WHERE user_id = ?`
 	qTotalAdd   = `INSERT INTO unread_totals (user_id, sub_biz, total) VALUES (?, ?, ?)
 		ON CONFLICT (user_id, sub_biz) DO UPDATE SET total = total + excluded.total`
 	qTotalGet       = `SELECT COALESCE((SELECT total FROM unread_totals WHERE user_id = ? AND sub_biz = ?), 0)`

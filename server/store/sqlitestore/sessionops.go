@@ -33,7 +33,7 @@ func (s *Store) SessionOp(ctx context.Context, user, conv string, op session.Op,
 		if res.Session, err = s.renderInTx(ctx, tx, now, st); err != nil {
 			return err
 		}
-		return s.queryRowTx(ctx, tx, qClockGet, user).Scan(&res.Cursor)
+		return s.scanLastTS(ctx, tx, user, &res.Cursor)
 	})
 	if err != nil {
 		return store.SessionResult{}, fmt.Errorf("session op %s on %s for %s: %w", op, conv, user, err)

@@ -64,6 +64,13 @@ func (s *Store) changeSession(ctx context.Context, tx *sql.Tx, now int64, user, 
 	return st, true, nil
 }
 
+// scanLastTS stores user's last session timestamp in dst.
+func (s *Store) scanLastTS(ctx context.Context, tx *sql.Tx, user string, dst *int64) error {
+	last, err := s.lastTS(ctx, tx, user)
+	*dst = last
+	return err
+}
+
 // newSession is the initial state of user's session of conv. A direct chat
 // with an account that files its conversations is filed accordingly.
 func (s *Store) newSession(ctx context.Context, tx *sql.Tx, user, conv string) (session.State, error) {
@@ -86,17 +93,32 @@ func (s *Store) newSession(ctx context.Context, tx *sql.Tx, user, conv string) (
 // tick returns the user's next session timestamp: now, or one past the
 // last one if the clock has not moved on (or stepped back), so that no two
 // changes of one user ever share a timestamp and none goes back.
+//
+// The last timestamps live in memory: only the writer goroutine changes
+// sessions. On first use a user's is read from its sessions (the highest
+// active_ts), so a restart continues from what is on disk. A write that is
+// rolled back leaves the clock ahead, which only skips values.
 func (s *Store) tick(ctx context.Context, tx *sql.Tx, user string, now int64) (int64, error) {
-	var last int64
-	err := s.queryRowTx(ctx, tx, qClockGet, user).Scan(&last)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	last, err := s.lastTS(ctx, tx, user)
+	if err != nil {
 		return 0, err
 	}
 	ts := max(now, last+1)
-	if _, err := s.execTx(ctx, tx, qClockPut, user, ts); err != nil {
+	s.clocks[user] = ts
+	return ts, nil
+}
+
+// lastTS returns the last session timestamp given to user (writer only).
+func (s *Store) lastTS(ctx context.Context, tx *sql.Tx, user string) (int64, error) {
+	if last, ok := s.clocks[user]; ok {
+		return last, nil
+	}
+	var last int64
+	if err := s.queryRowTx(ctx, tx, qLastActive, user).Scan(&last); err != nil {
 		return 0, err
 	}
-	return ts, nil
+	s.clocks[user] = last
+	return last, nil
 }
 
 // settleTotals moves the session's contribution to its list's unread total

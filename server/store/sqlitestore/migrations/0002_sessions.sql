@@ -1,6 +1,5 @@
 -- The session model: one row per user and conversation (or sub-business
--- gateway), the per-user clock that makes active_ts and write_ts strictly
--- increasing, unread totals kept incrementally, and account filing.
+-- gateway), unread totals kept incrementally, and account filing.
 
 CREATE TABLE sessions (
     user_id       TEXT NOT NULL,
@@ -26,12 +25,6 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_by_active ON sessions (user_id, sub_biz, active_ts);
 -- Expiring mutes looks only at muted sessions with an end.
 CREATE INDEX sessions_timed_mutes ON sessions (user_id, mute_until) WHERE muted = 1 AND mute_until > 0;
-
--- The last timestamp given to each user's session changes.
-CREATE TABLE user_clocks (
-    user_id TEXT PRIMARY KEY,
-    last_ts INTEGER NOT NULL
-) WITHOUT ROWID;
 
 -- Total unread per user and list ('' = the main list, else a sub-business):
 -- the sum of the contributions of the list's sessions, kept on every write.
