@@ -27,23 +27,57 @@ func msgPush(m protocol.Message) hub.Push {
 // SeqRange is a contiguous run of seqs, From to To inclusive.
 type SeqRange struct{ From, To int64 }
 
-// Replayed records, per conversation, the run of seqs a replay pushed to
-// one device. It is used by one goroutine at a time.
-type Replayed map[string]SeqRange
+// Replayed records, per conversation, the seqs a replay (or the flush of
+// pushes held back during it) sent to one device, as runs in ascending
+// order. It is used by one goroutine at a time.
+type Replayed map[string][]SeqRange
 
-// Has reports whether the replay pushed seq of conv.
+// Has reports whether seq of conv was sent.
 func (r Replayed) Has(conv string, seq int64) bool {
-	run, ok := r[conv]
-	return ok && seq >= run.From && seq <= run.To
+	for _, run := range r[conv] {
+		if seq >= run.From && seq <= run.To {
+			return true
+		}
+	}
+	return false
 }
 
-func (r Replayed) add(conv string, seq int64) {
-	run, ok := r[conv]
-	if !ok {
-		run.From = seq
+// Add records that seq of conv was sent.
+func (r Replayed) Add(conv string, seq int64) {
+	runs := r[conv]
+	for i, run := range runs {
+		switch {
+		case seq >= run.From && seq <= run.To:
+			return
+		case seq == run.To+1:
+			runs[i].To = seq
+			if i+1 < len(runs) && runs[i+1].From == seq+1 {
+				runs[i].To = runs[i+1].To
+				runs = append(runs[:i+1], runs[i+2:]...)
+			}
+			r[conv] = runs
+			return
+		case seq == run.From-1:
+			runs[i].From = seq
+			r[conv] = runs
+			return
+		case seq < run.From:
+			runs = append(runs[:i], append([]SeqRange{{seq, seq}}, runs[i:]...)...)
+			r[conv] = runs
+			return
+		}
 	}
-	run.To = seq
-	r[conv] = run
+	r[conv] = append(runs, SeqRange{seq, seq})
+}
+
+// skipSent returns after moved past every seq sent in a row after it.
+func (r Replayed) skipSent(conv string, after int64) int64 {
+	for _, run := range r[conv] {
+		if after+1 >= run.From && after+1 <= run.To {
+			after = run.To
+		}
+	}
+	return after
 }
 
 // Replay pushes every message user has not had delivered, oldest first per
@@ -69,21 +103,21 @@ func (s *Service) Replay(ctx context.Context, user string, to ReplayTarget, done
 }
 
 func (s *Service) replayConversation(ctx context.Context, row store.PendingDelivery, to ReplayTarget, done Replayed) error {
-	after := row.ReplayFrom() - 1
-	if run, ok := done[row.Conv]; ok {
-		after = max(after, run.To)
-	}
+	after := done.skipSent(row.Conv, row.ReplayFrom()-1)
 	for {
 		msgs, hasMore, err := s.store.History(ctx, row.Conv, store.HistoryQuery{After: true, AfterSeq: after, Limit: replayPage})
 		if err != nil {
 			return err
 		}
 		for _, m := range msgs {
+			after = m.Seq
+			if done.Has(m.Conv, m.Seq) {
+				continue
+			}
 			if err := to.DeliverWait(ctx, msgPush(m)); err != nil {
 				return err
 			}
-			after = m.Seq
-			done.add(m.Conv, m.Seq)
+			done.Add(m.Conv, m.Seq)
 		}
 		if !hasMore || len(msgs) == 0 {
 			return nil

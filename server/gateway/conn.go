@@ -24,6 +24,7 @@ type conn struct {
 	queue      chan []byte
 	done       chan struct{} // closed when the connection starts closing
 	writerDone chan struct{}
+	drained    chan struct{} // the writer reached a drain barrier (see waitDrained)
 	closeOnce  sync.Once
 	closeCode  int
 	closeText  string
@@ -46,6 +47,7 @@ func newConn(g *Gateway, ws *websocket.Conn) *conn {
 		queue:      make(chan []byte, g.cfg.QueueLen),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
+		drained:    make(chan struct{}, 1),
 	}
 }
 

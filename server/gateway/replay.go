@@ -33,37 +33,45 @@ func (c *conn) replay(ctx context.Context) {
 }
 
 // flushHeld sends what was held back during the replay, skipping messages
-// the replay already sent, until nothing is held; then live pushes flow
-// again, still skipping what the replay sent (a message stored before the
-// replay read it may be fanned out after). It returns true when a message
-// push had to be dropped meanwhile, so another replay pass must run —
-// unless final, when live pushes flow again whatever was dropped.
+// the replay already sent, until nothing is held; then, once the writer has
+// drained the queue (so that the next live push finds room), live pushes
+// flow again — still skipping what the replay sent, since a message stored
+// before the replay read it may be fanned out after. It returns true when
+// a message push had to be dropped meanwhile, so another replay pass must
+// run — unless final, when live pushes flow again whatever was dropped.
 func (c *conn) flushHeld(ctx context.Context, done chat.Replayed, final bool) (again bool) {
 	for {
 		c.heldMu.Lock()
-		if c.heldDropped {
-			c.heldDropped = false
-			if !final {
-				c.heldMu.Unlock()
-				return true
+		held, dropped := c.held, c.heldDropped
+		c.held, c.heldDropped = nil, false
+		c.heldMu.Unlock()
+		for _, p := range held {
+			if p.Conv != "" {
+				if done.Has(p.Conv, p.Seq) {
+					continue
+				}
+				done.Add(p.Conv, p.Seq)
+			}
+			if err := c.sendWait(ctx, p.Frame); err != nil {
+				return false
 			}
 		}
-		held := c.held
-		c.held = nil
-		if len(held) == 0 {
+		if dropped && !final {
+			return true
+		}
+		if len(held) > 0 || dropped {
+			continue
+		}
+		if err := c.waitDrained(ctx); err != nil {
+			return false
+		}
+		c.heldMu.Lock()
+		if len(c.held) == 0 && !c.heldDropped {
 			c.replaying = false
 			c.replayed = done
 			c.heldMu.Unlock()
 			return false
 		}
 		c.heldMu.Unlock()
-		for _, p := range held {
-			if p.Conv != "" && done.Has(p.Conv, p.Seq) {
-				continue
-			}
-			if err := c.sendWait(ctx, p.Frame); err != nil {
-				return false
-			}
-		}
 	}
 }

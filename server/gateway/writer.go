@@ -71,6 +71,31 @@ func (c *conn) DeliverWait(ctx context.Context, p hub.Push) error {
 	return c.sendWait(ctx, p.Frame)
 }
 
+// waitDrained returns once the writer has written everything queued before
+// the call: it queues a barrier (a nil frame) and waits for the writer to
+// reach it.
+func (c *conn) waitDrained(ctx context.Context) error {
+	if err := c.sendWait(ctx, nil); err != nil {
+		return err
+	}
+	select {
+	case <-c.drained:
+		return nil
+	case <-c.done:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// reachedBarrier tells waitDrained that the writer got to its barrier.
+func (c *conn) reachedBarrier() {
+	select {
+	case c.drained <- struct{}{}:
+	default:
+	}
+}
+
 // sendWait queues a frame, waiting for room: used for answers to the
 // connection's own requests and for replays, never for pushes from others.
 func (c *conn) sendWait(ctx context.Context, frame []byte) error {
@@ -93,6 +118,10 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case frame := <-c.queue:
+			if frame == nil {
+				c.reachedBarrier()
+				continue
+			}
 			if err := c.writeFrames(frame, time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
 				c.close(websocket.CloseAbnormalClosure, "")
 				c.ws.Close()
@@ -123,6 +152,15 @@ func (c *conn) writeFrames(first []byte, deadline time.Time) error {
 	for n := 1; err == nil && n < writeBatch; n++ {
 		select {
 		case frame := <-c.queue:
+			if frame == nil {
+				// A barrier: what came before it is written at uncork.
+				if corkable {
+					err = cc.uncork()
+					cc.cork()
+				}
+				c.reachedBarrier()
+				continue
+			}
 			err = c.ws.WriteMessage(websocket.TextMessage, frame)
 		default:
 			n = writeBatch
@@ -143,6 +181,10 @@ func (c *conn) goodbye() {
 	for {
 		select {
 		case frame := <-c.queue:
+			if frame == nil {
+				c.reachedBarrier()
+				continue
+			}
 			if err := c.writeFrames(frame, deadline); err != nil {
 				c.ws.Close()
 				return

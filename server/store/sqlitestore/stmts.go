@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+
+	"github.com/imcore/im/server/store"
 )
 
 // stmtCache holds each distinct SQL text prepared once per database handle,
@@ -36,6 +38,9 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	defer c.mu.Unlock()
 	if st, ok := c.m[query]; ok {
 		return st, nil
+	}
+	if c.m == nil {
+		return nil, store.ErrClosed
 	}
 	if !c.lazy {
 		return nil, fmt.Errorf("statement not prepared at open: %q", query)
