@@ -15,7 +15,8 @@ Usage:
   imserver account set [flags] USER file USER's conversations under a category
                                     or a sub-business, for the other member
 
-Run "imserver serve -help" or "imserver token -help" for the flags.
+Run "imserver serve -help", "imserver token -help" or
+"imserver account set -help" for the flags.
 Every flag can also be set by an environment variable: -listen is IM_LISTEN,
 -dev-allow-remote is IM_DEV_ALLOW_REMOTE, and so on.
 `
