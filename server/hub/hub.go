@@ -59,13 +59,6 @@ func (h *Hub) Unregister(d Device) {
 	}
 }
 
-// Online reports whether user has at least one registered device.
-func (h *Hub) Online(user string) bool {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return len(h.users[user]) > 0
-}
-
 // Push delivers p to every device of user except skip (nil skips none) and
 // returns how many took it.
 func (h *Hub) Push(user string, p Push, skip Device) int {
