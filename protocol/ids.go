@@ -18,6 +18,10 @@ const (
 	DefaultHistoryLimit = 20
 	// MaxHistoryLimit is the largest page a history request gets.
 	MaxHistoryLimit = 200
+	// DefaultMaxGroupSize is the default limit on a group's members.
+	DefaultMaxGroupSize = 1024
+	// DefaultMaxTitle is the default limit on a group title, in characters.
+	DefaultMaxTitle = 100
 )
 
 // ValidUser reports whether s is a user id: 1–32 characters of [a-z0-9_.-]

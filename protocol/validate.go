@@ -2,11 +2,13 @@ package protocol
 
 // Limits are the server's configurable size limits that validation checks.
 type Limits struct {
-	MaxBody int // bytes in a message body
+	MaxBody      int // bytes in a message body
+	MaxGroupSize int // members of a group, its creator included
+	MaxTitle     int // characters in a group title
 }
 
 // DefaultLimits are the limits PROTOCOL.md gives as defaults.
-var DefaultLimits = Limits{MaxBody: DefaultMaxBody}
+var DefaultLimits = Limits{MaxBody: DefaultMaxBody, MaxGroupSize: DefaultMaxGroupSize, MaxTitle: DefaultMaxTitle}
 
 // Validate checks a hello's shape; authentication is the server's business.
 func (h *Hello) Validate() *Error {

@@ -231,15 +231,6 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-func TestUnsupportedRequestsAreAnswered(t *testing.T) {
-	env := servertest.Start(t)
-	alice := env.Dial(t, "alice", "laptop")
-	e := alice.RequestError(&protocol.CreateGroup{Title: "t", Members: []string{"bob"}}, protocol.CodeInvalid)
-	if !strings.Contains(e.Message, "create_group") {
-		t.Errorf("message should name the request: %q", e.Message)
-	}
-}
-
 func TestHealthz(t *testing.T) {
 	env := servertest.Start(t)
 	if code := httpStatus(t, "http://"+env.Addr+"/healthz"); code != 200 {

@@ -30,6 +30,8 @@ func serve(args []string) error {
 	gw := gateway.DefaultConfig()
 	fs.Int64Var(&gw.MaxFrame, "max-frame", gw.MaxFrame, "largest frame in bytes; larger closes the connection with 1009")
 	fs.IntVar(&gw.Limits.MaxBody, "max-body", gw.Limits.MaxBody, "largest message body in bytes")
+	fs.IntVar(&gw.Limits.MaxGroupSize, "max-group-size", gw.Limits.MaxGroupSize, "most members a group may have, its creator included")
+	fs.IntVar(&gw.Limits.MaxTitle, "max-title", gw.Limits.MaxTitle, "longest group title in characters")
 	fs.IntVar(&gw.QueueLen, "queue", gw.QueueLen, "frames queued per connection before a slow client is disconnected")
 	rateLimit := fs.Float64("rate", float64(gw.RateLimit), "frames per second one connection may send")
 	fs.IntVar(&gw.RateBurst, "rate-burst", gw.RateBurst, "frames one connection may send in a burst")
@@ -46,6 +48,9 @@ func serve(args []string) error {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	gw.RateLimit = rate.Limit(*rateLimit)
+	if gw.Limits.MaxBody < 1 || gw.Limits.MaxGroupSize < 1 || gw.Limits.MaxTitle < 1 {
+		return fmt.Errorf("-max-body, -max-group-size and -max-title must be at least 1")
+	}
 	logger, err := newLogger(*logLevel, *logFormat)
 	if err != nil {
 		return err

@@ -13,10 +13,12 @@ func (s *Service) History(ctx context.Context, c Caller, f *protocol.History) (*
 		return nil, perr
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
-	if _, perr := s.members(conv, c.User); perr != nil {
+	// A group member reads from the message that announced its joining.
+	joined, perr := s.checkMember(ctx, conv, c.User)
+	if perr != nil {
 		return nil, perr
 	}
-	q := store.HistoryQuery{BeforeSeq: f.BeforeSeq, Limit: f.PageLimit()}
+	q := store.HistoryQuery{BeforeSeq: f.BeforeSeq, MinSeq: joined, Limit: f.PageLimit()}
 	if f.AfterSeq != nil {
 		q.After, q.AfterSeq = true, *f.AfterSeq
 	}

@@ -16,17 +16,16 @@ func (s *Service) Mark(ctx context.Context, c Caller, kind store.MarkKind, marks
 	if perr := protocol.ValidateMarks(marks); perr != nil {
 		return perr
 	}
-	membersOf := make(map[string][]string, len(marks))
+	checked := make(map[string]bool, len(marks))
 	for _, m := range marks {
-		if _, seen := membersOf[m.Conv]; seen {
+		if checked[m.Conv] {
 			continue
 		}
 		conv, _ := protocol.ParseConv(m.Conv)
-		members, perr := s.members(conv, c.User)
-		if perr != nil {
+		if _, perr := s.checkMember(ctx, conv, c.User); perr != nil {
 			return perr
 		}
-		membersOf[m.Conv] = members
+		checked[m.Conv] = true
 	}
 	var res store.MarkResult
 	err := s.withUserLock(ctx, c.User, func() error {
@@ -38,10 +37,29 @@ func (s *Service) Mark(ctx context.Context, c Caller, kind store.MarkKind, marks
 		return s.internal("mark", err, "user", c.User)
 	}
 	for _, ch := range res.Ticks {
-		s.pushStatus(ch.Conv, membersOf[ch.Conv], ch.Ticks)
+		s.pushStatusToMembers(ctx, ch)
 	}
 	if res.SessionsChanged {
 		s.nudge(c.User, res.Cursor)
 	}
 	return nil
+}
+
+// pushStatusToMembers pushes a rise of a conversation's ticks to its
+// members' devices. A group's members are read only now, when its minimum
+// rose, which for a large group is rare: once for each message every member
+// has received or read, not once per receipt.
+func (s *Service) pushStatusToMembers(ctx context.Context, ch store.TickChange) {
+	conv, _ := protocol.ParseConv(ch.Conv)
+	members := []string{conv.A, conv.B}
+	if conv.Kind == protocol.ConvGroup {
+		g, err := s.store.Group(ctx, ch.Conv)
+		if err != nil {
+			// The rise is stored: devices learn it on their next sync.
+			s.log.Error("status push: group lookup failed", "conv", ch.Conv, "err", err)
+			return
+		}
+		members = g.Members
+	}
+	s.pushStatus(ch.Conv, members, ch.Ticks)
 }

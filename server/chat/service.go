@@ -6,6 +6,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/imcore/im/protocol"
@@ -51,18 +52,66 @@ func New(st store.Store, p Pusher, locks userlock.Locker, limits protocol.Limits
 }
 
 // members returns the members of conv after checking that user is one of
-// them: forbidden otherwise, not_found for a group that does not exist.
-func (s *Service) members(conv protocol.Conv, user string) ([]string, *protocol.Error) {
+// them: forbidden otherwise, not_found for a group that does not exist. A
+// group's members come with the version they were read at.
+func (s *Service) members(ctx context.Context, conv protocol.Conv, user string) (memberList, *protocol.Error) {
 	switch conv.Kind {
 	case protocol.ConvDirect:
 		if !conv.HasMember(user) {
-			return nil, protocol.Errorf(protocol.CodeForbidden, "not a member of %s", conv)
+			return memberList{}, notMember(conv)
 		}
-		return []string{conv.A, conv.B}, nil
+		return memberList{users: []string{conv.A, conv.B}}, nil
 	case protocol.ConvGroup:
-		return nil, protocol.Errorf(protocol.CodeNotFound, "no group %s", conv)
+		g, err := s.store.Group(ctx, conv.String())
+		if errors.Is(err, store.ErrNotFound) {
+			return memberList{}, protocol.Errorf(protocol.CodeNotFound, "no group %s", conv)
+		}
+		if err != nil {
+			return memberList{}, s.internal("group lookup", err, "conv", conv.String())
+		}
+		if !g.HasMember(user) {
+			return memberList{}, notMember(conv)
+		}
+		return memberList{users: g.Members, version: g.Version, title: g.Title}, nil
 	}
-	return nil, protocol.Errorf(protocol.CodeInvalid, "%s holds no messages", conv)
+	return memberList{}, protocol.Errorf(protocol.CodeInvalid, "%s holds no messages", conv)
+}
+
+// memberList is a conversation's members as read for one request.
+type memberList struct {
+	users   []string
+	version int64  // a group's membership version
+	title   string // a group's title
+}
+
+// checkMember checks that user is a member of conv without reading every
+// member, and returns the first seq the user may read (1 in a direct chat).
+func (s *Service) checkMember(ctx context.Context, conv protocol.Conv, user string) (joinedSeq int64, perr *protocol.Error) {
+	switch conv.Kind {
+	case protocol.ConvDirect:
+		if !conv.HasMember(user) {
+			return 0, notMember(conv)
+		}
+		return 1, nil
+	case protocol.ConvGroup:
+		m, err := s.store.Membership(ctx, conv.String(), user)
+		if err == nil {
+			return m.JoinedSeq, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return 0, s.internal("membership lookup", err, "conv", conv.String())
+		}
+		// Not a member: say not_found when there is no such group at all.
+		if _, err := s.store.Group(ctx, conv.String()); errors.Is(err, store.ErrNotFound) {
+			return 0, protocol.Errorf(protocol.CodeNotFound, "no group %s", conv)
+		}
+		return 0, notMember(conv)
+	}
+	return 0, protocol.Errorf(protocol.CodeInvalid, "%s holds no messages", conv)
+}
+
+func notMember(conv protocol.Conv) *protocol.Error {
+	return protocol.Errorf(protocol.CodeForbidden, "not a member of %s", conv)
 }
 
 // internal logs a storage failure and turns it into the error a client gets.
@@ -86,21 +135,24 @@ func (s *Service) Receipts(ctx context.Context, c Caller, f *protocol.ReceiptsRe
 	if perr != nil {
 		return nil, perr
 	}
-	members, perr := s.members(conv, c.User)
-	if perr != nil {
+	if _, perr := s.checkMember(ctx, conv, c.User); perr != nil {
 		return nil, perr
 	}
 	rows, err := s.store.Receipts(ctx, f.Conv)
 	if err != nil {
 		return nil, s.internal("receipts", err, "conv", f.Conv)
 	}
-	// A conversation with no message yet has no rows: every member is at 0.
+	if conv.Kind == protocol.ConvGroup {
+		// A group's boundary rows are its members.
+		return &protocol.ReceiptsReply{Ref: f.Ref, Conv: f.Conv, Members: rows}, nil
+	}
+	// A direct chat with no message yet has no rows: both members are at 0.
 	byUser := make(map[string]protocol.MemberReceipt, len(rows))
 	for _, r := range rows {
 		byUser[r.User] = r
 	}
-	out := make([]protocol.MemberReceipt, 0, len(members))
-	for _, m := range members {
+	out := make([]protocol.MemberReceipt, 0, 2)
+	for _, m := range []string{conv.A, conv.B} {
 		r, ok := byUser[m]
 		if !ok {
 			r = protocol.MemberReceipt{User: m}
@@ -111,17 +163,17 @@ func (s *Service) Receipts(ctx context.Context, c Caller, f *protocol.ReceiptsRe
 }
 
 // Typing forwards a typing indicator to the other members' online devices.
-func (s *Service) Typing(c Caller, f *protocol.Typing) *protocol.Error {
+func (s *Service) Typing(ctx context.Context, c Caller, f *protocol.Typing) *protocol.Error {
 	conv, perr := protocol.ParseMessageConv(f.Conv)
 	if perr != nil {
 		return perr
 	}
-	members, perr := s.members(conv, c.User)
+	members, perr := s.members(ctx, conv, c.User)
 	if perr != nil {
 		return perr
 	}
 	frame := protocol.MustEncode(&protocol.Typing{Conv: f.Conv, User: c.User})
-	for _, m := range members {
+	for _, m := range members.users {
 		if m != c.User {
 			s.push.Push(m, hub.Push{Frame: frame}, nil)
 		}

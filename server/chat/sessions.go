@@ -54,7 +54,7 @@ func (s *Service) SessionOp(ctx context.Context, c Caller, f *protocol.SessionOp
 		return nil, protocol.Errorf(protocol.CodeInvalid, "%q is not a conversation id", f.Conv)
 	}
 	if conv.Kind != protocol.ConvBiz {
-		if _, perr := s.members(conv, c.User); perr != nil {
+		if _, perr := s.checkMember(ctx, conv, c.User); perr != nil {
 			return nil, perr
 		}
 	}

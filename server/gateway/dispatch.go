@@ -34,7 +34,7 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) (answer proto
 	case *protocol.Read:
 		return c.mark(ctx, f.ID, store.MarkRead, f.Marks)
 	case *protocol.Typing:
-		if perr := svc.Typing(c.caller(), f); perr != nil {
+		if perr := svc.Typing(ctx, c.caller(), f); perr != nil {
 			return perr.Frame("")
 		}
 		return nil
@@ -44,6 +44,12 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) (answer proto
 	case *protocol.SessionOp:
 		ok, perr := svc.SessionOp(ctx, c.caller(), f)
 		return resultOrError(ok, perr, f.ID)
+	case *protocol.CreateGroup:
+		group, perr := svc.CreateGroup(ctx, c.caller(), f)
+		return resultOrError(group, perr, f.ID)
+	case *protocol.GroupOp:
+		group, perr := svc.GroupOp(ctx, c.caller(), f)
+		return resultOrError(group, perr, f.ID)
 	case *protocol.Hello:
 		return protocol.Errorf(protocol.CodeInvalid, "hello was already said on this connection").Frame(f.ID)
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func (e *Env) DialRaw(t testing.TB) *Client {
 	if err != nil {
 		t.Fatalf("dial %s: %v", e.URL, err)
 	}
-	c := &Client{T: t, Env: e, WS: ws, in: make(chan protocol.Frame, 1<<16), closed: make(chan struct{})}
+	c := &Client{T: t, Env: e, WS: ws, arrived: make(chan struct{}, 1), closed: make(chan struct{})}
 	go c.readLoop()
 	t.Cleanup(func() { c.WS.Close() })
 	return c
@@ -118,7 +119,11 @@ type Client struct {
 	WS           *websocket.Conn
 	User, Device string
 
-	in       chan protocol.Frame
+	// The read loop appends to inbox without bound (a test may leave many
+	// frames unread) and signals arrived.
+	inboxMu  sync.Mutex
+	inbox    []protocol.Frame
+	arrived  chan struct{}
 	backlog  []protocol.Frame
 	closed   chan struct{}
 	closeErr error
@@ -151,8 +156,22 @@ func (c *Client) readLoop() {
 			c.T.Errorf("server sent an undecodable frame %q: %v", data, perr)
 			continue
 		}
-		c.in <- f
+		c.inboxMu.Lock()
+		c.inbox = append(c.inbox, f)
+		c.inboxMu.Unlock()
+		select {
+		case c.arrived <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// takeInbox moves what the read loop received to the backlog, in order.
+func (c *Client) takeInbox() {
+	c.inboxMu.Lock()
+	c.backlog = append(c.backlog, c.inbox...)
+	c.inbox = nil
+	c.inboxMu.Unlock()
 }
 
 // WriteRaw writes one text message as is.
@@ -214,31 +233,26 @@ func (c *Client) Send(conv, msgID, body string) *protocol.Sent {
 // match is true; frames passed over stay for later calls.
 func (c *Client) Expect(what string, match func(protocol.Frame) bool) protocol.Frame {
 	c.T.Helper()
-	for i, f := range c.backlog {
-		if match(f) {
-			c.backlog = append(c.backlog[:i], c.backlog[i+1:]...)
-			return f
-		}
-	}
 	deadline := time.NewTimer(Timeout)
 	defer deadline.Stop()
 	for {
-		select {
-		case f := <-c.in:
+		c.takeInbox()
+		for i, f := range c.backlog {
 			if match(f) {
+				c.backlog = append(c.backlog[:i], c.backlog[i+1:]...)
 				return f
 			}
-			c.backlog = append(c.backlog, f)
+		}
+		select {
+		case <-c.arrived:
 		case <-c.closed:
 			// Take what arrived before the close first.
-			select {
-			case f := <-c.in:
+			c.takeInbox()
+			for i, f := range c.backlog {
 				if match(f) {
+					c.backlog = append(c.backlog[:i], c.backlog[i+1:]...)
 					return f
 				}
-				c.backlog = append(c.backlog, f)
-				continue
-			default:
 			}
 			c.T.Fatalf("%s/%s waiting for %s: connection closed: %v (unmatched: %s)", c.User, c.Device, what, c.closeErr, c.describeBacklog())
 			return nil

@@ -111,6 +111,24 @@ func (s *State) OnRead(seq int64) Moves {
 	return activeOnly
 }
 
+// OnJoin applies the user joining a group after seq before: what came
+// before is not the user's to read, so nothing before it counts as unread.
+// A member added back keeps its session; its read_seq moves up to before.
+func (s *State) OnJoin(before int64) Moves {
+	if before <= s.ReadSeq && before <= s.WriteSeq {
+		return Moves{}
+	}
+	s.WriteSeq = max(s.WriteSeq, before)
+	s.ReadSeq = max(s.ReadSeq, before)
+	s.UnreadCount = s.WriteSeq - s.ReadSeq
+	return activeOnly
+}
+
+// OnLeave applies the user leaving or being removed from a group: the
+// session keeps what it holds, and only active_ts moves so that the user's
+// devices learn of it on their next sync.
+func (s *State) OnLeave() Moves { return activeOnly }
+
 // OnTicks applies a rise of the conversation's tick boundaries that covers
 // the user's own messages: the session's ticks are read from the
 // conversation, so only active_ts moves, for offline devices to learn them.

@@ -607,3 +607,34 @@ func TestRulesKeepInvariants(t *testing.T) {
 		}
 	}
 }
+
+func TestOnJoin(t *testing.T) {
+	// A new member joining after seq 4 has nothing unread before it.
+	st := session.State{User: "dave", Conv: "g:x"}
+	if m := st.OnJoin(4); m != active || st.ReadSeq != 4 || st.WriteSeq != 4 || st.UnreadCount != 0 {
+		t.Fatalf("new member: moves %+v, state %+v", m, st)
+	}
+	st.OnMessage(5, "alice")
+	if st.UnreadCount != 1 {
+		t.Errorf("after the join message: unread %d, want 1", st.UnreadCount)
+	}
+	// A member added back keeps its session; read_seq moves up past what
+	// was sent while it was out.
+	back := session.State{User: "carol", Conv: "g:x", ReadSeq: 2, WriteSeq: 3, UnreadCount: 1}
+	if m := back.OnJoin(7); m != active || back.ReadSeq != 7 || back.WriteSeq != 7 || back.UnreadCount != 0 {
+		t.Errorf("re-added member: moves %+v, state %+v", m, back)
+	}
+	// Joining before what the session already holds changes nothing.
+	held := session.State{ReadSeq: 5, WriteSeq: 5}
+	if m := held.OnJoin(3); m.Changed() {
+		t.Errorf("join below the session's seqs changed it: %+v", held)
+	}
+}
+
+func TestOnLeaveMovesOnlyActive(t *testing.T) {
+	st := session.State{ReadSeq: 1, WriteSeq: 3, UnreadCount: 2}
+	before := st
+	if m := st.OnLeave(); m != active || st != before {
+		t.Errorf("OnLeave: moves %+v, state %+v -> %+v", m, before, st)
+	}
+}

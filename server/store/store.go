@@ -7,6 +7,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/session"
@@ -16,8 +17,14 @@ import (
 var ErrClosed = errors.New("store closed")
 
 // ErrNotFound is returned for a session that does not exist and cannot be
-// created (a sub-business gateway nobody filed a conversation under).
+// created (a sub-business gateway nobody filed a conversation under), for a
+// group that does not exist, and for a user who is not a group's member.
 var ErrNotFound = errors.New("not found")
+
+// ErrStaleMembers is returned, changing nothing, by a group write made
+// against a membership version that is no longer current: the caller read
+// the members, someone changed them, and the caller must read them again.
+var ErrStaleMembers = errors.New("group membership changed")
 
 // Store is the durable state of the messaging domain. Every method is safe
 // for concurrent use. A method that returns an error changed nothing.
@@ -25,8 +32,9 @@ type Store interface {
 	// Append stores a message, assigning the next seq of its conversation
 	// and the server timestamp, unless (conv, msg_id) is already stored, in
 	// which case it returns the stored message with Duplicate set and
-	// changes nothing. In the same atomic step it creates the conversation
-	// on its first message (with a boundary row for every member), moves the
+	// changes nothing. In the same atomic step it creates a direct chat on
+	// its first message (with a boundary row for each member; a group must
+	// exist, see GroupChange), moves the
 	// sender's delivered and read boundaries up to the new seq (sending
 	// implies reading, so the sender's pending row there goes), and puts a
 	// pending-delivery row, if absent, for every other member at that
@@ -69,6 +77,18 @@ type Store interface {
 	// Receipts returns every member's boundaries in conv, ordered by user.
 	Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error)
 
+	// Group returns a group's current state; ErrNotFound when it does not
+	// exist.
+	Group(ctx context.Context, conv string) (GroupState, error)
+
+	// Membership returns user's membership of group conv; ErrNotFound when
+	// user is not a member (never was, was removed or left).
+	Membership(ctx context.Context, conv, user string) (Membership, error)
+
+	// ChangeGroup creates or changes a group and appends the system message
+	// that tells of it, in one atomic step (see GroupChange).
+	ChangeGroup(ctx context.Context, req GroupChange) (GroupResult, error)
+
 	// Close finishes the writes in flight and releases the store.
 	Close() error
 }
@@ -78,9 +98,74 @@ type AppendRequest struct {
 	// Msg holds conv, msg_id, from, body, client_ts and kind; seq and
 	// server_ts are assigned by the store.
 	Msg protocol.Message
-	// Members are the conversation's members, used to create it on its
-	// first message.
+	// Members are the conversation's members: a direct chat is created
+	// with them on its first message; a group's must be the members of
+	// MembersVersion.
 	Members []string
+	// MembersVersion is, for a group, the version of the membership that
+	// Members were read at: ErrStaleMembers when it is no longer current,
+	// ErrNotFound when the group does not exist.
+	MembersVersion int64
+}
+
+// GroupState is a group's title and members.
+type GroupState struct {
+	Conv    string
+	Title   string
+	Members []string // sorted
+	// Version counts membership changes: a write computed from this state
+	// passes it back to detect a change in between.
+	Version int64
+}
+
+// HasMember reports whether user is a member.
+func (g GroupState) HasMember(user string) bool {
+	_, found := slices.BinarySearch(g.Members, user)
+	return found
+}
+
+// Membership is one member's place in a group.
+type Membership struct {
+	// JoinedSeq is the seq of the system message that announced the
+	// member's (latest) joining: the first message it may read.
+	JoinedSeq int64
+}
+
+// GroupChange creates a group or changes one, with the system message that
+// tells of it. The message's sender is the acting user; it is appended like
+// any message, to the members after the change. Added members start with
+// both boundaries at the seq before the message, and their sessions with
+// nothing unread before it. Removed members lose their boundary and pending
+// rows; their sessions stay as they were (only active_ts moves, so their
+// devices learn of the change on sync).
+type GroupChange struct {
+	Conv string
+	// Create makes a new group; Creator and Key (optional) make a retried
+	// create return the first one's group (GroupResult.Existing).
+	Create       bool
+	Creator, Key string
+	// Version is, without Create, the membership version the change was
+	// computed from (ErrStaleMembers when it moved on).
+	Version int64
+	Title   string   // with Create the title; otherwise "" keeps it
+	Add     []string // users who are not members
+	Remove  []string // users who are members
+	Msg     protocol.Message
+}
+
+// GroupResult is a group after a change.
+type GroupResult struct {
+	Group GroupState
+	// Existing is true when a create's key named a group created before:
+	// nothing changed and Msg is empty.
+	Existing bool
+	Msg      protocol.Message
+	// Ticks is set when the change raised the tick minimum (a removed
+	// member was holding it back, or the actor's implicit read).
+	Ticks *protocol.Ticks
+	// Cursors holds, for every user whose sessions changed (members and
+	// removed users), its newest session timestamp.
+	Cursors map[string]int64
 }
 
 // AppendResult is the stored message.
@@ -130,11 +215,12 @@ type SyncPage struct {
 
 // HistoryQuery selects a page of history: the Limit messages below
 // BeforeSeq (0 = the newest), or, when After is true, the Limit messages
-// above AfterSeq. Limit must be positive.
+// above AfterSeq, never one below MinSeq. Limit must be positive.
 type HistoryQuery struct {
 	BeforeSeq int64
 	After     bool
 	AfterSeq  int64
+	MinSeq    int64
 	Limit     int
 }
 

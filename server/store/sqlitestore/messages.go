@@ -40,7 +40,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 		return store.AppendResult{}, err
 	}
 
-	conv, err := s.loadOrCreateConversation(ctx, tx, m.Conv, req.Members)
+	conv, err := s.conversationToAppend(ctx, tx, req)
 	if err != nil {
 		return store.AppendResult{}, err
 	}
@@ -89,17 +89,42 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 
 // conversationRow is what a write needs of a conversation.
 type conversationRow struct {
-	maxSeq int64
-	ticks  protocol.Ticks
+	maxSeq         int64
+	ticks          protocol.Ticks
+	membersVersion int64
+	title          string
 }
 
 // loadConversation reads conv's row; found is false when it does not exist.
 func (s *Store) loadConversation(ctx context.Context, tx *sql.Tx, conv string) (row conversationRow, found bool, err error) {
-	err = s.queryRowTx(ctx, tx, qConversation, conv).Scan(&row.maxSeq, &row.ticks.DeliveredSeq, &row.ticks.ReadSeq)
+	err = s.queryRowTx(ctx, tx, qConversation, conv).Scan(&row.maxSeq, &row.ticks.DeliveredSeq, &row.ticks.ReadSeq, &row.membersVersion, &row.title)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, false, nil
 	}
 	return row, err == nil, err
+}
+
+// conversationToAppend reads the conversation a message goes to: a direct
+// chat is created on its first message; a group must exist and have the
+// membership the request was made with.
+func (s *Store) conversationToAppend(ctx context.Context, tx *sql.Tx, req store.AppendRequest) (conversationRow, error) {
+	parsed, ok := protocol.ParseConv(req.Msg.Conv)
+	if !ok {
+		return conversationRow{}, fmt.Errorf("invalid conversation id %q", req.Msg.Conv)
+	}
+	if parsed.Kind != protocol.ConvGroup {
+		return s.loadOrCreateConversation(ctx, tx, req.Msg.Conv, req.Members)
+	}
+	row, found, err := s.loadConversation(ctx, tx, req.Msg.Conv)
+	switch {
+	case err != nil:
+		return row, err
+	case !found:
+		return row, store.ErrNotFound
+	case row.membersVersion != req.MembersVersion:
+		return row, store.ErrStaleMembers
+	}
+	return row, nil
 }
 
 // loadOrCreateConversation reads conv's row, creating it with a boundary row
@@ -156,13 +181,13 @@ func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) 
 	var rows *sql.Rows
 	var err error
 	if q.After {
-		rows, err = s.query(ctx, qHistoryAfter, conv, q.AfterSeq, q.Limit+1)
+		rows, err = s.query(ctx, qHistoryAfter, conv, max(q.AfterSeq, q.MinSeq-1), q.Limit+1)
 	} else {
 		before := q.BeforeSeq
 		if before <= 0 {
 			before = 1<<63 - 1
 		}
-		rows, err = s.query(ctx, qHistoryBefore, conv, before, q.Limit+1)
+		rows, err = s.query(ctx, qHistoryBefore, conv, before, q.MinSeq, q.Limit+1)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", conv, err)

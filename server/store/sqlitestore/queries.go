@@ -16,7 +16,7 @@ const (
 	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertMsgID   = `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`
 	qSetMaxSeq     = `UPDATE conversations SET max_seq = ? WHERE conv = ?`
-	qConversation  = `SELECT max_seq, tick_delivered, tick_read FROM conversations WHERE conv = ?`
+	qConversation  = `SELECT max_seq, tick_delivered, tick_read, members_version, title FROM conversations WHERE conv = ?`
 	qInsertConv    = `INSERT INTO conversations (conv, kind, created_ts) VALUES (?, ?, ?)`
 	qInsertMember  = `INSERT OR IGNORE INTO message_status (user_id, conv) VALUES (?, ?)`
 	qBoundaries    = `SELECT last_delivered_seq, last_read_seq FROM message_status WHERE user_id = ? AND conv = ?`
@@ -31,6 +31,20 @@ const (
 		SELECT user_id, conv, last_delivered_seq + 1 FROM message_status WHERE conv = ? AND user_id <> ?`
 )
 
+// Groups.
+const (
+	qGroupKeyGet   = `SELECT conv FROM group_keys WHERE creator = ? AND key = ?`
+	qGroupKeyPut   = `INSERT INTO group_keys (creator, key, conv) VALUES (?, ?, ?)`
+	qInsertGroup   = `INSERT INTO conversations (conv, kind, title, created_ts) VALUES (?, 'group', ?, ?)`
+	qSetGroupTitle = `UPDATE conversations SET title = ? WHERE conv = ?`
+	qBumpMembers   = `UPDATE conversations SET members_version = members_version + 1 WHERE conv = ?`
+	qJoinMember    = `INSERT INTO message_status (user_id, conv, last_delivered_seq, last_read_seq, joined_seq) VALUES (?, ?, ?, ?, ?)`
+	qRemoveMember  = `DELETE FROM message_status WHERE user_id = ? AND conv = ?`
+	qMembersOf     = `SELECT user_id FROM message_status WHERE conv = ? ORDER BY user_id`
+	qMembershipOf  = `SELECT joined_seq FROM message_status WHERE conv = ? AND user_id = ?`
+	qGroupOf       = `SELECT title, members_version FROM conversations WHERE conv = ? AND kind = 'group'`
+)
+
 // writerQueries are prepared on the writer's connection at open.
 var writerQueries = []string{
 	qSavepoint, qRollbackTo, qReleaseSave,
@@ -39,12 +53,14 @@ var writerQueries = []string{
 	qMinDelivered, qMinRead, qSetTicks, qDeletePending, qPutPendingForRecipients,
 	qSessionGet, qSessionPut, qLastActive, qTotalAdd, qTotalGet,
 	qAccountGet, qAccountPut, qExpiredMutes, qSendersInRange,
+	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qSetGroupTitle, qBumpMembers,
+	qJoinMember, qRemoveMember, qMembersOf, qGroupOf,
 }
 
 // Reads, prepared on first use by the reader pool.
 const (
 	qHistoryAfter  = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
-	qHistoryBefore = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
+	qHistoryBefore = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`
 	qPendingOf     = `SELECT p.conv, p.first_undelivered_seq, COALESCE(st.last_delivered_seq, 0), c.max_seq
 		FROM pending_deliveries p
 		JOIN conversations c ON c.conv = p.conv
@@ -75,7 +91,7 @@ const (
 // its conversation's ticks.
 const qSyncPage = `SELECT ` + sessionColumnsS + `,
 		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind,
-		COALESCE(c.tick_delivered, 0), COALESCE(c.tick_read, 0)
+		COALESCE(c.tick_delivered, 0), COALESCE(c.tick_read, 0), COALESCE(c.title, '')
 	FROM sessions s
 	LEFT JOIN messages m ON m.conv = s.last_conv AND m.seq = s.last_seq
 	LEFT JOIN conversations c ON c.conv = s.conv

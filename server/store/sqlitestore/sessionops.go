@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"slices"
 
 	"fmt"
 
@@ -92,8 +93,9 @@ func (s *Store) syncPage(ctx context.Context, tx *sql.Tx, now int64, user string
 	}
 	defer rows.Close()
 	page := store.SyncPage{Sessions: []protocol.Session{}, Cursor: q.Since}
+	var groups []int // indexes of group sessions, whose members are read next
 	for rows.Next() {
-		st, last, ticks, err := scanSyncRow(rows)
+		st, last, view, err := scanSyncRow(rows)
 		if err != nil {
 			return store.SyncPage{}, err
 		}
@@ -101,13 +103,23 @@ func (s *Store) syncPage(ctx context.Context, tx *sql.Tx, now int64, user string
 			page.HasMore = true
 			break
 		}
-		page.Sessions = append(page.Sessions, render(st, last, ticks, now))
+		if isGroup(st.Conv) {
+			groups = append(groups, len(page.Sessions))
+		}
+		page.Sessions = append(page.Sessions, render(st, last, view, now))
 		page.Cursor = st.ActiveTS
 	}
 	if err := rows.Err(); err != nil {
 		return store.SyncPage{}, err
 	}
 	rows.Close()
+	for _, i := range groups {
+		members, err := s.membersIn(ctx, tx, page.Sessions[i].Conv, false)
+		if err != nil {
+			return store.SyncPage{}, err
+		}
+		page.Sessions[i].Members = visibleMembers(user, members)
+	}
 	totalStmt, err := s.readStmts.get(ctx, qTotalGet)
 	if err != nil {
 		return store.SyncPage{}, err
@@ -149,18 +161,42 @@ func (s *Store) expireMutes(ctx context.Context, now int64, user string) error {
 }
 
 // scanSyncRow reads a row of qSyncPage.
-func scanSyncRow(rows *sql.Rows) (session.State, *protocol.Message, protocol.Ticks, error) {
+func scanSyncRow(rows *sql.Rows) (session.State, *protocol.Message, convView, error) {
 	var (
 		seq, clientTS, serverTS   sql.NullInt64
 		msgID, sender, body, kind sql.NullString
-		ticks                     protocol.Ticks
+		view                      convView
 	)
-	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind, &ticks.DeliveredSeq, &ticks.ReadSeq)
+	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind,
+		&view.ticks.DeliveredSeq, &view.ticks.ReadSeq, &view.title)
 	if err != nil || !seq.Valid {
-		return st, nil, ticks, err
+		return st, nil, view, err
 	}
 	return st, &protocol.Message{Conv: st.LastConv, Seq: seq.Int64, MsgID: msgID.String, From: sender.String,
-		Body: body.String, ClientTS: clientTS.Int64, ServerTS: serverTS.Int64, Kind: kind.String}, ticks, nil
+		Body: body.String, ClientTS: clientTS.Int64, ServerTS: serverTS.Int64, Kind: kind.String}, view, nil
+}
+
+// convView is what a session shows of its conversation.
+type convView struct {
+	ticks   protocol.Ticks
+	title   string   // a group's
+	members []string // a group's
+}
+
+// isGroup reports whether conv is a group conversation id.
+func isGroup(conv string) bool {
+	c, ok := protocol.ParseConv(conv)
+	return ok && c.Kind == protocol.ConvGroup
+}
+
+// visibleMembers is the member list a user's session shows: the group's
+// members, or none for a user no longer among them (it does not learn who
+// joined after it left).
+func visibleMembers(user string, members []string) []string {
+	if _, in := slices.BinarySearch(members, user); !in {
+		return []string{}
+	}
+	return members
 }
 
 // renderInTx renders a session inside a write, reading its last message
@@ -178,15 +214,23 @@ func (s *Store) renderInTx(ctx context.Context, tx *sql.Tx, now int64, st sessio
 	if err != nil {
 		return protocol.Session{}, err
 	}
-	var ticks protocol.Ticks
+	var view convView
 	if found {
-		ticks = conv.ticks
+		view.ticks, view.title = conv.ticks, conv.title
 	}
-	return render(st, last, ticks, now), nil
+	out := render(st, last, view, now)
+	if isGroup(st.Conv) {
+		members, err := s.membersIn(ctx, tx, st.Conv, true)
+		if err != nil {
+			return protocol.Session{}, err
+		}
+		out.Members = visibleMembers(st.User, members)
+	}
+	return out, nil
 }
 
 // render is the wire form of a session: every field present.
-func render(st session.State, last *protocol.Message, ticks protocol.Ticks, now int64) protocol.Session {
+func render(st session.State, last *protocol.Message, view convView, now int64) protocol.Session {
 	out := protocol.Session{
 		Conv:         st.Conv,
 		Members:      []string{},
@@ -203,7 +247,7 @@ func render(st session.State, last *protocol.Message, ticks protocol.Ticks, now 
 		Category:     st.Category,
 		SubBiz:       st.SubBiz,
 		LastMsg:      last,
-		Ticks:        ticks,
+		Ticks:        view.ticks,
 	}
 	if !out.Muted {
 		out.MuteUntil = 0
@@ -214,7 +258,9 @@ func render(st session.State, last *protocol.Message, ticks protocol.Ticks, now 
 	case protocol.ConvDirect:
 		out.Title = c.Peer(st.User)
 		out.Members = []string{c.A, c.B}
-	case protocol.ConvGroup, protocol.ConvBiz:
+	case protocol.ConvGroup:
+		out.Title = view.title
+	case protocol.ConvBiz:
 		out.Title = c.Name
 	}
 	return out

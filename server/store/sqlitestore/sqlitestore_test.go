@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -50,7 +51,30 @@ func TestConformanceDefaults(t *testing.T) {
 	})
 }
 
-// message builds a request in d:alice:bob or g:team.
+// createTeam creates g:team (members alice, bob and carol) by creator; its
+// creation message, seq 1, has id msgID. The team's version is then 0, the
+// MembersVersion of every request message builds.
+func createTeam(t *testing.T, s *Store, creator, msgID string) store.GroupResult {
+	t.Helper()
+	res, err := s.ChangeGroup(context.Background(), store.GroupChange{
+		Conv:    "g:team",
+		Create:  true,
+		Creator: creator,
+		Title:   "team",
+		Add:     []string{"alice", "bob", "carol"},
+		Msg:     protocol.Message{MsgID: msgID, From: creator, Body: creator + " created the group", ClientTS: 1763800000000},
+	})
+	if err != nil {
+		t.Fatalf("create g:team: %v", err)
+	}
+	if res.Msg.Seq != 1 || res.Group.Version != 0 {
+		t.Fatalf("create g:team = %+v, want the creation message at seq 1 and version 0", res)
+	}
+	return res
+}
+
+// message builds a request in d:alice:bob or g:team (the team must exist,
+// at version 0).
 func message(conv, from, msgID string) store.AppendRequest {
 	members := []string{"alice", "bob"}
 	if conv == "g:team" {
@@ -73,6 +97,7 @@ func mustAppend(t *testing.T, s *Store, req store.AppendRequest) store.AppendRes
 
 // snapshot is everything the store tells about the test's conversations.
 type snapshot struct {
+	team     store.GroupState
 	history  map[string][]protocol.Message
 	receipts map[string][]protocol.MemberReceipt
 	pending  map[string][]store.PendingDelivery
@@ -85,6 +110,10 @@ func takeSnapshot(t *testing.T, s *Store) snapshot {
 		history:  map[string][]protocol.Message{},
 		receipts: map[string][]protocol.MemberReceipt{},
 		pending:  map[string][]store.PendingDelivery{},
+	}
+	var err error
+	if snap.team, err = s.Group(ctx, "g:team"); err != nil {
+		t.Fatalf("Group(g:team): %v", err)
 	}
 	for _, conv := range []string{"d:alice:bob", "g:team"} {
 		msgs, more, err := s.History(ctx, conv, store.HistoryQuery{After: true, Limit: 1000})
@@ -110,6 +139,9 @@ func takeSnapshot(t *testing.T, s *Store) snapshot {
 
 func (a snapshot) check(t *testing.T, b snapshot) {
 	t.Helper()
+	if !reflect.DeepEqual(a.team, b.team) {
+		t.Errorf("Group(g:team) after reopening = %+v, want %+v", b.team, a.team)
+	}
 	for conv, msgs := range a.history {
 		if !slices.Equal(msgs, b.history[conv]) {
 			t.Errorf("History(%s) after reopening =\n%+v\nwant\n%+v", conv, b.history[conv], msgs)
@@ -139,7 +171,7 @@ func TestReopen(t *testing.T) {
 		}
 		mustAppend(t, s, message("d:alice:bob", from, fmt.Sprintf("m%d", i)))
 	}
-	mustAppend(t, s, message("g:team", "alice", "g1"))
+	createTeam(t, s, "alice", "g1") // the team's first message, seq 1
 	mustAppend(t, s, message("g:team", "alice", "g2"))
 	ctx := context.Background()
 	mark := func(user string, kind store.MarkKind, conv string, seq int64) []store.TickChange {
@@ -302,7 +334,7 @@ func seqRange(from, to int64) []int64 {
 func TestFailedWriteRollsBackAlone(t *testing.T) {
 	s := openAt(t, filepath.Join(t.TempDir(), "im.db"), Options{})
 	ctx := context.Background()
-	mustAppend(t, s, message("g:team", "alice", "first"))
+	createTeam(t, s, "alice", "first") // the team's first message, seq 1
 
 	release := plugWriter(t, s)
 	boom := errors.New("boom")

@@ -218,7 +218,11 @@ func checkSame(t *testing.T, what string, got, want protocol.Session) {
 }
 
 func testSessionCreatedOnFirstMessage(t *testing.T, s store.Store) {
-	first := send(t, s, gTeam, alice, "g1")
+	// A group's first message is its creation's, here by alice.
+	first := createGroup(t, s, gTeam, alice, membersOf[gTeam]...)
+	if first.Msg.Seq != 1 || first.Msg.From != alice || first.Msg.Kind != protocol.KindSystem {
+		t.Fatalf("creation message = %+v, want a system message from alice at seq 1", first.Msg)
+	}
 	for _, user := range []string{alice, bob, carol} {
 		ss := sessionOf(t, s, user, gTeam, "")
 		wantRead, wantUnread := int64(0), int64(1)
@@ -283,7 +287,11 @@ func testSessionCreatedOnFirstMessage(t *testing.T, s store.Store) {
 func testSyncPaging(t *testing.T, s store.Store) {
 	const n = 10
 	for i := range n {
-		appendTo(t, s, fmt.Sprintf("g:p%d", i), bob, "m", alice, bob)
+		// alice creates each group, reading its creation message: bob's
+		// message is her one unread there.
+		conv := fmt.Sprintf("g:p%d", i)
+		createGroup(t, s, conv, alice, bob)
+		appendTo(t, s, conv, bob, "m", alice, bob)
 	}
 	full := list(t, s, alice, "")
 	if len(full.Sessions) != n {
@@ -358,6 +366,7 @@ func testSyncPaging(t *testing.T, s store.Store) {
 }
 
 func testSyncSinceReturnsLaterChanges(t *testing.T, s store.Store) {
+	newTeam(t, s)
 	sendN(t, s, dAB, bob, "b", 2)
 	send(t, s, dAC, carol, "c1")
 	send(t, s, gTeam, carol, "g1")
@@ -522,15 +531,17 @@ func testSessionOpCreatesSession(t *testing.T, s store.Store) {
 		t.Errorf("alice's session after the first message = %+v", ss)
 	}
 
-	// A group before its first message, muted: its unread never counts.
+	// A group before its first message (its creation's), muted: its unread
+	// never counts.
 	res = sessionOp(t, s, bob, gTeam, session.OpMute, session.OpArgs{})
 	if !res.Changed || !res.Session.Muted || res.Session.Kind != "group" {
 		t.Errorf("mute creating the session = %+v", res)
 	}
+	createGroup(t, s, gTeam, alice, membersOf[gTeam]...)
 	sendN(t, s, gTeam, alice, "g", 2)
 	ss = sessionOf(t, s, bob, gTeam, "")
-	if !ss.Muted || ss.UnreadCount != 2 {
-		t.Errorf("bob's muted group after 2 messages = %+v", ss)
+	if !ss.Muted || ss.UnreadCount != 3 {
+		t.Errorf("bob's muted group after 3 messages (the creation and 2) = %+v", ss)
 	}
 	checkTotal(t, s, bob, "", 0)
 }
@@ -574,9 +585,10 @@ func testSessionOpUnknownGateway(t *testing.T, s store.Store) {
 }
 
 func testMarkReadIsSessionRead(t *testing.T, s store.Store) {
+	newTeam(t, s) // bob has read the creation, seq 1
 	sendN(t, s, dAB, alice, "m", 4)
-	send(t, s, gTeam, alice, "g1")
-	send(t, s, gTeam, carol, "g2")
+	send(t, s, gTeam, alice, "g2")
+	send(t, s, gTeam, carol, "g3")
 	checkTotal(t, s, bob, "", 6)
 	before := sessionOf(t, s, bob, dAB, "")
 
@@ -614,15 +626,15 @@ func testMarkReadIsSessionRead(t *testing.T, s store.Store) {
 
 	// Several conversations in one call.
 	cursor := list(t, s, bob, "").Cursor
-	res = markRes(t, s, bob, store.MarkRead, mk(dAB, 4), mk(gTeam, 1))
+	res = markRes(t, s, bob, store.MarkRead, mk(dAB, 4), mk(gTeam, 2))
 	if !res.SessionsChanged {
 		t.Errorf("read of %s: SessionsChanged = false", gTeam)
 	}
 	if got, want := changedSince(t, s, bob, "", cursor), []string{gTeam}; !slices.Equal(got, want) {
 		t.Errorf("bob's changes = %v, want %v", got, want)
 	}
-	if g := sessionOf(t, s, bob, gTeam, ""); g.ReadSeq != 1 || g.UnreadCount != 1 {
-		t.Errorf("bob's group after reading 1 of 2 = %+v", g)
+	if g := sessionOf(t, s, bob, gTeam, ""); g.ReadSeq != 2 || g.UnreadCount != 1 {
+		t.Errorf("bob's group after reading 1 of 2 (read_seq 2 of 3) = %+v", g)
 	}
 	if newest := newestActive(t, s, bob); res.Cursor != newest {
 		t.Errorf("Cursor = %d, want %d", res.Cursor, newest)
@@ -682,11 +694,12 @@ func testTicksMoveSenderActiveTS(t *testing.T, s store.Store) {
 	checkSame(t, "a mark raising nothing", sessionOf(t, s, alice, dAB, ""), a2)
 
 	// In a group only the members whose messages the rise covers move.
-	send(t, s, gTeam, alice, "g1")
-	send(t, s, gTeam, bob, "g2")
-	mark(t, s, alice, store.MarkDelivered, mk(gTeam, 2))
+	newTeam(t, s) // every member at 1
+	send(t, s, gTeam, alice, "g2")
+	send(t, s, gTeam, bob, "g3")
+	mark(t, s, alice, store.MarkDelivered, mk(gTeam, 3))
 	ga, gb, gc := sessionOf(t, s, alice, gTeam, ""), sessionOf(t, s, bob, gTeam, ""), sessionOf(t, s, carol, gTeam, "")
-	mark(t, s, carol, store.MarkDelivered, mk(gTeam, 1)) // covers alice's g1
+	mark(t, s, carol, store.MarkDelivered, mk(gTeam, 2)) // covers alice's g2
 	if got := sessionOf(t, s, alice, gTeam, ""); got.ActiveTS <= ga.ActiveTS || got.WriteTS != ga.WriteTS {
 		t.Errorf("rise over alice's message: her session %+v -> %+v, want active_ts only moved", ga, got)
 	} else {
@@ -698,7 +711,7 @@ func testTicksMoveSenderActiveTS(t *testing.T, s store.Store) {
 	if got := sessionOf(t, s, carol, gTeam, ""); got.ActiveTS != gc.ActiveTS {
 		t.Errorf("carol's delivered mark moved her own session: %+v -> %+v", gc, got)
 	}
-	mark(t, s, carol, store.MarkDelivered, mk(gTeam, 2)) // covers bob's g2
+	mark(t, s, carol, store.MarkDelivered, mk(gTeam, 3)) // covers bob's g3
 	if got := sessionOf(t, s, bob, gTeam, ""); got.ActiveTS <= gb.ActiveTS || got.WriteTS != gb.WriteTS {
 		t.Errorf("rise over bob's message: his session %+v -> %+v, want active_ts only moved", gb, got)
 	}
@@ -749,6 +762,7 @@ func testDeleteThenMessage(t *testing.T, s store.Store) {
 	}
 
 	// In a group the others' sessions stay.
+	newTeam(t, s) // nothing unread
 	sendN(t, s, gTeam, alice, "g", 2)
 	sessionOp(t, s, bob, gTeam, session.OpDelete, session.OpArgs{})
 	if c := sessionOf(t, s, carol, gTeam, ""); c.Deleted || c.UnreadCount != 2 {
@@ -812,6 +826,7 @@ func testMarkedUnreadCleared(t *testing.T, s store.Store) {
 
 func testTotalUnread(t *testing.T, s store.Store) {
 	op := func(conv string, o session.Op, args session.OpArgs) { sessionOp(t, s, alice, conv, o, args) }
+	newTeam(t, s) // nothing unread
 	sendN(t, s, dAB, bob, "b", 3)
 	sendN(t, s, dAC, carol, "c", 2)
 	send(t, s, gTeam, bob, "g1")
@@ -866,6 +881,7 @@ func testTotalUnread(t *testing.T, s store.Store) {
 }
 
 func testTimestampsStrictlyIncreasing(t *testing.T, s store.Store) {
+	newTeam(t, s)
 	send(t, s, dAB, bob, "b0")
 	send(t, s, dAC, carol, "c0")
 	send(t, s, gTeam, bob, "g0")
@@ -932,9 +948,15 @@ func checkDistinctWriteTS(t *testing.T, user string, page store.SyncPage) {
 }
 
 func testTimestampsConcurrent(t *testing.T, s store.Store) {
+	const n = 40
+	// The groups the odd calls append to exist before: bob creates them.
+	versions := map[string]int64{}
+	for i := 1; i < n; i += 2 {
+		conv := fmt.Sprintf("g:c%d", i)
+		versions[conv] = createGroup(t, s, conv, bob, alice).Group.Version
+	}
 	send(t, s, dAB, bob, "b0")
 	before := list(t, s, alice, "").Cursor
-	const n = 40
 	results := make([]store.SessionResult, n)
 	errs := make([]error, n)
 	parallel(n, func(i int) {
@@ -943,8 +965,10 @@ func testTimestampsConcurrent(t *testing.T, s store.Store) {
 			results[i], errs[i] = s.SessionOp(context.Background(), alice, dAB, session.OpSetCategory, session.OpArgs{Category: fmt.Sprintf("c%d", i)})
 			return
 		}
-		req := request(fmt.Sprintf("g:c%d", i), bob, "m")
+		conv := fmt.Sprintf("g:c%d", i)
+		req := request(conv, bob, "m")
 		req.Members = []string{alice, bob}
+		req.MembersVersion = versions[conv]
 		_, errs[i] = s.Append(context.Background(), req)
 	})
 	seen := map[int64]int{}

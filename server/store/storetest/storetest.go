@@ -51,7 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PendingStartsAtFirstUndelivered", testPendingStartsAtFirstUndelivered},
 		{"Closed", testClosed},
 	}
-	for _, tc := range append(tests, sessionTests...) {
+	for _, tc := range slices.Concat(tests, sessionTests, groupTests) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
 			if s == nil {
@@ -101,9 +101,13 @@ func request(conv, from, msgID string) store.AppendRequest {
 	}
 }
 
-// appendOK appends and fails the test on error.
+// appendOK appends and fails the test on error. A group is created, with
+// the request's members, before its first message.
 func appendOK(t *testing.T, s store.Store, req store.AppendRequest) store.AppendResult {
 	t.Helper()
+	if c, _ := protocol.ParseConv(req.Msg.Conv); c.Kind == protocol.ConvGroup {
+		req.MembersVersion = ensureGroup(t, s, req.Msg.Conv, req.Members).Version
+	}
 	res, err := s.Append(t.Context(), req)
 	if err != nil {
 		t.Fatalf("Append(%s, %s): %v", req.Msg.Conv, req.Msg.MsgID, err)
@@ -415,13 +419,22 @@ func testAppendConcurrentOneConversation(t *testing.T, s store.Store) {
 }
 
 func testAppendConcurrentManyConversations(t *testing.T, s store.Store) {
+	// The group exists before the appends: its creation message is seq 1,
+	// so its appends take 2..perConv+1; the direct chats are created by
+	// their first message and take 1..perConv.
+	team := newTeam(t, s)
 	convs := []string{dAB, dAC, gTeam}
+	first := map[string]int64{dAB: 1, dAC: 1, gTeam: 2}
 	const perConv = 20
 	errs := make([]error, len(convs)*perConv)
 	seqs := make([]int64, len(convs)*perConv)
 	parallel(len(errs), func(i int) {
 		conv := convs[i%len(convs)]
-		res, err := s.Append(context.Background(), request(conv, alice, fmt.Sprintf("m-%d", i)))
+		req := request(conv, alice, fmt.Sprintf("m-%d", i))
+		if conv == gTeam {
+			req.MembersVersion = team.Version
+		}
+		res, err := s.Append(context.Background(), req)
 		errs[i], seqs[i] = err, res.Msg.Seq
 	})
 	byConv := map[string][]int64{}
@@ -435,11 +448,12 @@ func testAppendConcurrentManyConversations(t *testing.T, s store.Store) {
 	for _, conv := range convs {
 		got := byConv[conv]
 		slices.Sort(got)
-		if !slices.Equal(got, seqRange(1, perConv)) {
-			t.Errorf("%s: seqs %v, want exactly 1..%d", conv, got, perConv)
+		last := first[conv] + perConv - 1
+		if !slices.Equal(got, seqRange(first[conv], last)) {
+			t.Errorf("%s: seqs %v, want exactly %d..%d", conv, got, first[conv], last)
 		}
-		if h := seqsOf(all(t, s, conv)); !slices.Equal(h, seqRange(1, perConv)) {
-			t.Errorf("History(%s) seqs = %v, want 1..%d", conv, h, perConv)
+		if h := seqsOf(all(t, s, conv)); !slices.Equal(h, seqRange(1, last)) {
+			t.Errorf("History(%s) seqs = %v, want 1..%d", conv, h, last)
 		}
 	}
 }
@@ -601,15 +615,26 @@ func testReceiptsMembers(t *testing.T, s store.Store) {
 	// A conversation that has no message has no members yet.
 	checkReceipts(t, s, gTeam)
 
-	send(t, s, gTeam, bob, "g1")
+	// A group's first message is its creation's: bob creates it, with a
+	// row for every member.
+	createGroup(t, s, gTeam, bob, membersOf[gTeam]...)
 	checkReceipts(t, s, gTeam, rcpt(alice, 0, 0), rcpt(bob, 1, 1), rcpt(carol, 0, 0))
-	// The members of later requests do not matter once it exists.
-	req := request(gTeam, carol, "g2")
-	req.Members = []string{carol}
-	appendOK(t, s, req)
+	send(t, s, gTeam, carol, "g2")
 	checkReceipts(t, s, gTeam, rcpt(alice, 0, 0), rcpt(bob, 1, 1), rcpt(carol, 2, 2))
 	// Other conversations are untouched.
 	checkReceipts(t, s, dAB)
+
+	// A direct chat's members are those of its first message; the members
+	// of later requests do not matter once it exists. (A group's request
+	// must carry the group's members: see AppendRequest.)
+	send(t, s, dAB, alice, "d1")
+	checkReceipts(t, s, dAB, rcpt(alice, 1, 1), rcpt(bob, 0, 0))
+	req := request(dAB, bob, "d2")
+	req.Members = []string{bob}
+	appendOK(t, s, req)
+	checkReceipts(t, s, dAB, rcpt(alice, 1, 1), rcpt(bob, 2, 2))
+	// ... and the group is untouched.
+	checkReceipts(t, s, gTeam, rcpt(alice, 0, 0), rcpt(bob, 1, 1), rcpt(carol, 2, 2))
 }
 
 func testHistoryBefore(t *testing.T, s store.Store) {
@@ -775,24 +800,25 @@ func testMarkWithoutMessages(t *testing.T, s store.Store) {
 	send(t, s, dAB, alice, "m1")
 	checkReceipts(t, s, dAB, rcpt(alice, 1, 1), rcpt(bob, 0, 0))
 
-	// A mark on an empty conversation next to a real one changes only the
-	// real one.
+	// A mark on a conversation without messages (gTeam was never created)
+	// next to a real one changes only the real one.
 	checkMark(t, s, bob, store.MarkDelivered, []protocol.Mark{mk(gTeam, 3), mk(dAB, 1)}, change(dAB, 1, 0))
 	checkReceipts(t, s, gTeam)
 }
 
 func testMarkSameConvTwice(t *testing.T, s store.Store) {
+	newTeam(t, s) // every member at 1
 	sendN(t, s, dAB, alice, "ab", 4)
-	sendN(t, s, gTeam, alice, "g", 3)
-	mark(t, s, carol, store.MarkDelivered, mk(gTeam, 3))
+	sendN(t, s, gTeam, alice, "g", 3) // seqs 2..4
+	mark(t, s, carol, store.MarkDelivered, mk(gTeam, 4))
 
 	// One call with several marks per conversation: the highest counts,
 	// wherever it is, and each conversation is reported once.
 	checkMark(t, s, bob, store.MarkDelivered,
-		[]protocol.Mark{mk(dAB, 1), mk(gTeam, 2), mk(dAB, 3), mk(gTeam, 1), mk(dAB, 2)},
-		change(dAB, 3, 0), change(gTeam, 2, 0))
+		[]protocol.Mark{mk(dAB, 1), mk(gTeam, 3), mk(dAB, 3), mk(gTeam, 2), mk(dAB, 2)},
+		change(dAB, 3, 0), change(gTeam, 3, 1))
 	checkReceipts(t, s, dAB, rcpt(alice, 4, 4), rcpt(bob, 3, 0))
-	checkReceipts(t, s, gTeam, rcpt(alice, 3, 3), rcpt(bob, 2, 0), rcpt(carol, 3, 0))
+	checkReceipts(t, s, gTeam, rcpt(alice, 4, 4), rcpt(bob, 3, 1), rcpt(carol, 4, 1))
 
 	checkMark(t, s, bob, store.MarkRead,
 		[]protocol.Mark{mk(dAB, 4), mk(dAB, 1)},
@@ -821,22 +847,23 @@ func testMarkTickChangeDirect(t *testing.T, s store.Store) {
 }
 
 func testMarkTickChangeGroup(t *testing.T, s store.Store) {
-	sendN(t, s, gTeam, alice, "g", 2)
-	// bob alone cannot raise the minimum: carol is at 0.
-	checkMark(t, s, bob, store.MarkDelivered, []protocol.Mark{mk(gTeam, 2)})
-	checkMark(t, s, bob, store.MarkRead, []protocol.Mark{mk(gTeam, 2)})
-	checkMark(t, s, carol, store.MarkDelivered, []protocol.Mark{mk(gTeam, 1)}, change(gTeam, 1, 0))
-	checkMark(t, s, carol, store.MarkDelivered, []protocol.Mark{mk(gTeam, 2)}, change(gTeam, 2, 0))
-	checkMark(t, s, carol, store.MarkRead, []protocol.Mark{mk(gTeam, 2)}, change(gTeam, 2, 2))
-	if got, want := minimum(t, s, gTeam), (protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2}); got != want {
+	newTeam(t, s)                     // every member at 1
+	sendN(t, s, gTeam, alice, "g", 2) // seqs 2 and 3
+	// bob alone cannot raise the minimum: carol is at 1.
+	checkMark(t, s, bob, store.MarkDelivered, []protocol.Mark{mk(gTeam, 3)})
+	checkMark(t, s, bob, store.MarkRead, []protocol.Mark{mk(gTeam, 3)})
+	checkMark(t, s, carol, store.MarkDelivered, []protocol.Mark{mk(gTeam, 2)}, change(gTeam, 2, 1))
+	checkMark(t, s, carol, store.MarkDelivered, []protocol.Mark{mk(gTeam, 3)}, change(gTeam, 3, 1))
+	checkMark(t, s, carol, store.MarkRead, []protocol.Mark{mk(gTeam, 3)}, change(gTeam, 3, 3))
+	if got, want := minimum(t, s, gTeam), (protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3}); got != want {
 		t.Errorf("minimum = %+v, want %+v", got, want)
 	}
 
 	// A new message from bob: alice and carol are behind it.
-	send(t, s, gTeam, bob, "g-3")
-	checkMark(t, s, carol, store.MarkRead, []protocol.Mark{mk(gTeam, 3)})
-	checkMark(t, s, alice, store.MarkDelivered, []protocol.Mark{mk(gTeam, 3)}, change(gTeam, 3, 2))
-	checkMark(t, s, alice, store.MarkRead, []protocol.Mark{mk(gTeam, 3)}, change(gTeam, 3, 3))
+	send(t, s, gTeam, bob, "g-4")
+	checkMark(t, s, carol, store.MarkRead, []protocol.Mark{mk(gTeam, 4)})
+	checkMark(t, s, alice, store.MarkDelivered, []protocol.Mark{mk(gTeam, 4)}, change(gTeam, 4, 3))
+	checkMark(t, s, alice, store.MarkRead, []protocol.Mark{mk(gTeam, 4)}, change(gTeam, 4, 4))
 }
 
 // testMarkConcurrent raises one boundary from many goroutines: it ends at
@@ -906,32 +933,34 @@ func testAppendTicks(t *testing.T, s store.Store) {
 	}
 
 	// In a group one reply is not enough while another member is behind.
-	sendN(t, s, gTeam, alice, "g", 2)
+	newTeam(t, s)                     // every member at 1
+	sendN(t, s, gTeam, alice, "g", 2) // seqs 2 and 3
 	if res := send(t, s, gTeam, bob, "g-b"); res.Ticks != nil {
-		t.Errorf("group reply with carol at 0: Ticks = %+v, want nil", *res.Ticks)
+		t.Errorf("group reply with carol at 1: Ticks = %+v, want nil", *res.Ticks)
 	}
 	res = send(t, s, gTeam, carol, "g-c")
-	if want := (protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2}); res.Ticks == nil || *res.Ticks != want {
+	if want := (protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3}); res.Ticks == nil || *res.Ticks != want {
 		t.Errorf("group reply by the last member: Ticks = %v, want %+v", res.Ticks, want)
 	}
 }
 
 func testPendingFirstUndelivered(t *testing.T, s store.Store) {
+	newTeam(t, s) // every member delivered up to 1: no rows
 	checkPending(t, s, bob)
 
-	send(t, s, dAB, alice, "m1") // a row for bob at 1
-	send(t, s, dAB, alice, "m2") // put-if-absent: still 1
-	send(t, s, gTeam, alice, "g1")
-	send(t, s, gTeam, alice, "g2")
+	send(t, s, dAB, alice, "m1")   // a row for bob at 1
+	send(t, s, dAB, alice, "m2")   // put-if-absent: still 1
+	send(t, s, gTeam, alice, "g2") // a row for bob and carol at 2
+	send(t, s, gTeam, alice, "g3") // put-if-absent: still 2
 	send(t, s, dAC, alice, "c1")
-	checkPending(t, s, bob, row(dAB, 1, 0, 2), row(gTeam, 1, 0, 2))
-	checkPending(t, s, carol, row(dAC, 1, 0, 1), row(gTeam, 1, 0, 2))
+	checkPending(t, s, bob, row(dAB, 1, 0, 2), row(gTeam, 2, 1, 3))
+	checkPending(t, s, carol, row(dAC, 1, 0, 1), row(gTeam, 2, 1, 3))
 	checkPending(t, s, alice) // the sender holds its own messages
 
 	// Later messages do not touch the row, but the newest seq it reports
 	// follows the conversation.
 	send(t, s, dAB, alice, "m3")
-	checkPending(t, s, bob, row(dAB, 1, 0, 3), row(gTeam, 1, 0, 2))
+	checkPending(t, s, bob, row(dAB, 1, 0, 3), row(gTeam, 2, 1, 3))
 
 	// ReplayFrom is the later of the row and the delivered boundary.
 	ps := pending(t, s, bob)
@@ -971,22 +1000,23 @@ func testPendingStartsAtFirstUndelivered(t *testing.T, s store.Store) {
 }
 
 func testPendingRemovedWhenDelivered(t *testing.T, s store.Store) {
+	newTeam(t, s) // every member delivered up to 1: no rows
 	sendN(t, s, dAB, alice, "m", 3)
-	sendN(t, s, gTeam, alice, "g", 2)
-	checkPending(t, s, bob, row(dAB, 1, 0, 3), row(gTeam, 1, 0, 2))
+	sendN(t, s, gTeam, alice, "g", 2) // seqs 2 and 3
+	checkPending(t, s, bob, row(dAB, 1, 0, 3), row(gTeam, 2, 1, 3))
 
 	// Not before the newest seq.
 	mark(t, s, bob, store.MarkDelivered, mk(dAB, 2))
-	checkPending(t, s, bob, row(dAB, 1, 2, 3), row(gTeam, 1, 0, 2))
+	checkPending(t, s, bob, row(dAB, 1, 2, 3), row(gTeam, 2, 1, 3))
 	// A new message moves the newest seq: delivering the old newest is not
 	// enough.
 	send(t, s, dAB, alice, "m-4")
 	mark(t, s, bob, store.MarkDelivered, mk(dAB, 3))
-	checkPending(t, s, bob, row(dAB, 1, 3, 4), row(gTeam, 1, 0, 2))
+	checkPending(t, s, bob, row(dAB, 1, 3, 4), row(gTeam, 2, 1, 3))
 
 	// Delivered up to the newest: the row is gone, the other one stays.
 	mark(t, s, bob, store.MarkDelivered, mk(dAB, 4))
-	checkPending(t, s, bob, row(gTeam, 1, 0, 2))
+	checkPending(t, s, bob, row(gTeam, 2, 1, 3))
 	// A clamped mark reaches the newest too.
 	mark(t, s, bob, store.MarkDelivered, mk(gTeam, 99))
 	checkPending(t, s, bob)
@@ -1010,16 +1040,17 @@ func testPendingRemovedByRead(t *testing.T, s store.Store) {
 // device that never acknowledged them. Sending implies reading: his
 // boundaries move to his own message, the newest, so his pending row goes.
 func testPendingRemovedAfterReply(t *testing.T, s store.Store) {
+	newTeam(t, s) // every member delivered up to 1: no rows
 	sendN(t, s, dAB, alice, "m", 2)
-	sendN(t, s, gTeam, alice, "g", 2)
+	sendN(t, s, gTeam, alice, "g", 2) // seqs 2 and 3
 	send(t, s, dAB, bob, "reply")
 	checkReceipts(t, s, dAB, rcpt(alice, 2, 2), rcpt(bob, 3, 3))
-	checkPending(t, s, bob, row(gTeam, 1, 0, 2)) // only the conversation he replied in
+	checkPending(t, s, bob, row(gTeam, 2, 1, 3)) // only the conversation he replied in
 	// ... and alice now has bob's reply pending.
 	checkPending(t, s, alice, row(dAB, 3, 2, 3))
 	// A delivered mark at the newest seq raises nothing and leaves no row.
 	checkMark(t, s, bob, store.MarkDelivered, []protocol.Mark{mk(dAB, 3)})
-	checkPending(t, s, bob, row(gTeam, 1, 0, 2))
+	checkPending(t, s, bob, row(gTeam, 2, 1, 3))
 }
 
 func testClosed(t *testing.T, s store.Store) {
