@@ -41,6 +41,8 @@ need_go
 if command -v apt-get >/dev/null 2>&1; then
 	# gcc: the race detector needs cgo.
 	command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
+	# tmux: the end-to-end test drives the real imtui in a terminal.
+	command -v tmux >/dev/null 2>&1 || apt_install tmux
 fi
 
 log "downloading modules"
