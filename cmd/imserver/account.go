@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -48,6 +49,11 @@ func account(args []string) error {
 		if v != "" && !protocol.ValidUser(v) {
 			return fmt.Errorf("%s %q: want 1-32 characters of [a-z0-9_.-]", name, v)
 		}
+	}
+	// Filing accounts before the server's first start is fine: the data
+	// directory is made as serve would make it.
+	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+		return err
 	}
 	st, err := sqlitestore.Open(filepath.Join(*dataDir, server.DatabaseFile), sqlitestore.Options{})
 	if err != nil {
