@@ -1,0 +1,205 @@
+// Package client is the headless engine of an imserver client: it keeps a
+// connection (reconnecting with backoff), stores what arrives in a
+// localstore before acknowledging it, sends from a durable outbox, syncs
+// the session list, fills history gaps and batches receipts. A UI (or a
+// bot) reads state from the store through the query methods and learns of
+// changes from Events; it never waits on the network.
+package client
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/imcore/im/localstore"
+	"github.com/imcore/im/protocol"
+)
+
+// Config is what a Client needs. URL and Store are required, and User or
+// Token.
+type Config struct {
+	// URL is the server's WebSocket endpoint, ws://host:port/ws.
+	URL string
+	// User names the user on a dev-auth server. With Token set it may be
+	// empty; if given, the token's user must match.
+	User string
+	// Token authenticates on a token-auth server.
+	Token string
+	// Store is the profile's database. The Client does not close it.
+	Store *localstore.Store
+
+	// MinBackoff and MaxBackoff bound the jittered exponential wait
+	// between connection attempts; 500ms and 30s when zero.
+	MinBackoff, MaxBackoff time.Duration
+	// AckDelay is how long the engine waits for a burst of messages to end
+	// before acknowledging it with one delivered frame; 30ms when zero.
+	// AckMaxDelay bounds the wait under a steady stream; 1s when zero.
+	AckDelay, AckMaxDelay time.Duration
+
+	// Dialer opens connections; websocket.DefaultDialer when nil. Tests
+	// wrap its NetDialContext to cut connections.
+	Dialer *websocket.Dialer
+	// Logger receives the engine's diagnostics; discarded when nil.
+	Logger *slog.Logger
+	// Now is the clock for client timestamps; time.Now when nil.
+	Now func() time.Time
+}
+
+// ErrOffline is returned by a request that needs the server while there
+// is no connection.
+var ErrOffline = errors.New("offline")
+
+// ErrStopped is returned by a request whose client stopped (Run returned)
+// before the answer came.
+var ErrStopped = errors.New("client stopped")
+
+// Client is one profile's engine. Its methods are safe for concurrent use.
+type Client struct {
+	cfg    Config
+	store  *localstore.Store
+	log    *slog.Logger
+	now    func() time.Time
+	events *eventQueue
+	ids    atomic.Int64
+	kick   chan struct{} // wakes the engine: outbox, requests or reads to send
+
+	mu      sync.Mutex
+	conn    Conn
+	user    string
+	link    *link      // the welcomed connection, nil when there is none
+	queue   []*request // requests waiting for a connection
+	reads   map[string]int64
+	typedAt map[string]time.Time
+	running bool
+
+	framesSent sync.Map // frame type → *atomic.Int64, for tests
+}
+
+// New checks cfg and returns a client ready to Run. The profile's user, if
+// the store already has one, must be cfg.User.
+func New(cfg Config) (*Client, error) {
+	if cfg.URL == "" || cfg.Store == nil {
+		return nil, errors.New("client: URL and Store are required")
+	}
+	if cfg.User == "" && cfg.Token == "" {
+		return nil, errors.New("client: User or Token is required")
+	}
+	if cfg.User != "" && !protocol.ValidUser(cfg.User) {
+		return nil, fmt.Errorf("client: %q is not a valid user id", cfg.User)
+	}
+	stored, err := cfg.Store.User()
+	if err != nil {
+		return nil, err
+	}
+	if stored != "" && cfg.User != "" && stored != cfg.User {
+		return nil, fmt.Errorf("client: this profile belongs to %q, not %q", stored, cfg.User)
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 500 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(30*time.Second, cfg.MinBackoff)
+	}
+	if cfg.AckDelay <= 0 {
+		cfg.AckDelay = 30 * time.Millisecond
+	}
+	if cfg.AckMaxDelay < cfg.AckDelay {
+		cfg.AckMaxDelay = max(time.Second, cfg.AckDelay)
+	}
+	if cfg.Dialer == nil {
+		cfg.Dialer = websocket.DefaultDialer
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	user := cfg.User
+	if user == "" {
+		user = stored
+	}
+	return &Client{
+		cfg:     cfg,
+		store:   cfg.Store,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		events:  newEventQueue(),
+		kick:    make(chan struct{}, 1),
+		conn:    Conn{State: Offline},
+		user:    user,
+		reads:   make(map[string]int64),
+		typedAt: make(map[string]time.Time),
+	}, nil
+}
+
+// Close stops delivering events. Call it once Run has returned and the UI
+// no longer reads Events.
+func (c *Client) Close() { c.events.close() }
+
+// Events returns the engine's event stream. Events say what changed; read
+// the new state from the query methods. Repeated events of one kind are
+// coalesced while the reader is slow, so the channel never holds the
+// engine back and a change is never unreported.
+func (c *Client) Events() <-chan Event { return c.events.out }
+
+// Conn returns the connection's current state.
+func (c *Client) Conn() Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn
+}
+
+// User returns the user this client speaks for ("" with a token until the
+// first welcome, unless the profile already knows it).
+func (c *Client) User() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.user
+}
+
+// Device returns the profile's device id.
+func (c *Client) Device() string { return c.store.DeviceID() }
+
+// Store returns the profile's database.
+func (c *Client) Store() *localstore.Store { return c.store }
+
+// setConn records and reports a new connection state.
+func (c *Client) setConn(conn Conn) {
+	c.mu.Lock()
+	c.conn = conn
+	c.mu.Unlock()
+	c.events.push(ConnChanged{Conn: conn})
+}
+
+// wake tells the engine there is something to send.
+func (c *Client) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// nextID returns a fresh request id.
+func (c *Client) nextID() string { return "c" + fmt.Sprint(c.ids.Add(1)) }
+
+// countSent counts a frame written, by type.
+func (c *Client) countSent(typ string) {
+	n, _ := c.framesSent.LoadOrStore(typ, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+}
+
+// sentCount returns how many frames of a type this client wrote.
+func (c *Client) sentCount(typ string) int64 {
+	n, ok := c.framesSent.Load(typ)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}

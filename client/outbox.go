@@ -1,0 +1,126 @@
+package client
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/imcore/im/localstore"
+	"github.com/imcore/im/protocol"
+)
+
+// maxSendsInFlight bounds the outbox messages sent and not yet answered,
+// so that a long outbox does not trip the server's rate limit.
+const maxSendsInFlight = 64
+
+// sendRetryDelay is the wait before sending again a message the server
+// could not take (rate limited, internal error).
+const sendRetryDelay = time.Second
+
+// outboxKey names an outbox message.
+type outboxKey struct{ conv, msgID string }
+
+// Send puts a message in the outbox and in the chat at once, online or
+// not, and returns it (Outbox true). The engine sends it, under the same
+// msg_id however many times it must try, until the server answers sent.
+// The error is for local failures: an invalid conversation or body, the
+// store.
+func (c *Client) Send(conv, body string) (Message, error) {
+	parsed, ok := protocol.ParseConv(conv)
+	if !ok || parsed.Kind == protocol.ConvBiz {
+		return Message{}, fmt.Errorf("send: %q is not a conversation", conv)
+	}
+	if perr := protocol.CheckBody(body, protocol.DefaultMaxBody); perr != nil {
+		return Message{}, fmt.Errorf("send: %w", perr)
+	}
+	user := c.User()
+	if user == "" {
+		return Message{}, errors.New("send: the user is not known until the first welcome")
+	}
+	now := c.now()
+	m := protocol.Message{Conv: conv, MsgID: newMsgID(now), From: user, Body: body, ClientTS: now.UnixMilli()}
+	if err := c.store.EnqueueOutbox(m); err != nil {
+		return Message{}, err
+	}
+	c.events.push(MessagesChanged{Conv: conv})
+	c.wake()
+	return Message{Message: m, Outbox: true}, nil
+}
+
+// newMsgID returns a fresh msg_id: the time in ms (so ids sort by creation)
+// and 80 random bits.
+func newMsgID(now time.Time) string {
+	var b [10]byte
+	rand.Read(b[:])
+	return strconv.FormatInt(now.UnixMilli(), 36) + "-" + hex.EncodeToString(b[:])
+}
+
+// flushOutbox sends the outbox messages not yet sent on this connection,
+// oldest first.
+func (l *link) flushOutbox() {
+	if len(l.sending) >= maxSendsInFlight {
+		return
+	}
+	items, err := l.c.store.Outbox()
+	if err != nil {
+		l.c.log.Error("read outbox", "err", err)
+		return
+	}
+	for _, it := range items {
+		key := outboxKey{it.Conv, it.MsgID}
+		if l.sending[key] {
+			continue
+		}
+		if len(l.sending) >= maxSendsInFlight {
+			return
+		}
+		l.sending[key] = true
+		l.request(&request{
+			op:     "send",
+			frame:  &protocol.Send{Conv: it.Conv, MsgID: it.MsgID, Body: it.Body, ClientTS: it.ClientTS},
+			answer: func(l *link, f protocol.Frame) { l.onSent(it, f) },
+		})
+	}
+}
+
+// onSent applies the answer to an outbox message: sent makes it a stored
+// message; a refusal for good drops it (and says so); a passing failure
+// leaves it for a later try.
+func (l *link) onSent(it localstore.OutboxItem, f protocol.Frame) {
+	delete(l.sending, outboxKey{it.Conv, it.MsgID})
+	switch f := f.(type) {
+	case *protocol.Sent:
+		m, err := l.c.store.ConfirmSent(f.Conv, f.MsgID, f.Seq, f.ServerTS)
+		if errors.Is(err, localstore.ErrNotInOutbox) {
+			return
+		}
+		if err != nil {
+			l.c.log.Error("confirm sent", "conv", f.Conv, "msg_id", f.MsgID, "err", err)
+			return
+		}
+		unknown, err := l.c.store.ApplyMessages([]protocol.Message{m}, l.self)
+		if err != nil {
+			l.c.log.Error("update session", "conv", m.Conv, "err", err)
+		}
+		l.c.events.push(MessagesChanged{Conv: m.Conv})
+		l.c.events.push(SessionsChanged{})
+		if len(unknown) > 0 {
+			l.syncAll() // the first message of a conversation: its session is new
+		}
+		l.flushOutbox()
+	case *protocol.ErrorFrame:
+		switch f.Code {
+		case protocol.CodeRateLimited, protocol.CodeInternal:
+			time.AfterFunc(sendRetryDelay, l.c.wake)
+			return
+		}
+		if err := l.c.store.DropOutbox(it.Conv, it.MsgID); err != nil {
+			l.c.log.Error("drop refused message", "err", err)
+		}
+		l.c.events.push(ErrorEvent{Op: "send", Err: fmt.Errorf("message to %s refused: %w", it.Conv, answerError(f))})
+		l.c.events.push(MessagesChanged{Conv: it.Conv})
+	}
+}

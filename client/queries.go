@@ -1,0 +1,46 @@
+package client
+
+import (
+	"github.com/imcore/im/protocol"
+)
+
+// Sessions returns the list subBiz ("" the main list) from the profile's
+// store, as it is shown (sorted, deleted sessions hidden), and the list's
+// total unread count. It works offline.
+func (c *Client) Sessions(subBiz string) ([]protocol.Session, int64, error) {
+	list, err := c.store.Sessions(subBiz)
+	if err != nil {
+		return nil, 0, err
+	}
+	total, err := c.store.TotalUnread(subBiz)
+	if err != nil {
+		return nil, 0, err
+	}
+	return list, total, nil
+}
+
+// Messages returns the newest limit stored messages of conv below
+// beforeSeq (0: the newest, followed by the user's messages still in the
+// outbox), in ascending seq order. It works offline; LoadOlder fetches
+// older pages from the server.
+func (c *Client) Messages(conv string, beforeSeq int64, limit int) ([]Message, error) {
+	stored, err := c.store.Messages(conv, beforeSeq, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, len(stored))
+	for i, m := range stored {
+		out[i] = Message{Message: m.Message, Outbox: m.Outbox}
+	}
+	return out, nil
+}
+
+// Ticks returns the highest tick boundaries known for conv; a message of
+// the user's own shows protocol.TickOf(its seq, these).
+func (c *Client) Ticks(conv string) protocol.Ticks {
+	t, err := c.store.Ticks(conv)
+	if err != nil {
+		c.log.Error("read ticks", "conv", conv, "err", err)
+	}
+	return t
+}

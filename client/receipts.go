@@ -1,0 +1,173 @@
+package client
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/imcore/im/protocol"
+)
+
+// maxMarks bounds the marks of one delivered or read frame, well within
+// the server's frame size limit.
+const maxMarks = 1000
+
+// armAck schedules the delivered frame for what was just stored: when no
+// message has come for AckDelay (the burst is over), and at the latest
+// AckMaxDelay after the first unacknowledged one.
+func (l *link) armAck() {
+	now := time.Now()
+	if l.ackSince.IsZero() {
+		l.ackSince = now
+	}
+	wait := min(l.c.cfg.AckDelay, l.ackSince.Add(l.c.cfg.AckMaxDelay).Sub(now))
+	l.ackTimer.Reset(max(wait, 0))
+}
+
+// flushDelivered acknowledges every conversation with newly stored
+// messages in one delivered frame, one mark each at the seq up to which
+// the profile holds everything. A conversation with a hole starts a gap
+// fill; it is acknowledged once filled.
+func (l *link) flushDelivered() {
+	l.ackTimer.Stop()
+	l.ackSince = time.Time{}
+	var marks []protocol.Mark
+	for conv := range l.unacked {
+		synced, err := l.c.store.SyncedSeq(conv)
+		if err != nil {
+			l.c.log.Error("read synced seq", "conv", conv, "err", err)
+			continue
+		}
+		if l.seen[conv] > synced {
+			l.fillGap(conv, synced)
+		}
+		if synced > l.acked[conv] {
+			l.acked[conv] = synced
+			marks = append(marks, protocol.Mark{Conv: conv, Seq: synced})
+		}
+	}
+	clear(l.unacked)
+	slices.SortFunc(marks, func(a, b protocol.Mark) int { return cmp.Compare(a.Conv, b.Conv) })
+	for chunk := range slices.Chunk(marks, maxMarks) {
+		l.sendDelivered(chunk)
+	}
+}
+
+// sendDelivered sends one delivered frame. The server refuses a frame
+// whole when one mark is refused (a group the user just left), so a
+// refused frame of several marks is sent again one mark per frame.
+func (l *link) sendDelivered(marks []protocol.Mark) {
+	l.request(&request{op: "delivered", frame: &protocol.Delivered{Marks: marks}, answer: func(l *link, f protocol.Frame) {
+		perr := answerError(f)
+		if perr == nil {
+			return
+		}
+		l.c.log.Warn("delivered refused", "marks", len(marks), "err", perr)
+		if perr.Code == protocol.CodeRateLimited {
+			for _, m := range marks {
+				delete(l.acked, m.Conv)
+				l.unacked[m.Conv] = true
+			}
+			l.armAck()
+			return
+		}
+		if len(marks) > 1 {
+			for _, m := range marks {
+				l.sendDelivered([]protocol.Mark{m})
+			}
+		}
+	}})
+}
+
+// MarkRead records that the user has seen conv up to seq: the local
+// session shows it at once, and the engine sends a read mark (coalesced
+// with others, and kept until a connection takes it).
+func (c *Client) MarkRead(conv string, seq int64) {
+	if seq <= 0 {
+		return
+	}
+	changed, err := c.store.ApplyRead(conv, seq)
+	if err != nil {
+		c.log.Error("apply read", "conv", conv, "err", err)
+	}
+	if changed {
+		c.events.push(SessionsChanged{})
+	}
+	c.mu.Lock()
+	if seq > c.reads[conv] {
+		c.reads[conv] = seq
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+// takeReads empties the read marks waiting to be sent.
+func (c *Client) takeReads() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reads := c.reads
+	c.reads = make(map[string]int64)
+	return reads
+}
+
+// restoreReads puts back read marks that were not confirmed.
+func (c *Client) restoreReads(reads map[string]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for conv, seq := range reads {
+		c.reads[conv] = max(c.reads[conv], seq)
+	}
+}
+
+// flushReads sends the waiting read marks in one frame.
+func (l *link) flushReads() {
+	reads := l.c.takeReads()
+	if len(reads) == 0 {
+		return
+	}
+	marks := make([]protocol.Mark, 0, len(reads))
+	for conv, seq := range reads {
+		marks = append(marks, protocol.Mark{Conv: conv, Seq: seq})
+	}
+	slices.SortFunc(marks, func(a, b protocol.Mark) int { return cmp.Compare(a.Conv, b.Conv) })
+	for chunk := range slices.Chunk(marks, maxMarks) {
+		l.sendRead(chunk)
+	}
+}
+
+// sendRead sends one read frame; a lost one is sent again on the next
+// connection, a refused one of several marks again one mark per frame.
+func (l *link) sendRead(marks []protocol.Mark) {
+	l.request(&request{
+		op:    "read",
+		frame: &protocol.Read{Marks: marks},
+		answer: func(l *link, f protocol.Frame) {
+			perr := answerError(f)
+			if perr == nil {
+				return
+			}
+			if perr.Code == protocol.CodeRateLimited {
+				l.c.restoreReads(markMap(marks))
+				time.AfterFunc(sendRetryDelay, l.c.wake)
+				return
+			}
+			if len(marks) > 1 {
+				for _, m := range marks {
+					l.sendRead([]protocol.Mark{m})
+				}
+				return
+			}
+			l.c.events.push(ErrorEvent{Op: "read", Err: perr})
+		},
+		lost: func(error) { l.c.restoreReads(markMap(marks)) },
+	})
+}
+
+// markMap turns marks into a map of conversation to seq.
+func markMap(marks []protocol.Mark) map[string]int64 {
+	out := make(map[string]int64, len(marks))
+	for _, m := range marks {
+		out[m.Conv] = max(out[m.Conv], m.Seq)
+	}
+	return out
+}

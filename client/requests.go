@@ -1,0 +1,163 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/imcore/im/protocol"
+)
+
+// typingInterval is the least time between two typing frames for one
+// conversation.
+const typingInterval = 3 * time.Second
+
+// SessionOp applies a session operation (pin, unpin, mute, unmute,
+// mark_unread, delete, set_category) to conv. until is the mute's end in
+// Unix ms (0: until unmuted); category is for set_category. The request
+// waits for a connection if there is none; the updated session is stored
+// when the server answers (SessionsChanged), a refusal is an ErrorEvent.
+func (c *Client) SessionOp(conv, op string, until int64, category string) {
+	c.enqueue(&request{
+		op:    "session_op " + op,
+		frame: &protocol.SessionOp{Conv: conv, Op: op, Until: until, Category: category},
+		retry: true, // an operation applied twice is applied once
+		answer: func(l *link, f protocol.Frame) {
+			switch f := f.(type) {
+			case *protocol.OK:
+				if f.Session != nil {
+					if err := c.store.PutSessions([]protocol.Session{*f.Session}); err != nil {
+						c.log.Error("store session", "conv", conv, "err", err)
+					}
+					c.events.push(SessionsChanged{})
+				}
+			default:
+				c.events.push(ErrorEvent{Op: "session_op " + op, Err: c.refusal(f)})
+			}
+		},
+	})
+}
+
+// CreateGroup asks the server for a group of the user and members named
+// title. The answer is a GroupChanged event (and the new session arrives
+// by sync); a refusal is an ErrorEvent. A retried create is answered with
+// the same group, never a second one.
+func (c *Client) CreateGroup(title string, members []string) {
+	var key [12]byte
+	rand.Read(key[:])
+	c.enqueue(&request{
+		op:     "create_group",
+		frame:  &protocol.CreateGroup{Title: title, Members: members, Key: hex.EncodeToString(key[:])},
+		retry:  true,
+		answer: c.groupAnswer("create_group"),
+	})
+}
+
+// GroupOp changes a group: op is add or remove (with users), leave, or
+// rename (with title). The answer is a GroupChanged event; a refusal is an
+// ErrorEvent.
+func (c *Client) GroupOp(conv, op string, users []string, title string) {
+	c.enqueue(&request{
+		op:     "group_op " + op,
+		frame:  &protocol.GroupOp{Conv: conv, Op: op, Users: users, Title: title},
+		retry:  op != "leave", // a second leave would be refused
+		answer: c.groupAnswer("group_op " + op),
+		lost: func(err error) {
+			c.events.push(ErrorEvent{Op: "group_op " + op, Err: err})
+		},
+	})
+}
+
+// groupAnswer handles the answer to a group request.
+func (c *Client) groupAnswer(op string) func(*link, protocol.Frame) {
+	return func(l *link, f protocol.Frame) {
+		if g, ok := f.(*protocol.Group); ok {
+			c.events.push(GroupChanged{Conv: g.Conv, Title: g.Title, Members: g.Members})
+			l.sync("")
+			return
+		}
+		c.events.push(ErrorEvent{Op: op, Err: c.refusal(f)})
+	}
+}
+
+// Receipts asks the server for every member's boundaries in conv (message
+// info) and waits for the answer, ctx or the end of the connection. It
+// fails at once with ErrOffline when there is no connection.
+func (c *Client) Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error) {
+	type result struct {
+		members []protocol.MemberReceipt
+		err     error
+	}
+	done := make(chan result, 1)
+	c.mu.Lock()
+	online := c.link != nil
+	c.mu.Unlock()
+	if !online {
+		return nil, ErrOffline
+	}
+	c.enqueue(&request{
+		op:    "receipts",
+		frame: &protocol.ReceiptsRequest{Conv: conv},
+		answer: func(_ *link, f protocol.Frame) {
+			if r, ok := f.(*protocol.ReceiptsReply); ok {
+				done <- result{members: r.Members}
+				return
+			}
+			done <- result{err: c.refusal(f)}
+		},
+		lost: func(err error) { done <- result{err: err} },
+	})
+	select {
+	case r := <-done:
+		return r.members, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// LoadOlder asks the server for the page of conv's history before
+// beforeSeq (0: the newest page), stores it and reports MessagesChanged;
+// the UI then reads it with Messages. A refusal is an ErrorEvent.
+func (c *Client) LoadOlder(conv string, beforeSeq int64) {
+	c.enqueue(&request{
+		op:    "history",
+		frame: &protocol.History{Conv: conv, BeforeSeq: max(beforeSeq, 0), Limit: olderPage},
+		retry: true,
+		answer: func(l *link, f protocol.Frame) {
+			page, ok := f.(*protocol.Messages)
+			if !ok {
+				c.events.push(ErrorEvent{Op: "history", Err: c.refusal(f)})
+				return
+			}
+			if len(page.Messages) > 0 {
+				l.storeHistory(page.Messages)
+			} else {
+				c.events.push(MessagesChanged{Conv: conv})
+			}
+		},
+	})
+}
+
+// Typing tells the other members the user is typing in conv: at most one
+// frame per conversation every few seconds, and nothing while offline.
+func (c *Client) Typing(conv string) {
+	now := c.now()
+	c.mu.Lock()
+	if c.link == nil || now.Sub(c.typedAt[conv]) < typingInterval {
+		c.mu.Unlock()
+		return
+	}
+	c.typedAt[conv] = now
+	c.mu.Unlock()
+	c.enqueue(&request{op: "typing", frame: &protocol.Typing{Conv: conv}, ephemeral: true})
+}
+
+// refusal turns an answer that is not the expected one into an error.
+func (c *Client) refusal(f protocol.Frame) error {
+	if perr := answerError(f); perr != nil {
+		return perr
+	}
+	return fmt.Errorf("unexpected answer %q", f.FrameType())
+}

@@ -1,0 +1,159 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/imcore/im/protocol"
+)
+
+// helloTimeout bounds the wait for the welcome.
+const helloTimeout = 20 * time.Second
+
+// ErrWrongProfile is returned by Run when the server welcomes a user other
+// than the one the profile belongs to.
+var ErrWrongProfile = errors.New("the profile belongs to another user")
+
+// permanentError marks a failure that retrying cannot cure.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Run keeps a connection to the server until ctx is done: it dials, says
+// hello and, once welcomed, sends the outbox, syncs the session lists and
+// fills history gaps, then handles pushes; on any drop it reconnects after
+// a jittered exponential backoff (reporting ConnChanged{Offline} with the
+// retry time and the cause). It returns nil when ctx is done, and an error
+// when the server refuses the hello (a bad token, an unauthorized user, a
+// protocol it does not speak) or welcomes another user than the
+// profile's: retrying would not help, the UI should show it.
+func (c *Client) Run(ctx context.Context) (err error) {
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return errors.New("client: Run is already running")
+	}
+	c.running = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
+		c.failQueue(ErrStopped)
+		c.setConn(Conn{State: Stopped, Err: err})
+	}()
+	attempt := 0
+	for {
+		c.setConn(Conn{State: Connecting})
+		welcomed, err := c.connect(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if perm := (*permanentError)(nil); errors.As(err, &perm) {
+			return perm.err
+		}
+		if welcomed {
+			attempt = 0
+		}
+		delay := backoff(c.cfg.MinBackoff, c.cfg.MaxBackoff, attempt)
+		attempt++
+		c.log.Info("disconnected", "err", err, "retry_in", delay)
+		c.setConn(Conn{State: Offline, RetryAt: c.now().Add(delay), Err: err})
+		wait := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return nil
+		case <-wait.C:
+		}
+	}
+}
+
+// backoff returns the wait before attempt n (0 for the first retry): an
+// exponential of minWait capped at maxWait, with jitter drawn from its
+// upper half so that many clients do not retry in step.
+func backoff(minWait, maxWait time.Duration, n int) time.Duration {
+	d := maxWait
+	if n < 32 && minWait<<n < maxWait && minWait<<n > 0 {
+		d = minWait << n
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// connect makes one connection and serves it until it ends. welcomed says
+// whether the server accepted the hello.
+func (c *Client) connect(ctx context.Context) (welcomed bool, err error) {
+	dialCtx, cancel := context.WithTimeout(ctx, helloTimeout)
+	defer cancel()
+	ws, _, err := c.cfg.Dialer.DialContext(dialCtx, c.cfg.URL, nil)
+	if err != nil {
+		return false, fmt.Errorf("dial %s: %w", c.cfg.URL, err)
+	}
+	defer ws.Close()
+	welcome, err := c.hello(ws)
+	if err != nil {
+		return false, err
+	}
+	if err := c.adoptUser(welcome.User); err != nil {
+		return false, err
+	}
+	return true, newLink(c, ws).run(ctx)
+}
+
+// hello says hello and waits for the welcome.
+func (c *Client) hello(ws *websocket.Conn) (*protocol.Welcome, error) {
+	id := c.nextID()
+	hello := &protocol.Hello{Ref: protocol.Ref{ID: id}, Protocol: protocol.Version, User: c.cfg.User, Device: c.Device(), Token: c.cfg.Token}
+	ws.SetWriteDeadline(time.Now().Add(helloTimeout))
+	if err := ws.WriteMessage(websocket.TextMessage, protocol.MustEncode(hello)); err != nil {
+		return nil, fmt.Errorf("hello: %w", err)
+	}
+	c.countSent(hello.FrameType())
+	ws.SetReadDeadline(time.Now().Add(helloTimeout))
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			return nil, fmt.Errorf("hello: %w", err)
+		}
+		f, _, perr := protocol.DecodeServerFrame(data)
+		if perr != nil || requestID(f) != id {
+			continue
+		}
+		switch f := f.(type) {
+		case *protocol.Welcome:
+			return f, nil
+		case *protocol.ErrorFrame:
+			err := fmt.Errorf("hello refused: %w", answerError(f))
+			if f.Code == protocol.CodeUnauthorized || f.Code == protocol.CodeInvalid {
+				return nil, &permanentError{err}
+			}
+			return nil, err
+		}
+	}
+}
+
+// adoptUser checks the welcomed user against the profile and records it.
+func (c *Client) adoptUser(user string) error {
+	stored, err := c.store.User()
+	if err != nil {
+		return err
+	}
+	if stored != "" && stored != user {
+		return &permanentError{fmt.Errorf("%w: welcomed as %q, the profile is %q's", ErrWrongProfile, user, stored)}
+	}
+	if stored == "" {
+		if err := c.store.SetUser(user); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	c.user = user
+	c.mu.Unlock()
+	return nil
+}

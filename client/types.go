@@ -1,0 +1,92 @@
+package client
+
+import (
+	"time"
+
+	"github.com/imcore/im/protocol"
+)
+
+// ConnState says whether what a user sees is live.
+type ConnState int
+
+// The connection states, as the status bar names them.
+const (
+	Connecting ConnState = iota // dialing or saying hello
+	Online                      // welcomed: pushes arrive live
+	Offline                     // disconnected; a retry is scheduled at RetryAt
+	Stopped                     // Run has returned
+)
+
+// String names the state.
+func (s ConnState) String() string {
+	switch s {
+	case Connecting:
+		return "connecting"
+	case Online:
+		return "online"
+	case Offline:
+		return "offline"
+	}
+	return "stopped"
+}
+
+// Conn is the connection's state at one moment.
+type Conn struct {
+	State   ConnState
+	RetryAt time.Time // when Offline: the next attempt
+	Err     error     // when Offline: why the last attempt failed or ended
+}
+
+// Message is a message as the client holds it: a stored message, or one of
+// the user's own still in the outbox (Seq 0, not yet answered by sent).
+type Message struct {
+	protocol.Message
+	// Outbox is true while the server has not answered sent.
+	Outbox bool
+}
+
+// Event is what the engine tells a UI. Events say what changed; the UI
+// reads the new state from the engine's query methods.
+type Event interface{ event() }
+
+// ConnChanged reports a new connection state.
+type ConnChanged struct{ Conn Conn }
+
+// MessagesChanged reports that messages of Conv were stored or changed (a
+// push, a sent answer, a history page).
+type MessagesChanged struct{ Conv string }
+
+// SessionsChanged reports that the session list changed.
+type SessionsChanged struct{}
+
+// TicksChanged reports that a conversation's tick boundaries rose.
+type TicksChanged struct {
+	Conv  string
+	Ticks protocol.Ticks
+}
+
+// TypingEvent reports that User is typing in Conv.
+type TypingEvent struct{ Conv, User string }
+
+// ErrorEvent reports a request the server refused or that failed.
+type ErrorEvent struct {
+	Op  string
+	Err error
+}
+
+func (ConnChanged) event()     {}
+func (MessagesChanged) event() {}
+func (SessionsChanged) event() {}
+func (TicksChanged) event()    {}
+func (TypingEvent) event()     {}
+func (ErrorEvent) event()      {}
+
+// GroupChanged reports a group's state as the server answered a
+// create_group or group_op of this client.
+type GroupChanged struct {
+	Conv    string
+	Title   string
+	Members []string
+}
+
+func (GroupChanged) event() {}

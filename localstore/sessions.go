@@ -1,0 +1,186 @@
+package localstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	json "github.com/go-json-experiment/json"
+
+	"github.com/imcore/im/protocol"
+)
+
+// PutSessions stores sessions from a sync page or an operation's answer.
+// A session replaces the stored one only if it is newer (a higher
+// active_ts): a late page never undoes a later change. What the profile
+// saw live since (a newer message, its own read) is kept: write_seq,
+// read_seq and the last message never go back. The sessions' ticks are
+// max-merged into the conversations' boundaries.
+func (s *Store) PutSessions(sessions []protocol.Session) error {
+	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
+		for _, in := range sessions {
+			old, ok, err := getSession(tx, in.Conv)
+			if err != nil {
+				return err
+			}
+			if in.Ticks != (protocol.Ticks{}) {
+				if _, _, err := raiseTicks(tx, in.Conv, in.Ticks); err != nil {
+					return err
+				}
+			}
+			if ok && in.ActiveTS <= old.ActiveTS {
+				continue
+			}
+			if ok {
+				in = keepLiveState(in, old)
+			}
+			if err := putSession(tx, in); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put sessions: %w", err)
+	}
+	return nil
+}
+
+// keepLiveState carries into a newer session from the server what the
+// stored one learned live and the server's copy may predate: a newer
+// message, a further read, higher ticks.
+func keepLiveState(in, old protocol.Session) protocol.Session {
+	if old.WriteSeq > in.WriteSeq || old.ReadSeq > in.ReadSeq {
+		if old.WriteSeq > in.WriteSeq {
+			in.WriteSeq, in.LastMsg, in.Deleted = old.WriteSeq, old.LastMsg, false
+			in.WriteTS = max(in.WriteTS, old.WriteTS)
+		}
+		in.ReadSeq = max(in.ReadSeq, old.ReadSeq)
+		in.UnreadCount = max(0, in.WriteSeq-in.ReadSeq)
+	}
+	in.Ticks = in.Ticks.Merge(old.Ticks)
+	return in
+}
+
+// Session returns the stored session of conv (deleted ones included); ok
+// is false when there is none.
+func (s *Store) Session(conv string) (sess protocol.Session, ok bool, err error) {
+	var object string
+	var t protocol.Ticks
+	err = s.r.QueryRow(`SELECT s.object, COALESCE(t.delivered_seq, 0), COALESCE(t.read_seq, 0)
+		FROM sessions s LEFT JOIN ticks t ON t.conv = s.conv WHERE s.conv = ?`, conv).Scan(&object, &t.DeliveredSeq, &t.ReadSeq)
+	if err == sql.ErrNoRows {
+		return protocol.Session{}, false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(object), &sess)
+	}
+	if err != nil {
+		return protocol.Session{}, false, fmt.Errorf("session %s: %w", conv, err)
+	}
+	sess.Ticks = sess.Ticks.Merge(t)
+	return sess, true, nil
+}
+
+// Sessions returns the list subBiz ("" the main list) as it is shown:
+// deleted sessions hidden, sorted by priority descending, then write_ts
+// descending, then conv. Each session's ticks are the highest known.
+func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
+	rows, err := s.r.Query(`SELECT s.object, COALESCE(t.delivered_seq, 0), COALESCE(t.read_seq, 0)
+		FROM sessions s LEFT JOIN ticks t ON t.conv = s.conv
+		WHERE s.sub_biz = ? AND s.deleted = 0
+		ORDER BY s.priority DESC, s.write_ts DESC, s.conv`, subBiz)
+	if err != nil {
+		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+	}
+	defer rows.Close()
+	var out []protocol.Session
+	for rows.Next() {
+		var object string
+		var t protocol.Ticks
+		if err := rows.Scan(&object, &t.DeliveredSeq, &t.ReadSeq); err != nil {
+			return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+		}
+		var sess protocol.Session
+		if err := json.Unmarshal([]byte(object), &sess); err != nil {
+			return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+		}
+		sess.Ticks = sess.Ticks.Merge(t)
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// TotalUnread returns the unread count of the list subBiz ("" the main
+// list): the sum over sessions neither deleted nor muted (a mute whose
+// until has passed no longer counts as muted).
+func (s *Store) TotalUnread(subBiz string) (int64, error) {
+	var n int64
+	err := s.r.QueryRow(`SELECT COALESCE(SUM(unread_count), 0) FROM sessions
+		WHERE sub_biz = ? AND deleted = 0 AND (muted = 0 OR (mute_until > 0 AND mute_until <= ?))`,
+		subBiz, s.now().UnixMilli()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("total unread of %q: %w", subBiz, err)
+	}
+	return n, nil
+}
+
+// SubBizLists returns the names of the nested lists the main list has a
+// gateway session for.
+func (s *Store) SubBizLists() ([]string, error) {
+	rows, err := s.r.Query(`SELECT substr(conv, 5) FROM sessions WHERE sub_biz = '' AND conv LIKE 'biz:%' ORDER BY conv`)
+	if err != nil {
+		return nil, fmt.Errorf("sub-business lists: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
+}
+
+// getSession reads a stored session inside a transaction.
+func getSession(tx *sql.Tx, conv string) (protocol.Session, bool, error) {
+	var object string
+	err := tx.QueryRow(`SELECT object FROM sessions WHERE conv = ?`, conv).Scan(&object)
+	if err == sql.ErrNoRows {
+		return protocol.Session{}, false, nil
+	}
+	var sess protocol.Session
+	if err == nil {
+		err = json.Unmarshal([]byte(object), &sess)
+	}
+	if err != nil {
+		return protocol.Session{}, false, fmt.Errorf("session %s: %w", conv, err)
+	}
+	return sess, true, nil
+}
+
+// putSession writes a session's object and the columns it is sorted and
+// counted by.
+func putSession(tx *sql.Tx, sess protocol.Session) error {
+	if sess.Members == nil {
+		sess.Members = []string{}
+	}
+	object, err := json.Marshal(sess)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(`INSERT INTO sessions (conv, sub_biz, priority, write_ts, active_ts, deleted, muted, mute_until, unread_count, object)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (conv) DO UPDATE SET sub_biz = excluded.sub_biz, priority = excluded.priority,
+			write_ts = excluded.write_ts, active_ts = excluded.active_ts, deleted = excluded.deleted,
+			muted = excluded.muted, mute_until = excluded.mute_until, unread_count = excluded.unread_count,
+			object = excluded.object`,
+		sess.Conv, sess.SubBiz, sess.Priority, sess.WriteTS, sess.ActiveTS, sess.Deleted, sess.Muted,
+		sess.MuteUntil, sess.UnreadCount, string(object))
+	if err != nil {
+		return fmt.Errorf("put session %s: %w", sess.Conv, err)
+	}
+	return nil
+}
