@@ -1,0 +1,49 @@
+package tui
+
+import (
+	"context"
+
+	"github.com/imcore/im/client"
+	"github.com/imcore/im/protocol"
+)
+
+// Backend is what the UI needs from the client engine. Query methods read the
+// local store and return at once; the methods without results are requests
+// whose effects come back as events on Events.
+type Backend interface {
+	// Events streams what changed; the UI re-reads state from the queries.
+	Events() <-chan client.Event
+	// Conn returns the connection state now.
+	Conn() client.Conn
+	// User returns the signed-in user id.
+	User() string
+	// Device returns this installation's device id.
+	Device() string
+	// Server returns the server address, for the status bar.
+	Server() string
+	// Sessions returns the list of subBiz ("" for the main list), sorted by
+	// priority, write_ts desc, conv; deleted sessions are hidden.
+	Sessions(subBiz string) (sessions []protocol.Session, totalUnread int64, err error)
+	// Messages returns up to limit stored messages of conv below beforeSeq
+	// in ascending order; beforeSeq 0 is the newest page, outbox included.
+	Messages(conv string, beforeSeq int64, limit int) ([]client.Message, error)
+	// LoadOlder fetches the page below beforeSeq from the server; a
+	// MessagesChanged event follows when it is stored.
+	LoadOlder(conv string, beforeSeq int64)
+	// Send queues body for conv; it works offline (the message is returned
+	// with Outbox true).
+	Send(conv, body string) (client.Message, error)
+	// MarkRead says the user has seen conv up to seq.
+	MarkRead(conv string, seq int64)
+	// SessionOp changes a session: pin, unpin, mute, unmute, mark_unread,
+	// delete or set_category.
+	SessionOp(conv, op string, until int64, category string)
+	// CreateGroup creates a group with the user and members in it.
+	CreateGroup(title string, members []string)
+	// Receipts asks the server for every member's boundaries in conv.
+	Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error)
+	// Typing tells the other members that the user is typing in conv.
+	Typing(conv string)
+	// Ticks returns conv's tick boundaries as known now.
+	Ticks(conv string) protocol.Ticks
+}

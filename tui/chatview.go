@@ -1,0 +1,316 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/imcore/im/client"
+	"github.com/imcore/im/protocol"
+)
+
+// Tick glyphs: a clock while the server has not answered, then one tick,
+// two grey ticks, two blue ticks.
+const (
+	glyphPending   = "◷"
+	glyphSent      = "✓"
+	glyphDelivered = "✓✓"
+	glyphRead      = "✓✓"
+)
+
+// renderCtx is what rendering messages needs from the root model.
+type renderCtx struct {
+	st  *styles
+	now time.Time
+	me  string
+}
+
+var (
+	ownBubble   = lipgloss.NewStyle().Foreground(colText).Background(colOwnBg)
+	otherBubble = lipgloss.NewStyle().Foreground(colText).Background(colOtherBg)
+	dayChip     = lipgloss.NewStyle().Foreground(colDim).Background(colOtherBg)
+)
+
+// bubblePaints are the bubble styles as escape sequences: index 0 is
+// someone else's bubble, 1 one's own.
+type bubblePaints struct {
+	text, dim paint
+	ticks     [4]paint // by protocol.Tick
+	senders   []paint  // by senderColors index
+}
+
+var bubbles = func() [2]bubblePaints {
+	var out [2]bubblePaints
+	dim := lipgloss.NewStyle().Foreground(colDim)
+	for i, bg := range []lipgloss.Style{otherBubble, ownBubble} {
+		p := &out[i]
+		p.text = newPaint(bg)
+		p.dim = newPaint(dim.Inherit(bg))
+		for t := protocol.TickPending; t <= protocol.TickRead; t++ {
+			fg := dim
+			if t == protocol.TickRead {
+				fg = lipgloss.NewStyle().Foreground(colRead)
+			}
+			p.ticks[t] = newPaint(fg.Inherit(bg))
+		}
+		for _, c := range senderColors {
+			p.senders = append(p.senders, newPaint(lipgloss.NewStyle().Bold(true).Foreground(c).Inherit(bg)))
+		}
+	}
+	return out
+}()
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// renderTick renders a tick state on background bg.
+func renderTick(st *styles, t protocol.Tick, bg lipgloss.Style) string {
+	switch t {
+	case protocol.TickSent:
+		return st.dim.Inherit(bg).Render(glyphSent)
+	case protocol.TickDelivered:
+		return st.dim.Inherit(bg).Render(glyphDelivered)
+	case protocol.TickRead:
+		return lipgloss.NewStyle().Foreground(colRead).Inherit(bg).Render(glyphRead)
+	}
+	return st.dim.Inherit(bg).Render(glyphPending)
+}
+
+func tickGlyph(t protocol.Tick) string {
+	switch t {
+	case protocol.TickSent:
+		return glyphSent
+	case protocol.TickDelivered:
+		return glyphDelivered
+	case protocol.TickRead:
+		return glyphRead
+	}
+	return glyphPending
+}
+
+// tickOf is the tick of one of the user's own messages.
+func (c *chatModel) tickOf(m *client.Message) protocol.Tick {
+	if m.Outbox || m.Seq <= 0 {
+		return protocol.TickPending
+	}
+	return protocol.TickOf(m.Seq, c.ticks)
+}
+
+// msgTime is the time shown for a message: the sender's clock.
+func msgTime(m *client.Message, now time.Time) time.Time {
+	switch {
+	case m.ClientTS > 0:
+		return msgTimeMS(m.ClientTS, now)
+	case m.ServerTS > 0:
+		return msgTimeMS(m.ServerTS, now)
+	}
+	return now
+}
+
+func msgTimeMS(ms int64, now time.Time) time.Time { return time.UnixMilli(ms).In(now.Location()) }
+
+// layout renders every loaded message into lines and restores the scroll
+// position from a.
+func (c *chatModel) layout(rc renderCtx, a anchor) {
+	w := max(10, c.width-1) // the first column is the selection gutter
+	lines := make([]string, 0, len(c.lines)+8)
+	lineMsg := make([]int, 0, cap(lines))
+	deco := func(s string) {
+		lines = append(lines, s)
+		lineMsg = append(lineMsg, -1)
+	}
+	c.msgLine = make([]int, len(c.msgs))
+	c.msgEnd = make([]int, len(c.msgs))
+	c.divLine = -1
+
+	switch {
+	case !c.loaded:
+	case (c.loadingOlder || c.awaitServer != 0) && len(c.msgs) == 0:
+		deco(center(rc.st.dim.Render("loading messages…"), w))
+	case c.loadingOlder || c.awaitServer != 0:
+		deco(center(rc.st.dim.Render("loading older messages…"), w))
+	case c.atBeginning() && len(c.msgs) > 0:
+		deco(center(rc.st.dim.Render("· start of the conversation ·"), w))
+	case len(c.msgs) == 0:
+		deco(center(rc.st.dim.Render("No messages yet. Say hello!"), w))
+	}
+
+	var prevT time.Time
+	prevFrom, prevSystem := "", false
+	divider := false
+	for i := range c.msgs {
+		m := &c.msgs[i]
+		t := msgTime(m, rc.now)
+		brk := false
+		if i == 0 || !sameDay(t, prevT) {
+			if len(lines) > 0 {
+				deco(strings.Repeat(" ", w))
+			}
+			deco(center(dayChip.Render(" "+dayLabel(t, rc.now)+" "), w))
+			brk = true
+		}
+		if !divider && c.unreadCount > 0 && m.From != rc.me && m.Seq > c.unreadFrom && m.Seq <= c.unreadUpTo {
+			divider = true
+			n := c.unreadCount
+			label := fmt.Sprintf(" %d unread message", n)
+			if n != 1 {
+				label += "s"
+			}
+			label += " "
+			c.divLine = len(lines)
+			side := max(0, (w-width(label))/2)
+			deco(rc.st.divider.Render(strings.Repeat("─", side) + label + strings.Repeat("─", max(0, w-side-width(label)))))
+			brk = true
+		}
+		system := m.Kind == protocol.KindSystem
+		if !brk && i > 0 && (m.From != prevFrom || system != prevSystem) {
+			deco(strings.Repeat(" ", w))
+		}
+		showSender := c.group && !system && m.From != rc.me && (brk || m.From != prevFrom || prevSystem)
+		c.msgLine[i] = len(lines)
+		for _, l := range c.renderMessage(rc, m, showSender, w) {
+			lines = append(lines, l)
+			lineMsg = append(lineMsg, i)
+		}
+		c.msgEnd[i] = len(lines)
+		prevT, prevFrom, prevSystem = t, m.From, system
+	}
+	c.lines, c.lineMsg = lines, lineMsg
+
+	if a.ok {
+		for i := range c.msgs {
+			if msgKey(&c.msgs[i]) == a.key {
+				c.setOffset(c.msgLine[i] + a.delta)
+				return
+			}
+		}
+		c.setOffset(c.offset)
+		return
+	}
+	if c.follow {
+		c.gotoBottom()
+		return
+	}
+	c.setOffset(c.offset)
+}
+
+// renderMessage renders one message as lines exactly w cells wide, from
+// the cache when nothing it depends on changed.
+func (c *chatModel) renderMessage(rc renderCtx, m *client.Message, showSender bool, w int) []string {
+	own := m.From == rc.me && m.Kind != protocol.KindSystem
+	tick := protocol.TickPending
+	if own {
+		tick = c.tickOf(m)
+	}
+	key := layoutKey{w: w, tick: tick, showSender: showSender, seq: m.Seq, outbox: m.Outbox, clientTS: m.ClientTS}
+	id := msgKey(m)
+	if cl, ok := c.cache[id]; ok && cl.key == key {
+		return cl.lines
+	}
+	var lines []string
+	if m.Kind == protocol.KindSystem {
+		for _, l := range wrapText(sanitize(m.Body), max(1, w-6)) {
+			lines = append(lines, center(rc.st.system.Render(l), w))
+		}
+	} else {
+		lines = renderBubble(rc, m, own, tick, showSender, w)
+	}
+	c.cache[id] = cachedLines{key: key, lines: lines}
+	return lines
+}
+
+// renderBubble draws a message as a coloured bubble: own messages on the
+// right, others on the left, the time (and tick) at the bottom right.
+func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick, showSender bool, w int) []string {
+	p := &bubbles[0]
+	if own {
+		p = &bubbles[1]
+	}
+	maxInner := max(8, min(w*3/4, w-4)-2)
+	text := wrapText(sanitize(m.Body), maxInner)
+	if len(text) == 0 {
+		text = []string{""}
+	}
+	clock := msgTime(m, rc.now).Format("15:04")
+	metaW := width(clock)
+	meta := p.dim.render(clock)
+	if own {
+		g := tickGlyph(tick)
+		metaW += 1 + width(g)
+		meta += p.text.render(" ") + p.ticks[tick].render(g)
+	}
+	widths := make([]int, len(text))
+	innerW := 0
+	for i, l := range text {
+		widths[i] = width(l)
+		innerW = max(innerW, widths[i])
+	}
+	sender := ""
+	if showSender {
+		sender = truncate(m.From, maxInner)
+		innerW = max(innerW, width(sender))
+	}
+	lastW := widths[len(text)-1]
+	inline := lastW+2+metaW <= maxInner
+	if inline {
+		innerW = max(innerW, lastW+2+metaW)
+	} else {
+		innerW = max(innerW, metaW)
+	}
+	bubbleW := innerW + 2
+	pad := p.text.render(" ")
+	lead, trail := " ", spaces(max(0, w-bubbleW-1))
+	if own {
+		lead, trail = trail, " "
+	}
+	out := make([]string, 0, len(text)+2)
+	add := func(content string) { out = append(out, lead+pad+content+pad+trail) }
+	if sender != "" {
+		add(p.senders[senderIndex(m.From)].render(sender + spaces(innerW-width(sender))))
+	}
+	for i, l := range text {
+		if i == len(text)-1 && inline {
+			add(p.text.render(l+spaces(innerW-metaW-widths[i])) + meta)
+			continue
+		}
+		add(p.text.render(l + spaces(innerW-widths[i])))
+	}
+	if !inline {
+		add(p.text.render(spaces(innerW-metaW)) + meta)
+	}
+	return out
+}
+
+// view renders the message area: exactly c.width x c.height. The selection
+// gutter marks the selected message while the history has focus.
+func (c *chatModel) view(st *styles, showSel bool) string {
+	var b strings.Builder
+	w := max(10, c.width-1)
+	blank := strings.Repeat(" ", c.width)
+	top := max(0, c.height-len(c.lines)) // short chats sit at the bottom
+	for i := 0; i < top; i++ {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(blank)
+	}
+	end := min(len(c.lines), c.offset+c.height-top)
+	for l := c.offset; l < end; l++ {
+		if l > c.offset || top > 0 {
+			b.WriteByte('\n')
+		}
+		if showSel && c.sel >= 0 && c.lineMsg[l] == c.sel {
+			b.WriteString(st.gutterSel.Render("▌"))
+		} else {
+			b.WriteByte(' ')
+		}
+		line := c.lines[l]
+		if c.width-1 < w {
+			line = truncate(line, c.width-1)
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}

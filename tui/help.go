@@ -1,0 +1,75 @@
+package tui
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+)
+
+// helpSection is one titled group of bindings on the help screen.
+type helpSection struct {
+	title string
+	keys  []key.Binding
+}
+
+// helpScreen is the full-screen list of every binding, scrollable.
+type helpScreen struct {
+	help help.Model
+	vp   viewport.Model
+}
+
+func newHelpScreen() helpScreen {
+	h := help.New()
+	s := help.DefaultDarkStyles()
+	s.FullKey = lipgloss.NewStyle().Bold(true).Foreground(colAccent)
+	s.FullDesc = lipgloss.NewStyle().Foreground(colText)
+	h.Styles = s
+	vp := viewport.New()
+	vp.KeyMap = viewport.DefaultKeyMap()
+	vp.MouseWheelEnabled = true
+	return helpScreen{help: h, vp: vp}
+}
+
+// setContent lays the sections out in as many columns as fit in w.
+func (h *helpScreen) setContent(st *styles, km keyMap, w, ht int) {
+	h.vp.SetWidth(w)
+	h.vp.SetHeight(ht)
+	var blocks []string
+	for _, s := range km.helpSections() {
+		body := h.help.FullHelpView([][]key.Binding{s.keys})
+		blocks = append(blocks, st.helpSection.Render(s.title)+"\n"+body)
+	}
+	colW := 0
+	for _, b := range blocks {
+		colW = max(colW, lipgloss.Width(b))
+	}
+	colW += 4
+	perRow := max(1, (w-2)/colW)
+	var rows []string
+	for i := 0; i < len(blocks); i += perRow {
+		var row []string
+		for j := i; j < min(i+perRow, len(blocks)); j++ {
+			row = append(row, lipgloss.NewStyle().Width(colW).Render(blocks[j]))
+		}
+		rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, row...))
+	}
+	title := st.title.Render("Keys") + st.dim.Render("  —  esc, q or ? closes; j/k scroll")
+	content := title + "\n\n" + strings.Join(rows, "\n\n")
+	lines := strings.Split(content, "\n")
+	for i, l := range lines {
+		lines[i] = " " + l
+	}
+	h.vp.SetContentLines(lines)
+}
+
+// update scrolls the help screen.
+func (h *helpScreen) update(msg tea.Msg) {
+	h.vp, _ = h.vp.Update(msg)
+}
+
+// view renders the help screen, exactly the viewport's size.
+func (h *helpScreen) view() string { return h.vp.View() }

@@ -1,0 +1,234 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/imcore/im/protocol"
+)
+
+// Marks shown in list rows. All are emoji with emoji presentation, two
+// cells wide everywhere, so columns stay aligned.
+const (
+	iconDirect  = "👤"
+	iconGroup   = "👥"
+	iconFolder  = "📁"
+	iconGateway = "🏪"
+	markPin     = "📌"
+	markMute    = "🔇"
+	markUnread  = "●"
+)
+
+// listCtx is what rendering a row needs from the root model.
+type listCtx struct {
+	st      *styles
+	now     time.Time
+	me      string
+	typing  map[string]typists
+	ticks   map[string]protocol.Ticks
+	focused bool // the list has keyboard focus
+}
+
+// view renders the list pane: a header line and the rows, exactly w x h.
+func (l *listModel) view(c listCtx, w, h int) string {
+	var b strings.Builder
+	b.Grow((w + 16) * h)
+	title := l.breadcrumb()
+	right := ""
+	if l.total > 0 {
+		right = fmt.Sprintf(" %d unread ", l.total)
+	}
+	head := c.st.header.Render(fit(" "+title, w-width(right)))
+	if right != "" {
+		head += c.st.badge.Render(right)
+	}
+	b.WriteString(head)
+	lines := 1
+	lv := l.level()
+	switch {
+	case l.loadErr != "" && len(l.rows) == 0:
+		b.WriteString("\n" + c.st.errText.Render(fit(" "+l.loadErr, w)))
+		lines++
+	case len(l.rows) == 0 && l.loaded[lv.subBiz]:
+		b.WriteString("\n" + c.st.dim.Render(fit(" No chats yet. Press n for a new chat.", w)))
+		lines++
+	case len(l.rows) == 0:
+		b.WriteString("\n" + c.st.dim.Render(fit(" Loading…", w)))
+		lines++
+	}
+	for i := lv.offset; i < len(l.rows) && lines+rowHeight <= h; i++ {
+		r1, r2 := l.renderRow(c, l.rows[i], i == lv.cursor, w)
+		b.WriteString("\n" + r1 + "\n" + r2)
+		lines += rowHeight
+	}
+	for ; lines < h; lines++ {
+		b.WriteString("\n" + strings.Repeat(" ", w))
+	}
+	return b.String()
+}
+
+// renderRow renders one row as two lines of exactly w cells.
+func (l *listModel) renderRow(c listCtx, r listRow, sel bool, w int) (string, string) {
+	st := c.st
+	bg := lipgloss.NewStyle()
+	if sel {
+		bg = st.selected
+	}
+	gutter := bg.Render(" ")
+	if sel && c.focused {
+		gutter = st.gutterSel.Inherit(bg).Render("▌")
+	}
+	inner := w - 2 // gutter and right margin
+
+	var icon, title, when, preview, tick string
+	var unread int64
+	var muted, pinned, marked bool
+	previewStyle := st.dim
+	switch r.kind {
+	case rowFolder:
+		icon, title = iconFolder, r.folder
+		unread, marked = r.unread, r.marked
+		when = listTime(r.latest, c.now)
+		preview = l.folderPreview(r.folder)
+	default:
+		s := r.sess
+		icon = iconDirect
+		switch {
+		case r.kind == rowGateway:
+			icon = iconGateway
+		case s.Kind == "group" || strings.HasPrefix(s.Conv, "g:"):
+			icon = iconGroup
+		}
+		title = oneLine(s.Title)
+		if title == "" {
+			title = s.Conv
+		}
+		unread, muted, marked, pinned = s.UnreadCount, s.Muted, s.MarkedUnread, s.Priority > 0
+		ts := s.WriteTS
+		if s.LastMsg != nil && s.LastMsg.ClientTS > 0 {
+			ts = s.LastMsg.ClientTS
+		}
+		when = listTime(ts, c.now)
+		var t protocol.Tick
+		var own bool
+		preview, t, own, previewStyle = rowPreview(c, s)
+		if own {
+			tick = renderTick(st, t, bg)
+		}
+	}
+
+	// Line 1: icon, title, time.
+	whenStyle := st.dim
+	if unread > 0 && !muted {
+		whenStyle = st.accent
+	}
+	whenW := width(when)
+	titleW := max(0, inner-3-whenW-1)
+	line1 := gutter + bg.Render(icon+" ") + st.title.Inherit(bg).Render(fit(title, titleW)) +
+		bg.Render(" ") + whenStyle.Inherit(bg).Render(when) + bg.Render(" ")
+
+	// Line 2: preview, marks, badge.
+	var marks []string
+	var marksW int
+	addMark := func(s string, style lipgloss.Style) {
+		marks = append(marks, style.Inherit(bg).Render(s))
+		marksW += width(s) + 1
+	}
+	if muted {
+		addMark(markMute, bg)
+	}
+	if pinned {
+		addMark(markPin, bg)
+	}
+	if marked {
+		addMark(markUnread, st.dot)
+	}
+	if unread > 0 {
+		badge := st.badge
+		if muted {
+			badge = st.badgeMuted
+		}
+		addMark(" "+fmt.Sprint(unread)+" ", badge)
+	}
+	prevW := max(0, inner-3-marksW)
+	prev := previewStyle.Inherit(bg).Render(fit(preview, prevW))
+	if tick != "" {
+		tw := width(tick)
+		if prevW > tw+1 {
+			prev = tick + bg.Render(" ") + previewStyle.Inherit(bg).Render(fit(preview, prevW-tw-1))
+		}
+	}
+	line2 := gutter + bg.Render("   ") + prev
+	for _, mk := range marks {
+		line2 += bg.Render(" ") + mk
+	}
+	line2 += bg.Render(" ")
+	return line1, line2
+}
+
+// folderPreview lists the titles of the sessions in a folder.
+func (l *listModel) folderPreview(category string) string {
+	var names []string
+	for _, s := range l.lists[l.level().subBiz] {
+		if s.Category == category {
+			names = append(names, oneLine(s.Title))
+			if len(names) == 4 {
+				break
+			}
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// rowPreview returns the preview text of a session, the tick of the user's
+// own last message (own says whether there is one), and the text's style.
+func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick, own bool, style lipgloss.Style) {
+	if users := c.typing[s.Conv]; len(users) > 0 {
+		return typingText(users, isGroup(s)), 0, false, c.st.typing
+	}
+	lm := s.LastMsg
+	if lm == nil {
+		if strings.HasPrefix(s.Conv, "biz:") {
+			return "business messages", 0, false, c.st.dim
+		}
+		return "", 0, false, c.st.dim
+	}
+	if lm.Kind == protocol.KindSystem {
+		return oneLine(lm.Body), 0, false, c.st.system
+	}
+	if lm.From == c.me {
+		ticks := s.Ticks.Merge(c.ticks[s.Conv])
+		return oneLine(lm.Body), protocol.TickOf(lm.Seq, ticks), true, c.st.dim
+	}
+	if isGroup(s) {
+		return lm.From + ": " + oneLine(lm.Body), 0, false, c.st.dim
+	}
+	return oneLine(lm.Body), 0, false, c.st.dim
+}
+
+func isGroup(s *protocol.Session) bool {
+	return s.Kind == "group" || strings.HasPrefix(s.Conv, "g:")
+}
+
+// typingText says who is typing.
+func typingText(users typists, group bool) string {
+	if !group {
+		return "typing…"
+	}
+	names := make([]string, 0, len(users))
+	for u := range users {
+		names = append(names, u)
+	}
+	sort.Strings(names)
+	switch len(names) {
+	case 1:
+		return names[0] + " is typing…"
+	case 2:
+		return names[0] + " and " + names[1] + " are typing…"
+	}
+	return fmt.Sprintf("%s and %d others are typing…", names[0], len(names)-1)
+}

@@ -1,0 +1,303 @@
+// Package tuitest provides a fake engine for testing and demonstrating the
+// terminal UI without a server: an in-memory implementation of the
+// tui.Backend interface that records every request.
+package tuitest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/imcore/im/client"
+	"github.com/imcore/im/protocol"
+)
+
+// Call is one recorded request to the fake.
+type Call struct {
+	Method   string
+	Conv     string
+	Seq      int64 // MarkRead's seq, LoadOlder's beforeSeq
+	Op       string
+	Until    int64
+	Category string
+	Body     string
+	Title    string
+	Members  []string
+}
+
+// String renders the call compactly for test failures.
+func (c Call) String() string {
+	switch c.Method {
+	case "SessionOp":
+		return fmt.Sprintf("SessionOp(%s, %s, %d, %q)", c.Conv, c.Op, c.Until, c.Category)
+	case "CreateGroup":
+		return fmt.Sprintf("CreateGroup(%q, %v)", c.Title, c.Members)
+	case "Send":
+		return fmt.Sprintf("Send(%s, %q)", c.Conv, c.Body)
+	}
+	return fmt.Sprintf("%s(%s, %d)", c.Method, c.Conv, c.Seq)
+}
+
+// Fake is an in-memory engine. Its zero value is not usable; call NewFake.
+// It is safe for concurrent use.
+type Fake struct {
+	mu       sync.Mutex
+	events   chan client.Event
+	user     string
+	device   string
+	server   string
+	conn     client.Conn
+	lists    map[string][]protocol.Session
+	totals   map[string]int64
+	msgs     map[string][]client.Message
+	ticks    map[string]protocol.Ticks
+	receipts map[string][]protocol.MemberReceipt
+	calls    []Call
+	outSeq   int
+
+	// Now stamps messages sent through the fake. Default time.Now.
+	Now func() time.Time
+	// SendErr, if set, makes Send fail with it.
+	SendErr error
+	// OnLoadOlder, if set, runs (outside the lock) when LoadOlder is
+	// called, e.g. to store a page and Emit MessagesChanged.
+	OnLoadOlder func(conv string, beforeSeq int64)
+}
+
+// NewFake returns an online fake for user on device, "connected" to server.
+func NewFake(user, device, server string) *Fake {
+	return &Fake{
+		events:   make(chan client.Event, 256),
+		user:     user,
+		device:   device,
+		server:   server,
+		conn:     client.Conn{State: client.Online},
+		lists:    map[string][]protocol.Session{},
+		totals:   map[string]int64{},
+		msgs:     map[string][]client.Message{},
+		ticks:    map[string]protocol.Ticks{},
+		receipts: map[string][]protocol.MemberReceipt{},
+		Now:      time.Now,
+	}
+}
+
+// SortSessions orders sessions as the list shows them: priority desc,
+// write_ts desc, conv asc; deleted sessions are dropped.
+func SortSessions(in []protocol.Session) []protocol.Session {
+	out := make([]protocol.Session, 0, len(in))
+	for _, s := range in {
+		if !s.Deleted {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		if a.WriteTS != b.WriteTS {
+			return a.WriteTS > b.WriteTS
+		}
+		return a.Conv < b.Conv
+	})
+	return out
+}
+
+// SetSessions replaces the list of subBiz ("" is the main list); it is
+// sorted and deleted sessions are hidden. The total unread is computed as
+// the server does (muted sessions excluded).
+func (f *Fake) SetSessions(subBiz string, sessions []protocol.Session) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var total int64
+	for _, s := range sessions {
+		if !s.Muted && !s.Deleted {
+			total += s.UnreadCount
+		}
+	}
+	f.lists[subBiz] = SortSessions(sessions)
+	f.totals[subBiz] = total
+}
+
+// AddMessages stores messages of conv (kept in seq order, outbox last).
+func (f *Fake) AddMessages(conv string, msgs ...client.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	all := append(f.msgs[conv], msgs...)
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.Outbox != b.Outbox {
+			return !a.Outbox
+		}
+		return a.Seq < b.Seq
+	})
+	f.msgs[conv] = all
+}
+
+// Store marks conv's outbox message msgID as stored with seq.
+func (f *Fake) Store(conv, msgID string, seq int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.msgs[conv] {
+		m := &f.msgs[conv][i]
+		if m.MsgID == msgID {
+			m.Outbox, m.Seq, m.ServerTS = false, seq, m.ClientTS
+		}
+	}
+}
+
+// SetConn sets the connection state Conn returns.
+func (f *Fake) SetConn(c client.Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.conn = c
+}
+
+// SetTicks sets conv's tick boundaries.
+func (f *Fake) SetTicks(conv string, t protocol.Ticks) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ticks[conv] = t
+}
+
+// SetReceipts sets the answer of Receipts for conv.
+func (f *Fake) SetReceipts(conv string, rs []protocol.MemberReceipt) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.receipts[conv] = rs
+}
+
+// Emit queues an event for the UI.
+func (f *Fake) Emit(ev client.Event) { f.events <- ev }
+
+// Calls returns the recorded requests, oldest first.
+func (f *Fake) Calls() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Call(nil), f.calls...)
+}
+
+// CallsOf returns the recorded requests of one method.
+func (f *Fake) CallsOf(method string) []Call {
+	var out []Call
+	for _, c := range f.Calls() {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *Fake) record(c Call) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+}
+
+// Events implements tui.Backend.
+func (f *Fake) Events() <-chan client.Event { return f.events }
+
+// Conn implements tui.Backend.
+func (f *Fake) Conn() client.Conn {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conn
+}
+
+// User implements tui.Backend.
+func (f *Fake) User() string { return f.user }
+
+// Device implements tui.Backend.
+func (f *Fake) Device() string { return f.device }
+
+// Server implements tui.Backend.
+func (f *Fake) Server() string { return f.server }
+
+// Sessions implements tui.Backend.
+func (f *Fake) Sessions(subBiz string) ([]protocol.Session, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]protocol.Session(nil), f.lists[subBiz]...), f.totals[subBiz], nil
+}
+
+// Messages implements tui.Backend.
+func (f *Fake) Messages(conv string, beforeSeq int64, limit int) ([]client.Message, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var stored, outbox []client.Message
+	for _, m := range f.msgs[conv] {
+		switch {
+		case m.Outbox:
+			if beforeSeq == 0 {
+				outbox = append(outbox, m)
+			}
+		case beforeSeq == 0 || m.Seq < beforeSeq:
+			stored = append(stored, m)
+		}
+	}
+	if limit > 0 && len(stored) > limit {
+		stored = stored[len(stored)-limit:]
+	}
+	out := append([]client.Message(nil), stored...)
+	return append(out, outbox...), nil
+}
+
+// LoadOlder implements tui.Backend.
+func (f *Fake) LoadOlder(conv string, beforeSeq int64) {
+	f.record(Call{Method: "LoadOlder", Conv: conv, Seq: beforeSeq})
+	if f.OnLoadOlder != nil {
+		f.OnLoadOlder(conv, beforeSeq)
+	}
+}
+
+// Send implements tui.Backend: the message goes to the outbox.
+func (f *Fake) Send(conv, body string) (client.Message, error) {
+	f.record(Call{Method: "Send", Conv: conv, Body: body})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.SendErr != nil {
+		return client.Message{}, f.SendErr
+	}
+	f.outSeq++
+	m := client.Message{Message: protocol.Message{
+		Conv: conv, MsgID: fmt.Sprintf("out-%d", f.outSeq), From: f.user, Body: body,
+		ClientTS: f.Now().UnixMilli(),
+	}, Outbox: true}
+	f.msgs[conv] = append(f.msgs[conv], m)
+	return m, nil
+}
+
+// MarkRead implements tui.Backend.
+func (f *Fake) MarkRead(conv string, seq int64) {
+	f.record(Call{Method: "MarkRead", Conv: conv, Seq: seq})
+}
+
+// SessionOp implements tui.Backend.
+func (f *Fake) SessionOp(conv, op string, until int64, category string) {
+	f.record(Call{Method: "SessionOp", Conv: conv, Op: op, Until: until, Category: category})
+}
+
+// CreateGroup implements tui.Backend.
+func (f *Fake) CreateGroup(title string, members []string) {
+	f.record(Call{Method: "CreateGroup", Title: title, Members: members})
+}
+
+// Receipts implements tui.Backend.
+func (f *Fake) Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error) {
+	f.record(Call{Method: "Receipts", Conv: conv})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]protocol.MemberReceipt(nil), f.receipts[conv]...), nil
+}
+
+// Typing implements tui.Backend.
+func (f *Fake) Typing(conv string) { f.record(Call{Method: "Typing", Conv: conv}) }
+
+// Ticks implements tui.Backend.
+func (f *Fake) Ticks(conv string) protocol.Ticks {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ticks[conv]
+}
