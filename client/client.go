@@ -139,8 +139,8 @@ func New(cfg Config) (*Client, error) {
 	}, nil
 }
 
-// Close stops delivering events. Call it once Run has returned and the UI
-// no longer reads Events.
+// Close stops delivering events and closes the Events channel (events
+// still queued are dropped). Call it once Run has returned.
 func (c *Client) Close() { c.events.close() }
 
 // Events returns the engine's event stream. Events say what changed; read

@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/protocol"
 )
 
@@ -52,5 +54,31 @@ func TestDuplicatePushesStoredOnceAckedOnceTicksNeverGoBack(t *testing.T) {
 	marks := delivered[0].(*protocol.Delivered).Marks
 	if len(marks) != 1 || marks[0] != (protocol.Mark{Conv: dm, Seq: n}) {
 		t.Fatalf("delivered marks %+v, want one at %d", marks, n)
+	}
+}
+
+// TestCloseEndsEvents checks that Close closes the Events channel, so a UI
+// waiting on it learns that the engine has stopped.
+func TestCloseEndsEvents(t *testing.T) {
+	st, err := localstore.Open(filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := New(Config{URL: "ws://127.0.0.1:1/ws", User: "alice", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, open := <-c.Events():
+			if !open {
+				return
+			}
+		case <-deadline:
+			t.Fatal("Events is still open 10s after Close")
+		}
 	}
 }

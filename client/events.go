@@ -89,8 +89,10 @@ func (q *eventQueue) dropOldestError() {
 	}
 }
 
-// pump moves events from the queue to out, one at a time, until close.
+// pump moves events from the queue to out, one at a time, until close;
+// then it closes out (it is out's only sender), so a reader learns the end.
 func (q *eventQueue) pump() {
+	defer close(q.out)
 	for {
 		q.mu.Lock()
 		if len(q.queue) == 0 {
@@ -116,5 +118,5 @@ func (q *eventQueue) pump() {
 	}
 }
 
-// close stops the pump; events still queued are dropped.
+// close stops the pump, which closes out; events still queued are dropped.
 func (q *eventQueue) close() { q.once.Do(func() { close(q.done) }) }
