@@ -31,9 +31,17 @@ func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateG
 		Add:     members,
 		Msg:     s.systemMessage(c.User, fmt.Sprintf("%s created the group %q", c.User, f.Title)),
 	}
-	res, perr := s.changeGroup(ctx, members, change)
-	if perr != nil {
-		return nil, perr
+	var res store.GroupResult
+	err := s.withUserLocks(ctx, members, func() error {
+		var err error
+		res, err = s.store.ChangeGroup(ctx, change)
+		return err
+	})
+	if err != nil {
+		return nil, s.groupChangeError(change.Conv, err)
+	}
+	if !res.Existing {
+		s.announce(res)
 	}
 	return groupFrame(f.Ref, res.Group), nil
 }
@@ -46,32 +54,40 @@ func (s *Service) GroupOp(ctx context.Context, c Caller, f *protocol.GroupOp) (*
 		return nil, perr
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
-	for attempt := 0; ; attempt++ {
-		members, perr := s.members(ctx, conv, c.User)
-		if perr != nil {
+	var (
+		state  store.GroupState
+		change *store.GroupChange
+		res    store.GroupResult
+	)
+	// The change writes the sessions of the members and of those it adds.
+	plan := func(m memberList) ([]string, *protocol.Error) {
+		state = store.GroupState{Conv: f.Conv, Title: m.title, Members: m.users, Version: m.version}
+		var perr *protocol.Error
+		change, perr = s.planGroupOp(c.User, f, state)
+		if perr != nil || change == nil {
 			return nil, perr
 		}
-		state := store.GroupState{Conv: f.Conv, Title: members.title, Members: members.users, Version: members.version}
-		change, perr := s.planGroupOp(c.User, f, state)
-		if perr != nil {
-			return nil, perr
-		}
-		if change == nil {
-			return groupFrame(f.Ref, state), nil
-		}
-		res, perr := s.changeGroup(ctx, append(slices.Clone(members.users), change.Add...), *change)
-		if perr == errStale && attempt < maxMembershipRetries {
-			continue // the members changed meanwhile: plan again
-		}
-		if perr != nil {
-			return nil, perr
-		}
-		return groupFrame(f.Ref, res.Group), nil
+		return change.Add, nil
 	}
+	locked, perr := s.withMemberLocks(ctx, conv, c.User, plan, func(memberList) error {
+		if change == nil {
+			return nil
+		}
+		var err error
+		res, err = s.store.ChangeGroup(ctx, *change)
+		return err
+	})
+	switch {
+	case perr != nil:
+		return nil, perr
+	case locked.err != nil:
+		return nil, s.groupChangeError(f.Conv, locked.err)
+	case change == nil:
+		return groupFrame(f.Ref, state), nil
+	}
+	s.announce(res)
+	return groupFrame(f.Ref, res.Group), nil
 }
-
-// errStale is the changeGroup answer for a membership that moved on.
-var errStale = protocol.Errorf(protocol.CodeInternal, "the group kept changing; try again")
 
 // planGroupOp turns an op into the change it makes to state, nil for none.
 func (s *Service) planGroupOp(actor string, f *protocol.GroupOp, state store.GroupState) (*store.GroupChange, *protocol.Error) {
@@ -118,30 +134,19 @@ func (s *Service) planGroupOp(actor string, f *protocol.GroupOp, state store.Gro
 	return change, nil
 }
 
-// changeGroup writes a group change holding the locks of everyone whose
-// sessions it writes, then pushes the system message to the members'
-// devices, the new ticks if they rose, and a session_sync to every user
-// whose sessions changed (removed ones included).
-func (s *Service) changeGroup(ctx context.Context, lockUsers []string, change store.GroupChange) (store.GroupResult, *protocol.Error) {
-	var res store.GroupResult
-	err := s.withUserLocks(ctx, lockUsers, func() error {
-		var err error
-		res, err = s.store.ChangeGroup(ctx, change)
-		return err
-	})
-	switch {
-	case errors.Is(err, store.ErrStaleMembers):
-		return res, errStale
-	case errors.Is(err, store.ErrNotFound):
-		return res, protocol.Errorf(protocol.CodeNotFound, "no group %s", change.Conv)
-	case err != nil:
-		return res, s.internal("group change", err, "conv", change.Conv)
+// groupChangeError is the answer to a group change the store refused.
+func (s *Service) groupChangeError(conv string, err error) *protocol.Error {
+	if errors.Is(err, store.ErrNotFound) {
+		return protocol.Errorf(protocol.CodeNotFound, "no group %s", conv)
 	}
-	if res.Existing {
-		return res, nil
-	}
-	// The acting device gets the system message too: the group answer
-	// does not carry it.
+	return s.internal("group change", err, "conv", conv)
+}
+
+// announce pushes a stored group change: the system message to the
+// members' devices (the acting device too: the group answer does not carry
+// it), the new ticks if they rose, and session_sync to every user whose
+// sessions changed, removed ones included.
+func (s *Service) announce(res store.GroupResult) {
 	s.fanOut(Caller{}, res.Msg, res.Group.Members)
 	if res.Ticks != nil {
 		s.pushStatus(res.Group.Conv, res.Group.Members, *res.Ticks)
@@ -149,7 +154,6 @@ func (s *Service) changeGroup(ctx context.Context, lockUsers []string, change st
 	for user, cursor := range res.Cursors {
 		s.nudge(user, cursor)
 	}
-	return res, nil
 }
 
 // systemMessage is a message written by the server about an event, sent in

@@ -2,15 +2,10 @@ package chat
 
 import (
 	"context"
-	"errors"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
 )
-
-// maxMembershipRetries bounds how often a group write is tried again when
-// the members changed between reading them and writing.
-const maxMembershipRetries = 8
 
 // Send stores a message and pushes it to every device of every member but
 // the sending one. It answers once the message is durable. A repeated
@@ -20,33 +15,22 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 		return nil, perr
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
-	var (
-		res     store.AppendResult
-		members memberList
-	)
-	for attempt := 0; ; attempt++ {
-		var perr *protocol.Error
-		if members, perr = s.members(ctx, conv, c.User); perr != nil {
-			return nil, perr
-		}
-		// The append writes every member's session: hold their locks, taken
-		// in sorted order (every path that holds several does the same).
-		err := s.withUserLocks(ctx, members.users, func() error {
-			var err error
-			res, err = s.store.Append(ctx, store.AppendRequest{
-				Msg:            protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS},
-				Members:        members.users,
-				MembersVersion: members.version,
-			})
-			return err
+	var res store.AppendResult
+	// The append writes every member's session: hold their locks.
+	members, perr := s.withMemberLocks(ctx, conv, c.User, nil, func(members memberList) error {
+		var err error
+		res, err = s.store.Append(ctx, store.AppendRequest{
+			Msg:            protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS},
+			Members:        members.users,
+			MembersVersion: members.version,
 		})
-		if errors.Is(err, store.ErrStaleMembers) && attempt < maxMembershipRetries {
-			continue // the members changed meanwhile: check membership again
-		}
-		if err != nil {
-			return nil, s.internal("send", err, "conv", f.Conv, "msg_id", f.MsgID)
-		}
-		break
+		return err
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	if err := members.err; err != nil {
+		return nil, s.internal("send", err, "conv", f.Conv, "msg_id", f.MsgID)
 	}
 	if !res.Duplicate {
 		s.fanOut(c, res.Msg, members.users)

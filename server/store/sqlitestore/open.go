@@ -77,13 +77,19 @@ func Open(path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
 	ctx := context.Background()
-	writeStmts, err := newStmtCache(ctx, w, false, writerQueries...)
+	writeStmts, err := newStmtCache(ctx, w, writerQueries...)
 	if err != nil {
 		r.Close()
 		w.Close()
 		return nil, err
 	}
-	readStmts, _ := newStmtCache(ctx, r, true)
+	readStmts, err := newStmtCache(ctx, r, readerQueries...)
+	if err != nil {
+		writeStmts.close()
+		r.Close()
+		w.Close()
+		return nil, err
+	}
 	s := &Store{
 		w:          w,
 		r:          r,

@@ -1,8 +1,7 @@
 package sqlitestore
 
-// Every statement the store runs. The writer's are prepared when the store
-// opens: its single connection is held by the batch transaction, so it
-// cannot prepare one later.
+// Every statement the store runs, all prepared when the store opens (see
+// stmtCache): the writer's on its one connection, the readers' on the pool.
 
 const messageColumns = `conv, seq, msg_id, sender, body, client_ts, server_ts, kind`
 
@@ -57,7 +56,13 @@ var writerQueries = []string{
 	qJoinMember, qRemoveMember, qMembersOf, qGroupOf,
 }
 
-// Reads, prepared on first use by the reader pool.
+// readerQueries are prepared on the reader pool at open.
+var readerQueries = []string{
+	qHistoryAfter, qHistoryBefore, qPendingOf, qReceiptsOf, qSyncPage, qTotalGet,
+	qExpiredMutes, qGroupOf, qMembersOf, qMembershipOf,
+}
+
+// Reads.
 const (
 	qHistoryAfter  = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
 	qHistoryBefore = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`

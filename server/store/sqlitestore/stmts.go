@@ -10,18 +10,17 @@ import (
 )
 
 // stmtCache holds each distinct SQL text prepared once per database handle,
-// so that SQLite parses a statement once, not on every call.
+// so that SQLite parses a statement once, not on every call. Every
+// statement is prepared at open: preparing one later needs a connection,
+// which the writer's batch transaction holds, and which readers holding
+// their transactions while waiting for the cache could exhaust.
 type stmtCache struct {
-	db *sql.DB
-	// lazy lets get prepare a statement it does not hold yet; the writer's
-	// cache is filled at open instead (see queries.go).
-	lazy bool
-	mu   sync.Mutex
-	m    map[string]*sql.Stmt
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
 }
 
-func newStmtCache(ctx context.Context, db *sql.DB, lazy bool, queries ...string) (*stmtCache, error) {
-	c := &stmtCache{db: db, lazy: lazy, m: make(map[string]*sql.Stmt)}
+func newStmtCache(ctx context.Context, db *sql.DB, queries ...string) (*stmtCache, error) {
+	c := &stmtCache{m: make(map[string]*sql.Stmt)}
 	for _, q := range queries {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
@@ -42,15 +41,7 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	if c.m == nil {
 		return nil, store.ErrClosed
 	}
-	if !c.lazy {
-		return nil, fmt.Errorf("statement not prepared at open: %q", query)
-	}
-	st, err := c.db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	c.m[query] = st
-	return st, nil
+	return nil, fmt.Errorf("statement not prepared at open: %q", query)
 }
 
 func (c *stmtCache) close() {
