@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -68,24 +67,38 @@ func (g *GroupOp) Validate(lim Limits) *Error {
 	return Errorf(CodeInvalid, "unknown group op %q (add, remove, leave or rename)", truncate(g.Op, 40))
 }
 
-// CheckTitle validates a group title: 1–maxChars characters of valid UTF-8,
-// not only spaces, no control characters.
+// CheckTitle validates a group title: 1–maxChars characters of valid UTF-8
+// with something visible in it, and no control characters, line or
+// paragraph separators, or bidirectional overrides (which would reorder
+// the text around the title wherever it is shown).
 func CheckTitle(title string, maxChars int) *Error {
 	if !utf8.ValidString(title) {
 		return Errorf(CodeInvalid, "title is not valid UTF-8")
 	}
-	if strings.TrimSpace(title) == "" {
-		return Errorf(CodeInvalid, "title is empty")
-	}
 	if n := utf8.RuneCountInString(title); n > maxChars {
 		return Errorf(CodeInvalid, "title is %d characters, the limit is %d", n, maxChars)
 	}
+	visible := false
 	for _, r := range title {
-		if unicode.IsControl(r) {
+		switch {
+		case unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp):
 			return Errorf(CodeInvalid, "title cannot hold control characters or line breaks")
+		case isBidiControl(r):
+			return Errorf(CodeInvalid, "title cannot hold bidirectional text controls")
+		case !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r):
+			visible = true
 		}
 	}
+	if !visible {
+		return Errorf(CodeInvalid, "title is empty")
+	}
 	return nil
+}
+
+// isBidiControl reports the embedding, override and isolate controls
+// (U+202A–U+202E, U+2066–U+2069).
+func isBidiControl(r rune) bool {
+	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // checkUsers validates a list of user ids.

@@ -876,8 +876,9 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	grpWantPending(t, env, "carol", conv, nil)
 	grpWantPending(t, env, "carol", direct, grpRow(direct, 1, 0, 1))
 	grpWantReceipts(t, bob, conv, grpR("alice", 4, 4), grpR("bob", 3, 3), grpR("dave", 0, 0))
-	// Her session keeps what it held, with no members.
-	before := grpWantSession(t, carolLaptop, grpGroupSession(conv, "team", nil, 3, 0, 3, three, protocol.Ticks{}))
+	// Her session keeps what it held, with no members; its unread is
+	// cleared, since she can no longer send the read that would clear it.
+	before := grpWantSession(t, carolLaptop, grpGroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
 
 	grpLockedOut(t, carolLaptop, conv, direct)
 	grpLockedOut(t, carolPhone, conv, direct)
@@ -954,7 +955,7 @@ func TestGroupLeave(t *testing.T) {
 	grpWantGroup(t, g, conv, "team", "alice", "carol")
 	grpWant(t, conv, grpSys(2, "bob", "bob left"), nil, true, alice, carol)
 	grpWant(t, conv, nil, nil, true, bobLaptop, bobPhone)
-	grpWantSession(t, bobPhone, grpGroupSession(conv, "team", nil, 1, 0, 1, sys, protocol.Ticks{}))
+	grpWantSession(t, bobPhone, grpGroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
 	grpWantReceipts(t, carol, conv, grpR("alice", 1, 1), grpR("carol", 0, 0))
 	grpWantPending(t, env, "bob", conv, nil)
 	grpLockedOut(t, bobLaptop, conv, "d:alice:bob")
@@ -1123,7 +1124,9 @@ func TestGroupReAddedMember(t *testing.T) {
 	grpWantGroup(t, g, conv, "team", "alice", "bob")
 	grpWant(t, conv, grpSys(3, "alice", "alice removed carol"), grpTicks(2, 2), true, alice, bob)
 	grpWant(t, conv, nil, nil, true, carol)
-	out := grpGroupSession(conv, "team", nil, 0, 2, 2, two, protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2})
+	// Her session shows the ticks of when she left (1/1), not the rise her
+	// leaving caused.
+	out := grpGroupSession(conv, "team", nil, 0, 2, 2, two, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1})
 	out.Priority = 1
 	grpWantSession(t, carol, out)
 

@@ -29,7 +29,7 @@ func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateG
 		Key:     f.Key,
 		Title:   f.Title,
 		Add:     members,
-		Msg:     s.systemMessage(c.User, fmt.Sprintf("%s created the group %q", c.User, f.Title)),
+		Msg:     s.systemMessage(c.User, c.User+` created the group "`+f.Title+`"`),
 	}
 	var res store.GroupResult
 	err := s.withUserLocks(ctx, members, func() error {
@@ -40,9 +40,15 @@ func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateG
 	if err != nil {
 		return nil, s.groupChangeError(change.Conv, err)
 	}
-	if !res.Existing {
-		s.announce(res)
+	if res.Existing {
+		// A retried create: the first one's group, if the caller is still
+		// in it (a user who left learns nothing of it any more).
+		if !res.Group.HasMember(c.User) {
+			return nil, protocol.Errorf(protocol.CodeForbidden, "key %q created %s, which you are no longer a member of", f.Key, res.Group.Conv)
+		}
+		return groupFrame(f.Ref, res.Group), nil
 	}
+	s.announce(res)
 	return groupFrame(f.Ref, res.Group), nil
 }
 
@@ -128,7 +134,7 @@ func (s *Service) planGroupOp(actor string, f *protocol.GroupOp, state store.Gro
 			return nil, nil
 		}
 		change.Title = f.Title
-		words = fmt.Sprintf("%s renamed the group to %q", actor, f.Title)
+		words = actor + ` renamed the group to "` + f.Title + `"`
 	}
 	change.Msg = s.systemMessage(actor, words)
 	return change, nil

@@ -82,7 +82,11 @@ func (r Replayed) skipSent(conv string, after int64) int64 {
 
 // Replay pushes every message user has not had delivered, oldest first per
 // conversation, from its pending rows (seed 001), up to each conversation's
-// newest message at the time it gets there. It records what it pushes in
+// newest message when the rows were read. Anything newer was stored after
+// the device registered, so it reaches the device as a live push (held
+// back until the replay ends); stopping there also keeps a user removed
+// from a group during its replay from being sent what came after its
+// removal. It records what it pushes in
 // done and skips what done already holds, so that a second pass, or a live
 // push of the same message, sends nothing twice.
 //
@@ -110,6 +114,9 @@ func (s *Service) replayConversation(ctx context.Context, row store.PendingDeliv
 			return err
 		}
 		for _, m := range msgs {
+			if m.Seq > row.NewestSeq {
+				return nil
+			}
 			after = m.Seq
 			if done.Has(m.Conv, m.Seq) {
 				continue
@@ -119,7 +126,7 @@ func (s *Service) replayConversation(ctx context.Context, row store.PendingDeliv
 			}
 			done.Add(m.Conv, m.Seq)
 		}
-		if !hasMore || len(msgs) == 0 {
+		if !hasMore || len(msgs) == 0 || after >= row.NewestSeq {
 			return nil
 		}
 	}

@@ -125,9 +125,16 @@ func (s *State) OnJoin(before int64) Moves {
 }
 
 // OnLeave applies the user leaving or being removed from a group: the
-// session keeps what it holds, and only active_ts moves so that the user's
-// devices learn of it on their next sync.
-func (s *State) OnLeave() Moves { return activeOnly }
+// session keeps its messages and place in the list (write_ts does not
+// move), and its unread is cleared, since the user can no longer send the
+// read that would clear it. active_ts moves so that the user's devices
+// learn of it on their next sync.
+func (s *State) OnLeave() Moves {
+	s.ReadSeq = s.WriteSeq
+	s.UnreadCount = 0
+	s.MarkedUnread = false
+	return activeOnly
+}
 
 // OnTicks applies a rise of the conversation's tick boundaries that covers
 // the user's own messages: the session's ticks are read from the

@@ -631,10 +631,11 @@ func TestOnJoin(t *testing.T) {
 	}
 }
 
-func TestOnLeaveMovesOnlyActive(t *testing.T) {
-	st := session.State{ReadSeq: 1, WriteSeq: 3, UnreadCount: 2}
-	before := st
-	if m := st.OnLeave(); m != active || st != before {
-		t.Errorf("OnLeave: moves %+v, state %+v -> %+v", m, before, st)
+func TestOnLeaveClearsUnread(t *testing.T) {
+	st := session.State{ReadSeq: 1, WriteSeq: 3, UnreadCount: 2, MarkedUnread: true, Priority: 1, WriteTS: 7}
+	m := st.OnLeave()
+	want := session.State{ReadSeq: 3, WriteSeq: 3, UnreadCount: 0, Priority: 1, WriteTS: 7}
+	if m != active || st != want {
+		t.Errorf("OnLeave: moves %+v, state %+v, want active only and %+v", m, st, want)
 	}
 }

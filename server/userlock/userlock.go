@@ -1,5 +1,8 @@
 // Package userlock is the per-user critical section of the session model:
-// every write to one user's sessions runs holding that user's lock. The
+// every write to one user's sessions runs holding that user's lock. A
+// group's conversation id is locked the same way around sends to it and
+// changes of its members (no user id contains ':', so the keys never
+// collide). The
 // in-process implementation serves one server; a scaled-out deployment
 // needs a distributed one behind the same interface.
 package userlock

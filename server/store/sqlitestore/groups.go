@@ -117,7 +117,7 @@ func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, req store.GroupCh
 	}
 	cursors := make(map[string]int64)
 	for _, user := range req.Remove {
-		if err := s.removeMember(ctx, tx, now, req.Conv, user); err != nil {
+		if err := s.removeMember(ctx, tx, now, req.Conv, user, conv); err != nil {
 			return store.GroupResult{}, err
 		}
 		cursors[user] = 0
@@ -147,6 +147,11 @@ func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, req store.GroupCh
 	appended, err := s.appendTx(ctx, tx, store.AppendRequest{Msg: msg, Members: members, MembersVersion: conv.membersVersion})
 	if err != nil {
 		return store.GroupResult{}, err
+	}
+	if appended.Duplicate {
+		// Never with the server's random ids; refuse rather than record a
+		// change without its message.
+		return store.GroupResult{}, fmt.Errorf("system message id %s is taken", msg.MsgID)
 	}
 	g, err := s.groupIn(ctx, tx, req.Conv)
 	if err != nil {
@@ -203,6 +208,9 @@ func (s *Store) addMember(ctx context.Context, tx *sql.Tx, now int64, conv, user
 	if _, err := s.execTx(ctx, tx, qJoinMember, user, conv, before, before, before+1); err != nil {
 		return fmt.Errorf("add %s: %w", user, err)
 	}
+	if _, err := s.execTx(ctx, tx, qFormerDelete, user, conv); err != nil {
+		return err
+	}
 	_, _, err := s.changeSession(ctx, tx, now, user, conv, true, func(st *session.State) session.Moves {
 		return st.OnJoin(before)
 	})
@@ -210,8 +218,8 @@ func (s *Store) addMember(ctx context.Context, tx *sql.Tx, now int64, conv, user
 }
 
 // removeMember ends user's membership of conv: its boundaries and pending
-// row go, its session stays.
-func (s *Store) removeMember(ctx context.Context, tx *sql.Tx, now int64, conv, user string) error {
+// row go; its session stays, showing the group as it was then.
+func (s *Store) removeMember(ctx context.Context, tx *sql.Tx, now int64, conv, user string, row conversationRow) error {
 	res, err := s.execTx(ctx, tx, qRemoveMember, user, conv)
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", user, err)
@@ -222,10 +230,23 @@ func (s *Store) removeMember(ctx context.Context, tx *sql.Tx, now int64, conv, u
 	if _, err := s.execTx(ctx, tx, qDeletePending, user, conv); err != nil {
 		return err
 	}
+	if _, err := s.execTx(ctx, tx, qFormerPut, user, conv, row.title, row.ticks.DeliveredSeq, row.ticks.ReadSeq); err != nil {
+		return err
+	}
 	_, _, err = s.changeSession(ctx, tx, now, user, conv, false, func(st *session.State) session.Moves {
 		return st.OnLeave()
 	})
 	return err
+}
+
+// formerView is what user's session of conv shows when user left it, or
+// ok false when user never left it.
+func formerView(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, user, conv string) (view convView, ok bool, err error) {
+	err = tx.StmtContext(ctx, stmt).QueryRowContext(ctx, user, conv).Scan(&view.title, &view.ticks.DeliveredSeq, &view.ticks.ReadSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return view, false, nil
+	}
+	return view, err == nil, err
 }
 
 // groupIn reads a group's state inside the writer's transaction.

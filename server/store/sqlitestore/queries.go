@@ -42,6 +42,9 @@ const (
 	qMembersOf     = `SELECT user_id FROM message_status WHERE conv = ? ORDER BY user_id`
 	qMembershipOf  = `SELECT joined_seq FROM message_status WHERE conv = ? AND user_id = ?`
 	qGroupOf       = `SELECT title, members_version FROM conversations WHERE conv = ? AND kind = 'group'`
+	qFormerPut     = `INSERT OR REPLACE INTO former_members (user_id, conv, title, tick_delivered, tick_read) VALUES (?, ?, ?, ?, ?)`
+	qFormerDelete  = `DELETE FROM former_members WHERE user_id = ? AND conv = ?`
+	qFormerOf      = `SELECT title, tick_delivered, tick_read FROM former_members WHERE user_id = ? AND conv = ?`
 )
 
 // writerQueries are prepared on the writer's connection at open.
@@ -53,13 +56,13 @@ var writerQueries = []string{
 	qSessionGet, qSessionPut, qLastActive, qTotalAdd, qTotalGet,
 	qAccountGet, qAccountPut, qExpiredMutes, qSendersInRange,
 	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qSetGroupTitle, qBumpMembers,
-	qJoinMember, qRemoveMember, qMembersOf, qGroupOf,
+	qJoinMember, qRemoveMember, qMembersOf, qGroupOf, qFormerPut, qFormerDelete, qFormerOf,
 }
 
 // readerQueries are prepared on the reader pool at open.
 var readerQueries = []string{
 	qHistoryAfter, qHistoryBefore, qPendingOf, qReceiptsOf, qSyncPage, qTotalGet,
-	qExpiredMutes, qGroupOf, qMembersOf, qMembershipOf,
+	qExpiredMutes, qGroupOf, qMembersOf, qMembershipOf, qFormerOf,
 }
 
 // Reads.
@@ -89,7 +92,8 @@ const (
 	qAccountGet     = `SELECT category, sub_biz FROM accounts WHERE user_id = ?`
 	qAccountPut     = `INSERT OR REPLACE INTO accounts (user_id, category, sub_biz) VALUES (?, ?, ?)`
 	qExpiredMutes   = `SELECT conv FROM sessions WHERE user_id = ? AND muted = 1 AND mute_until > 0 AND mute_until <= ?`
-	qSendersInRange = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
+	qSendersInRange = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?
+		AND sender IN (SELECT user_id FROM message_status WHERE conv = ?)`
 )
 
 // qSyncPage reads one page of a list with each session's last message and

@@ -113,12 +113,14 @@ func (s *Store) syncPage(ctx context.Context, tx *sql.Tx, now int64, user string
 		return store.SyncPage{}, err
 	}
 	rows.Close()
+	formerStmt, err := s.readStmts.get(ctx, qFormerOf)
+	if err != nil {
+		return store.SyncPage{}, err
+	}
 	for _, i := range groups {
-		members, err := s.membersIn(ctx, tx, page.Sessions[i].Conv, false)
-		if err != nil {
+		if err := s.showGroup(ctx, tx, formerStmt, &page.Sessions[i], user, false); err != nil {
 			return store.SyncPage{}, err
 		}
-		page.Sessions[i].Members = visibleMembers(user, members)
 	}
 	totalStmt, err := s.readStmts.get(ctx, qTotalGet)
 	if err != nil {
@@ -178,25 +180,14 @@ func scanSyncRow(rows *sql.Rows) (session.State, *protocol.Message, convView, er
 
 // convView is what a session shows of its conversation.
 type convView struct {
-	ticks   protocol.Ticks
-	title   string   // a group's
-	members []string // a group's
+	ticks protocol.Ticks
+	title string // a group's
 }
 
 // isGroup reports whether conv is a group conversation id.
 func isGroup(conv string) bool {
 	c, ok := protocol.ParseConv(conv)
 	return ok && c.Kind == protocol.ConvGroup
-}
-
-// visibleMembers is the member list a user's session shows: the group's
-// members, or none for a user no longer among them (it does not learn who
-// joined after it left).
-func visibleMembers(user string, members []string) []string {
-	if _, in := slices.BinarySearch(members, user); !in {
-		return []string{}
-	}
-	return members
 }
 
 // renderInTx renders a session inside a write, reading its last message
@@ -220,13 +211,32 @@ func (s *Store) renderInTx(ctx context.Context, tx *sql.Tx, now int64, st sessio
 	}
 	out := render(st, last, view, now)
 	if isGroup(st.Conv) {
-		members, err := s.membersIn(ctx, tx, st.Conv, true)
-		if err != nil {
+		if err := s.showGroup(ctx, tx, mustStmt(s.writeStmts, qFormerOf), &out, st.User, true); err != nil {
 			return protocol.Session{}, err
 		}
-		out.Members = visibleMembers(st.User, members)
 	}
 	return out, nil
+}
+
+// showGroup fills what user's group session shows of the group: its
+// members, or, for a user who left, no members and the title and ticks of
+// when it left. writer says whether tx is the writer's.
+func (s *Store) showGroup(ctx context.Context, tx *sql.Tx, formerStmt *sql.Stmt, out *protocol.Session, user string, writer bool) error {
+	members, err := s.membersIn(ctx, tx, out.Conv, writer)
+	if err != nil {
+		return err
+	}
+	if _, in := slices.BinarySearch(members, user); in {
+		out.Members = members
+		return nil
+	}
+	out.Members = []string{}
+	former, ok, err := formerView(ctx, tx, formerStmt, user, out.Conv)
+	if err != nil || !ok {
+		return err
+	}
+	out.Title, out.Ticks = former.title, former.ticks
+	return nil
 }
 
 // render is the wire form of a session: every field present.

@@ -195,14 +195,15 @@ func scanSession(sc scanner, extra ...any) (session.State, error) {
 
 // touchCoveredSenders moves active_ts of every member whose own messages a
 // rise of conv's ticks from prev to next covers, so that their offline
-// devices learn the new ticks by sync.
+// devices learn the new ticks by sync. Senders who are no longer members
+// are left alone: their sessions show the ticks of when they left.
 func (s *Store) touchCoveredSenders(ctx context.Context, tx *sql.Tx, now int64, conv string, prev, next protocol.Ticks) error {
 	senders := map[string]bool{}
 	for _, r := range [][2]int64{{prev.DeliveredSeq, next.DeliveredSeq}, {prev.ReadSeq, next.ReadSeq}} {
 		if r[1] <= r[0] {
 			continue
 		}
-		rows, err := tx.StmtContext(ctx, mustStmt(s.writeStmts, qSendersInRange)).QueryContext(ctx, conv, r[0], r[1])
+		rows, err := tx.StmtContext(ctx, mustStmt(s.writeStmts, qSendersInRange)).QueryContext(ctx, conv, r[0], r[1], conv)
 		if err != nil {
 			return err
 		}

@@ -193,15 +193,27 @@ func testGroupRemove(t *testing.T, s store.Store) {
 	checkReceipts(t, s, gCrew, rcpt(alice, 2, 2), rcpt(bob, 0, 0))
 	checkPending(t, s, carol)
 	after := sessionOf(t, s, carol, gCrew, "")
-	if after.WriteSeq != before.WriteSeq || after.UnreadCount != before.UnreadCount || after.WriteTS != before.WriteTS {
-		t.Errorf("carol's session changed beyond active_ts: %+v -> %+v", before, after)
+	// Her session keeps its messages and place; its unread is cleared (she
+	// can no longer send the read that would clear it).
+	if after.WriteSeq != before.WriteSeq || after.WriteTS != before.WriteTS || after.ReadSeq != before.WriteSeq || after.UnreadCount != 0 {
+		t.Errorf("carol's session after removal: %+v -> %+v, want write_seq and write_ts kept, read up to write_seq, unread 0", before, after)
 	}
+	checkTotal(t, s, carol, "", 0)
 	if after.ActiveTS <= before.ActiveTS || res.Cursors[carol] != after.ActiveTS {
 		t.Errorf("carol's active_ts %d -> %d (cursor %d), want it moved and reported", before.ActiveTS, after.ActiveTS, res.Cursors[carol])
 	}
 	if len(after.Members) != 0 {
 		t.Errorf("carol's session lists members %v after her removal, want none", after.Members)
 	}
+	// What the group does next is not hers to see: a rename and a rise of
+	// the ticks leave her session's title and ticks as they were.
+	g = res.Group
+	changeOK(t, s, store.GroupChange{Conv: gCrew, Version: g.Version, Title: "secret", Msg: groupMsg(alice, "rename")})
+	mark(t, s, bob, store.MarkRead, mk(gCrew, 3))
+	if got := sessionOf(t, s, carol, gCrew, ""); got.Title != "crew" || got.Ticks != after.Ticks || got.ActiveTS != after.ActiveTS {
+		t.Errorf("carol's session after a rename and a tick rise = %+v, want title crew, ticks %+v, active_ts %d", got, after.Ticks, after.ActiveTS)
+	}
+	after = sessionOf(t, s, carol, gCrew, "")
 	// Nothing new reaches carol: a message leaves her session alone.
 	sendTo(t, s, gCrew, bob, "b1")
 	if got := sessionOf(t, s, carol, gCrew, ""); got.ActiveTS != after.ActiveTS || got.WriteSeq != after.WriteSeq {
@@ -282,4 +294,7 @@ func testGroupReAdd(t *testing.T, s store.Store) {
 		t.Errorf("carol's session after re-add = %+v, want read 3, write 4, unread 1, members %v", ss, res.Group.Members)
 	}
 	checkPending(t, s, carol, row(gCrew, 4, 3, 4))
+	if ss.Title != "crew" || ss.Ticks != minimum(t, s, gCrew) {
+		t.Errorf("carol's session after re-add shows title %q, ticks %+v; want the group's", ss.Title, ss.Ticks)
+	}
 }

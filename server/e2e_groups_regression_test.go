@@ -1,0 +1,257 @@
+package server_test
+
+// Regression tests for group bugs found in review: each failed before its
+// fix.
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/servertest"
+)
+
+// regrAsync lets a client be driven from a goroutine other than the
+// test's: a fatal failure marks the test failed and ends that goroutine.
+type regrAsync struct{ testing.TB }
+
+func (a regrAsync) Fatal(args ...any) { a.TB.Error(args...); runtime.Goexit() }
+func (a regrAsync) Fatalf(format string, args ...any) {
+	a.TB.Errorf(format, args...)
+	runtime.Goexit()
+}
+func (a regrAsync) FailNow() { a.TB.Fail(); runtime.Goexit() }
+
+func regrCreate(t *testing.T, c *servertest.Client, f *protocol.CreateGroup) *protocol.Group {
+	t.Helper()
+	g, ok := c.RequestOK(f).(*protocol.Group)
+	if !ok {
+		t.Fatalf("create_group: not a group frame")
+	}
+	return g
+}
+
+func regrOp(t *testing.T, c *servertest.Client, f *protocol.GroupOp) *protocol.Group {
+	t.Helper()
+	g, ok := c.RequestOK(f).(*protocol.Group)
+	if !ok {
+		t.Fatalf("group_op %s: not a group frame", f.Op)
+	}
+	return g
+}
+
+func regrSync(t *testing.T, c *servertest.Client, since int64) *protocol.Sessions {
+	t.Helper()
+	s, ok := c.RequestOK(&protocol.Sync{Since: since, Limit: 1000}).(*protocol.Sessions)
+	if !ok {
+		t.Fatalf("sync: not a sessions frame")
+	}
+	return s
+}
+
+func regrSessionOf(page *protocol.Sessions, conv string) (protocol.Session, bool) {
+	for _, s := range page.Sessions {
+		if s.Conv == conv {
+			return s, true
+		}
+	}
+	return protocol.Session{}, false
+}
+
+// TestGroupRemovedMemberUnreadIsCleared: read and every session_op on a
+// group are forbidden once removed, so the unread a member had when removed
+// is cleared then; it must not stay in total_unread for good.
+func TestGroupRemovedMemberUnreadIsCleared(t *testing.T) {
+	env := servertest.Start(t)
+	alice := env.Dial(t, "alice", "a")
+	bob := env.Dial(t, "bob", "b")
+	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	alice.Send(g.Conv, "m1", "one")
+	alice.Send(g.Conv, "m2", "two")
+	if page := regrSync(t, bob, 0); page.TotalUnread != 3 {
+		t.Fatalf("bob's total_unread before removal = %d, want 3 (creation + 2)", page.TotalUnread)
+	}
+	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+
+	// Everything bob could do to clear it:
+	readAns := bob.Request(&protocol.Read{Marks: []protocol.Mark{{Conv: g.Conv, Seq: 4}}})
+	delAns := bob.Request(&protocol.SessionOp{Conv: g.Conv, Op: "delete"})
+	page := regrSync(t, bob, 0)
+	if page.TotalUnread != 0 {
+		s, _ := regrSessionOf(page, g.Conv)
+		t.Errorf("removed bob's total_unread = %d forever (group session unread %d); read answered %s, delete answered %s",
+			page.TotalUnread, s.UnreadCount, servertest.Describe(readAns), servertest.Describe(delAns))
+	}
+}
+
+// TestGroupCreateRetryAfterLeavingIsForbidden: a create_group repeated
+// with its key after the creator left must not tell it the group's current
+// title and members.
+func TestGroupCreateRetryAfterLeavingIsForbidden(t *testing.T) {
+	env := servertest.Start(t)
+	alice := env.Dial(t, "alice", "a")
+	bob := env.Dial(t, "bob", "b")
+	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k1"})
+	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupLeave})
+	regrOp(t, bob, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "secret plans"})
+	regrOp(t, bob, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+
+	ans := alice.Request(&protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k1"})
+	if got, ok := ans.(*protocol.Group); ok && got.Conv == g.Conv {
+		t.Errorf("alice, who left %s, retried her create and was told its current state: %s", g.Conv, servertest.Describe(ans))
+	}
+	// And every other frame about it is forbidden for her.
+	alice.RequestError(&protocol.ReceiptsRequest{Conv: g.Conv}, protocol.CodeForbidden)
+}
+
+// TestGroupRemovedMemberSessionStaysAsItWas: a removed member's session
+// does not follow the group: a later rename, a tick rise over a message it
+// sent before its removal, change neither its title, nor its ticks, nor
+// its active_ts.
+func TestGroupRemovedMemberSessionStaysAsItWas(t *testing.T) {
+	env := servertest.Start(t)
+	alice := env.Dial(t, "alice", "a")
+	bob := env.Dial(t, "bob", "b")
+	carol := env.Dial(t, "carol", "c")
+	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	bob.Send(g.Conv, "b1", "from bob")                                                                  // seq 2
+	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}}) // seq 3
+	after := regrSync(t, bob, 0)
+	before, _ := regrSessionOf(after, g.Conv)
+
+	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "without bob"}) // seq 4
+	carol.RequestOK(&protocol.Read{Ref: protocol.Ref{ID: "rd"}, Marks: []protocol.Mark{{Conv: g.Conv, Seq: 4}}})
+
+	if inc := regrSync(t, bob, after.Cursor); len(inc.Sessions) > 0 {
+		t.Errorf("removed bob's session changed after his removal: incremental sync returns %s", servertest.Describe(inc))
+	}
+	now, _ := regrSessionOf(regrSync(t, bob, 0), g.Conv)
+	if now.Title != before.Title {
+		t.Errorf("removed bob's session title = %q, want %q as when he was removed (he learns of the rename)", now.Title, before.Title)
+	}
+	if now.Ticks != before.Ticks {
+		t.Errorf("removed bob's session ticks = %+v, were %+v at removal (write_seq %d): he follows the group's reads", now.Ticks, before.Ticks, now.WriteSeq)
+	}
+}
+
+// TestGroupConcurrentChangersAllSucceed: eight members adding users one at
+// a time while another sends. Every op is valid and must succeed, however
+// the changes interleave (before the group lock, a write computed from
+// members that changed meanwhile was retried a bounded number of times and
+// then answered internal).
+func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
+	env := servertest.Start(t, func(cfg *server.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	})
+	alice := env.Dial(t, "alice", "laptop")
+	adders := []string{"alice", "bob", "dave", "erin", "frank", "grace", "heidi", "ivan"}
+	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "busy", Members: append([]string{"carol"}, adders[1:]...)})
+	alice.Send(g.Conv, "warm", "warm the read statements") // see TestReviewColdGroupReadsDeadlockReaderPool
+	alice.RequestOK(&protocol.ReceiptsRequest{Conv: g.Conv})
+
+	var mu sync.Mutex
+	var failures []string
+	var wg sync.WaitGroup
+	for _, u := range adders {
+		wg.Go(func() {
+			c := env.Dial(regrAsync{t}, u, "racer")
+			for i := range 12 {
+				f := c.Request(&protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{fmt.Sprintf("%s-%02d", u, i)}})
+				if _, ok := f.(*protocol.Group); !ok {
+					mu.Lock()
+					failures = append(failures, u+": "+servertest.Describe(f))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		c := env.Dial(regrAsync{t}, "carol", "racer")
+		for i := range 24 {
+			f := c.Request(&protocol.Send{Conv: g.Conv, MsgID: fmt.Sprintf("c%02d", i), Body: "busy"})
+			if _, ok := f.(*protocol.Sent); !ok {
+				mu.Lock()
+				failures = append(failures, "carol: "+servertest.Describe(f))
+				mu.Unlock()
+			}
+		}
+	})
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Errorf("%d valid requests refused under modest contention:\n%v", len(failures), failures)
+	}
+}
+
+// TestGroupReplayStopsAtRemoval: a member removed while its replay is
+// under way (a backlog, a slow device) is not pushed what was sent after
+// its removal: the replay stops at each conversation's newest seq when the
+// pending rows were read.
+func TestGroupReplayStopsAtRemoval(t *testing.T) {
+	env := servertest.Start(t, func(cfg *server.Config) {
+		cfg.Gateway.QueueLen = 2
+		cfg.Gateway.Limits.MaxBody = 60000
+		cfg.Gateway.RateLimit = rate.Inf
+	})
+	alice := env.Dial(t, "alice", "a")
+	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	big := strings.Repeat("x", 60000)
+	for i := range 450 { // bob is offline: a backlog of ~27 MB
+		alice.Write(&protocol.Send{Ref: protocol.Ref{ID: fmt.Sprintf("s%d", i)}, Conv: g.Conv, MsgID: fmt.Sprintf("m%03d", i), Body: big})
+	}
+	alice.Send(g.Conv, "last-before", "last before the removal")
+
+	// bob's device says hello and then reads nothing for a while: its
+	// replay fills the socket buffers and waits.
+	ws, _, err := websocket.DefaultDialer.Dial(env.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if err := ws.WriteMessage(websocket.TextMessage, protocol.MustEncode(&protocol.Hello{Ref: protocol.Ref{ID: "h"}, Protocol: protocol.Version, User: "bob", Device: "slow"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.ReadMessage(); err != nil { // welcome
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+
+	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+	secret := alice.Send(g.Conv, "secret", "sent after bob was removed")
+
+	// bob reads on.
+	var leaked []string
+	for {
+		ws.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			break
+		}
+		f, _, perr := protocol.DecodeServerFrame(data)
+		if perr != nil {
+			continue
+		}
+		if m, ok := f.(*protocol.MsgPush); ok && m.Msg.Conv == g.Conv && m.Msg.Seq >= secret.Seq-1 {
+			leaked = append(leaked, fmt.Sprintf("seq %d %q %q", m.Msg.Seq, m.Msg.MsgID, truncateBody(m.Msg.Body)))
+		}
+	}
+	if len(leaked) > 0 {
+		t.Errorf("removed bob was pushed, by his replay, messages stored after his removal: %v", leaked)
+	}
+}
+
+func truncateBody(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
