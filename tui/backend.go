@@ -40,6 +40,10 @@ type Backend interface {
 	SessionOp(conv, op string, until int64, category string)
 	// CreateGroup creates a group with the user and members in it.
 	CreateGroup(title string, members []string)
+	// GroupOp changes group conv: op is add or remove (with users), leave,
+	// or rename (with title). Any member may do any of them; the answer is
+	// a GroupChanged event, a refusal an ErrorEvent.
+	GroupOp(conv, op string, users []string, title string)
 	// Receipts asks the server for every member's boundaries in conv.
 	Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error)
 	// Typing tells the other members that the user is typing in conv.

@@ -41,6 +41,8 @@ type chatModel struct {
 	reloading    bool  // a reload is in flight
 	reloadAgain  bool  // another change came during it
 
+	storeEnd bool // a former member's: nothing older is stored, and the server may not be asked
+
 	readSent   int64     // highest seq marked read
 	lastTyping time.Time // when Typing was last sent
 	cache      map[string]cachedLines
@@ -324,16 +326,13 @@ func (c *chatModel) lastOwn(me string) int {
 }
 
 // title is the chat's name for its header.
-func (c *chatModel) title() string {
-	t := oneLine(c.sess.Title)
-	if t == "" {
-		t = c.conv
-	}
-	return t
-}
+func (c *chatModel) title() string { return sessionTitle(&c.sess) }
 
-// subtitle describes the chat under its title.
-func (c *chatModel) subtitle() string {
+// subtitle describes the chat under its title, for user me.
+func (c *chatModel) subtitle(me string) string {
+	if leftGroup(&c.sess, me) {
+		return "not a member · read-only"
+	}
 	if c.group {
 		return itoa(int64(len(c.sess.Members))) + " members: " + strings.Join(c.sess.Members, ", ")
 	}

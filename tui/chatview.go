@@ -133,6 +133,10 @@ func (c *chatModel) layout(rc renderCtx, a anchor) {
 		deco(center(rc.st.dim.Render("loading older messages…"), w))
 	case c.atBeginning() && len(c.msgs) > 0:
 		deco(center(rc.st.dim.Render("· start of the conversation ·"), w))
+	case c.storeEnd && len(c.msgs) > 0:
+		deco(center(rc.st.dim.Render("· no older messages on this device ·"), w))
+	case c.storeEnd:
+		deco(center(rc.st.dim.Render("No messages on this device."), w))
 	case len(c.msgs) == 0:
 		deco(center(rc.st.dim.Render("No messages yet. Say hello!"), w))
 	}

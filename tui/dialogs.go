@@ -45,11 +45,16 @@ func (d *confirmDialog) view(st *styles, w int) string {
 		"\n\n" + st.dim.Render("y / enter: yes    n / esc: no")
 }
 
+// choiceRows is the most options a choice dialog shows at once; it
+// scrolls through more (a group's members, say).
+const choiceRows = 10
+
 // choiceDialog picks one of a few options.
 type choiceDialog struct {
 	title   string
 	options []string
 	sel     int
+	top     int // the first option shown
 	choose  func(m *Model, i int) tea.Cmd
 }
 
@@ -65,24 +70,37 @@ func (d *choiceDialog) update(m *Model, msg tea.KeyPressMsg) (bool, tea.Cmd) {
 	case key.Matches(msg, k.Confirm):
 		return true, d.choose(m, d.sel)
 	default:
-		if s := msg.String(); len(s) == 1 && s[0] >= '1' && int(s[0]-'1') < len(d.options) {
+		if s := msg.String(); len(s) == 1 && s[0] >= '1' && s[0] <= '9' && int(s[0]-'1') < len(d.options) {
 			return true, d.choose(m, int(s[0]-'1'))
 		}
 	}
+	// Keep the selection in the window shown.
+	d.top = max(min(d.top, d.sel), d.sel-choiceRows+1)
 	return false, nil
 }
 
 func (d *choiceDialog) view(st *styles, w int) string {
 	var b strings.Builder
 	b.WriteString(st.dialogTitle.Render(d.title) + "\n")
-	for i, o := range d.options {
-		line := fmt.Sprintf("  %d  %s", i+1, o)
+	end := min(len(d.options), d.top+choiceRows)
+	if d.top > 0 {
+		b.WriteString("\n" + st.dim.Render("  ↑ "+itoa(int64(d.top))+" more"))
+	}
+	for i := d.top; i < end; i++ {
+		o, num := d.options[i], " " // only 1-9 have a digit key
+		if i < 9 {
+			num = itoa(int64(i + 1))
+		}
+		line := fmt.Sprintf("  %s  %s", num, o)
 		if i == d.sel {
-			line = st.accent.Render(fmt.Sprintf("▸ %d  %s", i+1, o))
+			line = st.accent.Render(fmt.Sprintf("▸ %s  %s", num, o))
 		}
 		b.WriteString("\n" + truncate(line, w))
 	}
-	b.WriteString("\n\n" + st.dim.Render("↑/↓ and enter, or 1-"+itoa(int64(len(d.options)))+"; esc cancels"))
+	if end < len(d.options) {
+		b.WriteString("\n" + st.dim.Render("  ↓ "+itoa(int64(len(d.options)-end))+" more"))
+	}
+	b.WriteString("\n\n" + st.dim.Render("↑/↓ and enter, or 1-"+itoa(int64(min(len(d.options), 9)))+"; esc cancels"))
 	return b.String()
 }
 

@@ -99,6 +99,15 @@ func (m *Model) handleEvent(ev client.Event) tea.Cmd {
 		}
 	case client.SessionsChanged:
 		cmds = append(cmds, m.reloadSessions())
+	case client.GroupChanged:
+		// The answer to a group change: show it at once. The session
+		// follows by sync (SessionsChanged); reloading the list now would
+		// read the state from before the change.
+		if c := m.chat; c != nil && c.conv == ev.Conv {
+			s := c.sess
+			s.Title, s.Members = ev.Title, ev.Members
+			m.setChatSession(s)
+		}
 	case client.MessagesChanged:
 		cmds = append(cmds, m.reloadSessions())
 		if m.chat != nil && m.chat.conv == ev.Conv {

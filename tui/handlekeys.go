@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, g.PrevFocus):
 		m.cycleFocus(-1)
 		return nil
+	case key.Matches(msg, g.GroupMenu):
+		return m.groupMenuKey()
 	}
 	switch m.focus {
 	case focusInput:
@@ -61,6 +64,9 @@ func (m *Model) cycleFocus(d int) {
 	order := []focusArea{focusInput, focusHistory}
 	if m.split() {
 		order = []focusArea{focusList, focusInput, focusHistory}
+	}
+	if m.readOnly() {
+		order = slices.DeleteFunc(order, func(f focusArea) bool { return f == focusInput })
 	}
 	i := 0
 	for j, f := range order {
@@ -114,7 +120,7 @@ func (m *Model) updateInput(msg tea.Msg) tea.Cmd {
 		m.layout()
 	}
 	after := m.input.Value()
-	if after == before || after == "" || m.chat == nil {
+	if after == before || after == "" || m.chat == nil || m.readOnly() {
 		return cmd
 	}
 	now := m.opts.Now()
@@ -129,7 +135,7 @@ func (m *Model) updateInput(msg tea.Msg) tea.Cmd {
 // send sends the input's text.
 func (m *Model) send() tea.Cmd {
 	body := inputBody(m.input.Value())
-	if body == "" || m.chat == nil {
+	if body == "" || m.chat == nil || m.readOnly() {
 		return nil
 	}
 	if n := len(body); n > maxBodyBytes {
@@ -191,9 +197,20 @@ func (m *Model) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Info):
 		return m.openInfo(c.sel)
 	case key.Matches(msg, k.Input):
+		if m.readOnly() {
+			return m.notify("you are no longer a member of this group", false)
+		}
 		m.setFocus(focusInput)
 	case key.Matches(msg, k.Back):
 		m.leaveChat()
+	case key.Matches(msg, k.Rename):
+		return m.groupAction(c.sess, actRename)
+	case key.Matches(msg, k.AddMembers):
+		return m.groupAction(c.sess, actAdd)
+	case key.Matches(msg, k.RemoveMember):
+		return m.groupAction(c.sess, actRemove)
+	case key.Matches(msg, k.LeaveGroup):
+		return m.groupAction(c.sess, actLeave)
 	}
 	return nil
 }

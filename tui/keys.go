@@ -1,6 +1,10 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+)
 
 func bind(keys []string, helpKey, desc string) key.Binding {
 	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(helpKey, desc))
@@ -12,6 +16,7 @@ type globalKeys struct {
 	Help      key.Binding
 	NextFocus key.Binding
 	PrevFocus key.Binding
+	GroupMenu key.Binding // the selected group row or the open group chat
 }
 
 // listKeys act on the session list.
@@ -34,6 +39,7 @@ type inputKeys struct {
 type historyKeys struct {
 	Up, Down, PageUp, PageDown, HalfUp, HalfDown, Top, Bottom key.Binding
 	Info, Input, Back                                         key.Binding
+	Rename, AddMembers, RemoveMember, LeaveGroup              key.Binding // group chats
 }
 
 // dialogKeys act in dialogs and on the help screen.
@@ -57,6 +63,8 @@ func defaultKeyMap() keyMap {
 			Help:      bind([]string{"?", "f1"}, "?/f1", "help (not while typing: f1)"),
 			NextFocus: bind([]string{"tab"}, "tab", "next pane: list → input → history"),
 			PrevFocus: bind([]string{"shift+tab"}, "shift+tab", "previous pane"),
+			// ctrl+g would be the textarea's select all.
+			GroupMenu: bind([]string{"ctrl+r"}, "ctrl+r", "group actions menu"),
 		},
 		List: listKeys{
 			Up:         bind([]string{"up", "k", "ctrl+p"}, "↑/k", "previous chat"),
@@ -98,6 +106,11 @@ func defaultKeyMap() keyMap {
 			Info:     bind([]string{"i", "ctrl+o"}, "i", "message info (receipts)"),
 			Input:    bind([]string{"enter", "a"}, "enter/a", "write a message"),
 			Back:     bind([]string{"esc", "q", "h", "left"}, "esc/q", "back to the list"),
+
+			Rename:       bind([]string{"r"}, "r", "rename the group"),
+			AddMembers:   bind([]string{"+"}, "+", "add members"),
+			RemoveMember: bind([]string{"-"}, "-", "remove a member"),
+			LeaveGroup:   bind([]string{"L"}, "L", "leave the group (asks)"),
 		},
 		Dialog: dialogKeys{
 			Confirm:   bind([]string{"enter"}, "enter", "confirm / choose"),
@@ -116,12 +129,19 @@ func (k keyMap) helpSections() []helpSection {
 		{"Chats", []key.Binding{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.Open, l.Back}},
 		{"Chat actions", []key.Binding{l.Pin, l.Mute, l.MarkUnread, l.Delete, l.Category, l.NewChat, l.NewGroup, l.Quit}},
 		{"Writing", []key.Binding{in.Send, in.Newline, in.ScrollUp, in.ScrollDown, in.PageUp, in.PageDown, in.Info, in.Back}},
-		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back}},
+		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back,
+			groupHelp(h)}},
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
-			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat")}},
+			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
-			bind([]string{"y"}, "y / n", "yes / no in confirmations"), bind([]string{"1"}, "1-3", "pick an option")}},
+			bind([]string{"y"}, "y / n", "yes / no in confirmations"), bind([]string{"1"}, "1-9", "pick an option")}},
 	}
+}
+
+// groupHelp sums the history's group keys up in one help line.
+func groupHelp(h historyKeys) key.Binding {
+	ks := []string{h.Rename.Help().Key, h.AddMembers.Help().Key, h.RemoveMember.Help().Key, h.LeaveGroup.Help().Key}
+	return bind(ks, strings.Join(ks, "/"), "group: rename, add, remove, leave")
 }
 
 // ShortHelp returns the bindings shown in the list footer hint.

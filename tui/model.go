@@ -213,7 +213,7 @@ func (m *Model) reloadChat() tea.Cmd {
 // local store first, from the server when the store has none.
 func (m *Model) loadOlder() tea.Cmd {
 	c := m.chat
-	if c == nil || !c.loaded || c.loadingOlder || c.awaitServer != 0 || c.atBeginning() {
+	if c == nil || !c.loaded || c.loadingOlder || c.awaitServer != 0 || c.storeEnd || c.atBeginning() {
 		return nil
 	}
 	before := c.oldestSeq()
@@ -238,6 +238,13 @@ const olderTimeout = 15 * time.Second
 // newest page) when the local store has nothing more.
 func (m *Model) askServer(before int64) tea.Cmd {
 	c := m.chat
+	if m.readOnly() {
+		// A former member may not read the group's history: what is
+		// stored here is all there is.
+		c.storeEnd = true
+		c.rebuildAtTop(m.renderCtx())
+		return nil
+	}
 	c.awaitServer = before
 	if before == 0 {
 		c.awaitServer = -1
@@ -274,10 +281,14 @@ func (m *Model) closeChat() {
 	m.setFocus(focusList)
 }
 
-// setFocus moves the keyboard focus.
+// setFocus moves the keyboard focus. A former member's group has no
+// input: the history takes its place.
 func (m *Model) setFocus(f focusArea) {
 	if f != focusList && m.chat == nil {
 		f = focusList
+	}
+	if f == focusInput && m.readOnly() {
+		f = focusHistory
 	}
 	m.focus = f
 	if f == focusInput {
@@ -312,7 +323,7 @@ func (m *Model) layout() {
 		cw := m.chatWidth()
 		m.input.SetWidth(max(4, cw-3))
 		c := m.chat
-		h := max(1, bodyH-chatHeaderHeight-1-m.input.Height())
+		h := max(1, bodyH-chatHeaderHeight-1-m.inputHeight())
 		if c.width != cw || c.height != h {
 			c.width, c.height = cw, h
 			c.rebuild(m.renderCtx())
@@ -321,6 +332,15 @@ func (m *Model) layout() {
 	if m.showHelp {
 		m.helpView.setContent(&m.st, m.keys, m.width, bodyH)
 	}
+}
+
+// inputHeight is the height of the input area: the editor, or the line
+// that tells a former member why there is none.
+func (m *Model) inputHeight() int {
+	if m.readOnly() {
+		return 1
+	}
+	return m.input.Height()
 }
 
 // chatWidth is the chat pane's width.

@@ -13,10 +13,11 @@ import (
 const receiptsTimeout = 10 * time.Second
 
 // maybeMarkRead sends a read receipt for the newest message on screen when
-// the chat is open and the terminal has focus.
+// the chat is open and the terminal has focus, unless the chat is a group
+// the user has left (the server refuses the receipt).
 func (m *Model) maybeMarkRead() tea.Cmd {
 	c := m.chat
-	if c == nil || !c.loaded || !m.termFocused || m.showHelp || !m.chatVisible() {
+	if c == nil || !c.loaded || !m.termFocused || m.showHelp || !m.chatVisible() || m.readOnly() {
 		return nil
 	}
 	seq := c.maxVisibleSeq()
@@ -33,6 +34,9 @@ func (m *Model) openInfo(i int) tea.Cmd {
 	c := m.chat
 	if c == nil || i < 0 || i >= len(c.msgs) {
 		return m.notify("no message selected", false)
+	}
+	if m.readOnly() {
+		return m.notify("no receipts: you are no longer a member of this group", false)
 	}
 	msg := c.msgs[i]
 	if msg.Seq <= 0 || msg.Outbox {

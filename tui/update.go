@@ -4,6 +4,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/imcore/im/client"
+	"github.com/imcore/im/protocol"
 )
 
 // Update handles one message.
@@ -85,15 +86,32 @@ func (m *Model) onSessions(msg sessionsMsg) tea.Cmd {
 	if m.chat != nil {
 		for _, s := range msg.sessions {
 			if s.Conv == m.chat.conv {
-				m.chat.sess = s
-				m.chat.group = isGroup(&s)
-				m.chat.ticks = m.chat.ticks.Merge(s.Ticks)
-				m.chat.rebuild(m.renderCtx())
+				m.setChatSession(s)
 				break
 			}
 		}
 	}
 	return cmd
+}
+
+// setChatSession applies a new state of the open chat's session: the
+// header (a group's title and members), the ticks, and whether the user
+// may still write there.
+func (m *Model) setChatSession(s protocol.Session) {
+	c := m.chat
+	c.sess = s
+	c.group = isGroup(&s)
+	c.ticks = c.ticks.Merge(s.Ticks)
+	if m.readOnly() {
+		if m.focus == focusInput {
+			m.setFocus(focusHistory)
+		}
+	} else if c.storeEnd {
+		// A member again: the server's history is open once more.
+		c.storeEnd = false
+	}
+	m.layout() // the input area's height may have changed
+	c.rebuild(m.renderCtx())
 }
 
 // onMessages applies a loaded page of the open chat.

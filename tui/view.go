@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -113,7 +114,7 @@ func (m *Model) chatView(w, h int) string {
 	if users := m.typing[c.conv]; len(users) > 0 {
 		b.WriteString(st.typing.Inherit(st.headerDim).Render(fit(back+typingText(users, c.group), w)))
 	} else {
-		b.WriteString(st.headerDim.Render(fit(back+c.subtitle(), w)))
+		b.WriteString(st.headerDim.Render(fit(back+c.subtitle(m.b.User()), w)))
 	}
 	b.WriteByte('\n')
 
@@ -121,16 +122,15 @@ func (m *Model) chatView(w, h int) string {
 	b.WriteByte('\n')
 
 	// The rule above the input carries a hint for the focused area.
-	hint := ""
-	switch m.focus {
-	case focusInput:
-		hint = " enter send · alt+enter new line · esc back · f1 help "
-	case focusHistory:
-		hint = " ↑↓ select · i info · enter write · esc back "
-	}
+	hint := legend(m.chatHint(), w-1)
 	rule := strings.Repeat("─", max(0, w-width(hint)-1))
 	b.WriteString(st.inputBorder.Render(truncate(rule+hint+"─", w)))
 	b.WriteByte('\n')
+	if m.readOnly() {
+		// A former member: the stored messages stay, the input goes.
+		b.WriteString(st.system.Render(fit(" "+notMemberText, w)))
+		return b.String()
+	}
 	for i, l := range strings.Split(m.input.View(), "\n") {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -138,6 +138,55 @@ func (m *Model) chatView(w, h int) string {
 		b.WriteString(fit(" "+l, w))
 	}
 	return b.String()
+}
+
+// hintPart is one entry of a key legend; when the legend does not fit,
+// the lowest rank gives way first.
+type hintPart struct {
+	text string
+	rank int
+}
+
+// chatHint is the key legend of the focused chat pane.
+func (m *Model) chatHint() []hintPart {
+	var parts []hintPart
+	switch {
+	case m.focus == focusInput:
+		parts = []hintPart{{"enter send", 5}, {"alt+enter new line", 3}, {"esc back", 2}, {"f1 help", 1}}
+	case m.focus == focusHistory && m.readOnly():
+		return []hintPart{{"↑↓ select", 2}, {"esc back", 1}}
+	case m.focus == focusHistory:
+		parts = []hintPart{{"↑↓ select", 5}, {"i info", 3}, {"enter write", 2}, {"esc back", 1}}
+	default:
+		return nil
+	}
+	if m.chat.group && !m.readOnly() {
+		// Before "esc back".
+		i := slices.IndexFunc(parts, func(p hintPart) bool { return p.text == "esc back" })
+		parts = slices.Insert(parts, i, hintPart{m.keys.Global.GroupMenu.Help().Key + " group", 4})
+	}
+	return parts
+}
+
+// legend joins the parts of a key legend that fit in w cells, as
+// " a · b · c ", "" for none.
+func legend(parts []hintPart, w int) string {
+	for len(parts) > 0 {
+		texts := make([]string, len(parts))
+		low := 0
+		for i, p := range parts {
+			texts[i] = p.text
+			if p.rank < parts[low].rank {
+				low = i
+			}
+		}
+		s := " " + strings.Join(texts, " · ") + " "
+		if width(s) <= w || len(parts) == 1 {
+			return s
+		}
+		parts = slices.Delete(slices.Clone(parts), low, low+1)
+	}
+	return ""
 }
 
 // emptyChatView is the right pane before a chat is opened.

@@ -24,7 +24,7 @@ type Call struct {
 	Category string
 	Body     string
 	Title    string
-	Members  []string
+	Members  []string // CreateGroup's members, GroupOp's users
 }
 
 // String renders the call compactly for test failures.
@@ -34,6 +34,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("SessionOp(%s, %s, %d, %q)", c.Conv, c.Op, c.Until, c.Category)
 	case "CreateGroup":
 		return fmt.Sprintf("CreateGroup(%q, %v)", c.Title, c.Members)
+	case "GroupOp":
+		return fmt.Sprintf("GroupOp(%s, %s, %v, %q)", c.Conv, c.Op, c.Members, c.Title)
 	case "Send":
 		return fmt.Sprintf("Send(%s, %q)", c.Conv, c.Body)
 	}
@@ -282,6 +284,11 @@ func (f *Fake) SessionOp(conv, op string, until int64, category string) {
 // CreateGroup implements tui.Backend.
 func (f *Fake) CreateGroup(title string, members []string) {
 	f.record(Call{Method: "CreateGroup", Title: title, Members: members})
+}
+
+// GroupOp implements tui.Backend.
+func (f *Fake) GroupOp(conv, op string, users []string, title string) {
+	f.record(Call{Method: "GroupOp", Conv: conv, Op: op, Members: users, Title: title})
 }
 
 // Receipts implements tui.Backend.

@@ -60,3 +60,16 @@ func TestFakeSortsSessions(t *testing.T) {
 		t.Fatalf("order %q, want adbc", order)
 	}
 }
+
+func TestFakeRecordsGroupOp(t *testing.T) {
+	f := tuitest.NewFake("a", "dev", "srv")
+	f.GroupOp("g:x", "add", []string{"b", "c"}, "")
+	f.GroupOp("g:x", "rename", nil, "new name")
+	c := f.CallsOf("GroupOp")
+	if len(c) != 2 || c[0].Conv != "g:x" || c[0].Op != "add" || len(c[0].Members) != 2 || c[1].Title != "new name" {
+		t.Fatalf("GroupOp calls = %v", c)
+	}
+	if s := c[0].String(); s != `GroupOp(g:x, add, [b c], "")` {
+		t.Fatalf("String() = %s", s)
+	}
+}
