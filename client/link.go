@@ -37,17 +37,25 @@ type link struct {
 	writerDone chan struct{}
 	writeErr   error // set before writerDone closes
 	stop       chan struct{}
+	later      chan func(*link) // retries whose wait is over, for the engine
 
-	pending  map[string]*request // requests awaiting their answer, by id
-	sending  map[outboxKey]bool  // outbox messages sent, awaiting sent
-	syncing  map[string]bool     // lists with a sync in flight
-	resync   map[string]bool     // lists to sync again once the one in flight ends
-	filling  map[string]bool     // conversations with a gap fill in flight
-	unacked  map[string]bool     // conversations with stored messages not yet acknowledged
-	seen     map[string]int64    // highest seq pushed, per conversation
-	acked    map[string]int64    // highest delivered mark sent, per conversation
-	ackTimer *time.Timer
-	ackSince time.Time // when the oldest unacknowledged message was stored
+	pending   map[string]*request  // requests awaiting their answer, by id
+	sending   map[outboxKey]bool   // outbox messages sent, awaiting sent
+	syncing   map[string]bool      // lists with a sync in flight
+	resync    map[string]bool      // lists to sync again once the one in flight ends
+	filling   map[string]bool      // conversations with a gap fill in flight or waiting to retry
+	fillQ     []string             // conversations waiting for a gap fill slot
+	fillFail  int                  // pauses of the gap fills in a row, without a fill between
+	fillPause time.Time            // no gap fill starts before this
+	syncFail  map[string]int       // syncs refused for a passing reason in a row, per list
+	retryAt   map[string]time.Time // conversations whose send waits for its retry timer
+	unacked   map[string]bool      // conversations with stored messages not yet acknowledged
+	seen      map[string]int64     // highest seq pushed, per conversation
+	acked     map[string]int64     // highest delivered mark the server took, per conversation
+	acking    map[string]int64     // highest delivered mark sent and not yet answered
+	ackFail   int                  // delivered frames refused for a passing reason in a row
+	ackTimer  *time.Timer
+	ackSince  time.Time // when the oldest unacknowledged message was stored
 }
 
 func newLink(c *Client, ws *websocket.Conn) *link {
@@ -57,8 +65,10 @@ func newLink(c *Client, ws *websocket.Conn) *link {
 		c: c, ws: ws, self: c.User(),
 		in: make(chan protocol.Frame, inLen), readErr: make(chan error, 1), readerDone: make(chan struct{}),
 		out: make(chan []byte, outLen), writerDone: make(chan struct{}), stop: make(chan struct{}),
+		later:   make(chan func(*link), 16),
 		pending: make(map[string]*request), sending: make(map[outboxKey]bool),
 		syncing: make(map[string]bool), resync: make(map[string]bool), filling: make(map[string]bool),
+		syncFail: make(map[string]int), retryAt: make(map[string]time.Time), acking: make(map[string]int64),
 		unacked: make(map[string]bool), seen: make(map[string]int64), acked: make(map[string]int64),
 		ackTimer: timer,
 	}
@@ -72,6 +82,7 @@ func (l *link) run(ctx context.Context) error {
 	l.c.link = l
 	l.c.mu.Unlock()
 	l.c.setConn(Conn{State: Online})
+	l.c.loadPendingReads()
 	l.sendLocal()
 	l.syncAll()
 	err := l.loop(ctx)
@@ -96,6 +107,8 @@ func (l *link) loop(ctx context.Context) error {
 			return l.writeErr
 		case <-l.c.kick:
 			l.sendLocal()
+		case fn := <-l.later:
+			fn(l)
 		case <-l.ackTimer.C:
 			l.flushDelivered()
 		case <-ctx.Done():
@@ -105,14 +118,42 @@ func (l *link) loop(ctx context.Context) error {
 	}
 }
 
-// sendLocal sends what the UI left for the server: outbox messages,
-// queued requests, read marks.
+// after runs fn on the engine goroutine once d has passed, unless the
+// connection has ended by then.
+func (l *link) after(d time.Duration, fn func(*link)) {
+	time.AfterFunc(d, func() {
+		select {
+		case l.later <- fn:
+		case <-l.stop:
+		}
+	})
+}
+
+// retryDelay is the wait before repeating a request the server refused
+// for a passing reason (rate_limited, internal) for the nth time in a row.
+func retryDelay(n int) time.Duration { return backoff(retryMinWait, retryMaxWait, n) }
+
+// The bounds of retryDelay.
+const (
+	retryMinWait = 500 * time.Millisecond
+	retryMaxWait = 30 * time.Second
+)
+
+// temporary reports whether an answer is a refusal for a passing reason:
+// the server changed nothing and the request may be repeated.
+func temporary(f protocol.Frame) bool {
+	perr := answerError(f)
+	return perr != nil && (perr.Code == protocol.CodeRateLimited || perr.Code == protocol.CodeInternal)
+}
+
+// sendLocal sends what the UI left for the server: outbox messages, read
+// marks, queued requests.
 func (l *link) sendLocal() {
 	l.flushOutbox()
+	l.flushReads()
 	for _, req := range l.c.takeQueue() {
 		l.request(req)
 	}
-	l.flushReads()
 }
 
 // end closes the connection: queued frames are flushed (briefly), requests

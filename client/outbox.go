@@ -59,7 +59,10 @@ func newMsgID(now time.Time) string {
 }
 
 // flushOutbox sends the outbox messages not yet sent on this connection,
-// oldest first.
+// oldest first, one unanswered send per conversation so that the server
+// stores each conversation's messages in the order they were written
+// (conversations are pipelined). A conversation whose send was refused for
+// a passing reason waits for its retry timer.
 func (l *link) flushOutbox() {
 	if len(l.sending) >= maxSendsInFlight {
 		return
@@ -69,13 +72,25 @@ func (l *link) flushOutbox() {
 		l.c.log.Error("read outbox", "err", err)
 		return
 	}
+	now := time.Now()
+	next := make(map[string]bool) // conversations whose oldest message was seen
 	for _, it := range items {
+		if next[it.Conv] {
+			continue
+		}
+		next[it.Conv] = true
 		key := outboxKey{it.Conv, it.MsgID}
-		if l.sending[key] {
+		if l.sending[key] || now.Before(l.retryAt[it.Conv]) {
 			continue
 		}
 		if len(l.sending) >= maxSendsInFlight {
 			return
+		}
+		if !it.Tried {
+			if err := l.c.store.MarkTried(it.Conv, it.MsgID); err != nil {
+				l.c.log.Error("mark tried", "err", err)
+				continue
+			}
 		}
 		l.sending[key] = true
 		l.request(&request{
@@ -87,14 +102,17 @@ func (l *link) flushOutbox() {
 }
 
 // onSent applies the answer to an outbox message: sent makes it a stored
-// message; a refusal for good drops it (and says so); a passing failure
-// leaves it for a later try.
+// message; a passing failure leaves it for a try after sendRetryDelay; a
+// refusal for good drops it (and says so), unless an earlier try of it
+// (it.Tried) may have been stored: then it stays in the chat, failed.
 func (l *link) onSent(it localstore.OutboxItem, f protocol.Frame) {
 	delete(l.sending, outboxKey{it.Conv, it.MsgID})
 	switch f := f.(type) {
 	case *protocol.Sent:
+		delete(l.retryAt, it.Conv)
 		m, err := l.c.store.ConfirmSent(f.Conv, f.MsgID, f.Seq, f.ServerTS)
 		if errors.Is(err, localstore.ErrNotInOutbox) {
+			l.flushOutbox()
 			return
 		}
 		if err != nil {
@@ -112,15 +130,21 @@ func (l *link) onSent(it localstore.OutboxItem, f protocol.Frame) {
 		}
 		l.flushOutbox()
 	case *protocol.ErrorFrame:
-		switch f.Code {
-		case protocol.CodeRateLimited, protocol.CodeInternal:
+		if temporary(f) {
+			l.retryAt[it.Conv] = time.Now().Add(sendRetryDelay)
 			time.AfterFunc(sendRetryDelay, l.c.wake)
 			return
 		}
-		if err := l.c.store.DropOutbox(it.Conv, it.MsgID); err != nil {
+		delete(l.retryAt, it.Conv)
+		drop := l.c.store.DropOutbox
+		if it.Tried {
+			drop = l.c.store.FailOutbox
+		}
+		if err := drop(it.Conv, it.MsgID); err != nil {
 			l.c.log.Error("drop refused message", "err", err)
 		}
 		l.c.events.push(ErrorEvent{Op: "send", Err: fmt.Errorf("message to %s refused: %w", it.Conv, answerError(f))})
 		l.c.events.push(MessagesChanged{Conv: it.Conv})
+		l.flushOutbox()
 	}
 }

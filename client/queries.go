@@ -30,7 +30,7 @@ func (c *Client) Messages(conv string, beforeSeq int64, limit int) ([]Message, e
 	}
 	out := make([]Message, len(stored))
 	for i, m := range stored {
-		out[i] = Message{Message: m.Message, Outbox: m.Outbox}
+		out[i] = Message{Message: m.Message, Outbox: m.Outbox, Failed: m.Failed}
 	}
 	return out, nil
 }

@@ -39,10 +39,10 @@ func (l *link) flushDelivered() {
 			continue
 		}
 		if l.seen[conv] > synced {
-			l.fillGap(conv, synced)
+			l.fillGap(conv)
 		}
-		if synced > l.acked[conv] {
-			l.acked[conv] = synced
+		if synced > max(l.acked[conv], l.acking[conv]) {
+			l.acking[conv] = synced
 			marks = append(marks, protocol.Mark{Conv: conv, Seq: synced})
 		}
 	}
@@ -53,29 +53,45 @@ func (l *link) flushDelivered() {
 	}
 }
 
-// sendDelivered sends one delivered frame. The server refuses a frame
-// whole when one mark is refused (a group the user just left), so a
-// refused frame of several marks is sent again one mark per frame.
+// sendDelivered sends one delivered frame; a mark counts as acknowledged
+// only once the server answers ok. A frame refused for a passing reason
+// is sent again after a backoff. The server refuses a frame whole when
+// one mark is refused (a group the user just left), so a frame of several
+// marks refused for good is sent again one mark per frame.
 func (l *link) sendDelivered(marks []protocol.Mark) {
 	l.request(&request{op: "delivered", frame: &protocol.Delivered{Marks: marks}, answer: func(l *link, f protocol.Frame) {
+		for _, m := range marks {
+			if l.acking[m.Conv] == m.Seq {
+				delete(l.acking, m.Conv)
+			}
+		}
 		perr := answerError(f)
 		if perr == nil {
+			l.ackFail = 0
+			for _, m := range marks {
+				l.acked[m.Conv] = max(l.acked[m.Conv], m.Seq)
+			}
 			return
 		}
 		l.c.log.Warn("delivered refused", "marks", len(marks), "err", perr)
-		if perr.Code == protocol.CodeRateLimited {
-			for _, m := range marks {
-				delete(l.acked, m.Conv)
-				l.unacked[m.Conv] = true
-			}
-			l.armAck()
+		if temporary(f) {
+			l.ackFail++
+			l.after(retryDelay(l.ackFail-1), func(l *link) {
+				for _, m := range marks {
+					l.unacked[m.Conv] = true
+				}
+				l.flushDelivered()
+			})
 			return
 		}
 		if len(marks) > 1 {
 			for _, m := range marks {
+				l.acking[m.Conv] = max(l.acking[m.Conv], m.Seq)
 				l.sendDelivered([]protocol.Mark{m})
 			}
+			return
 		}
+		l.acked[marks[0].Conv] = max(l.acked[marks[0].Conv], marks[0].Seq) // refused for good: not again
 	}})
 }
 
@@ -110,6 +126,17 @@ func (c *Client) takeReads() map[string]int64 {
 	return reads
 }
 
+// loadPendingReads queues the read marks the store keeps as not yet
+// confirmed (made offline, or before a restart) for the new connection.
+func (c *Client) loadPendingReads() {
+	pending, err := c.store.PendingReads()
+	if err != nil {
+		c.log.Error("read pending reads", "err", err)
+		return
+	}
+	c.restoreReads(pending)
+}
+
 // restoreReads puts back read marks that were not confirmed.
 func (c *Client) restoreReads(reads map[string]int64) {
 	c.mu.Lock()
@@ -135,8 +162,10 @@ func (l *link) flushReads() {
 	}
 }
 
-// sendRead sends one read frame; a lost one is sent again on the next
-// connection, a refused one of several marks again one mark per frame.
+// sendRead sends one read frame. The marks stay pending in the store
+// until the server answers: a lost frame is sent again on the next
+// connection, one refused for a passing reason after a wait, a refused one
+// of several marks again one mark per frame.
 func (l *link) sendRead(marks []protocol.Mark) {
 	l.request(&request{
 		op:    "read",
@@ -144,9 +173,11 @@ func (l *link) sendRead(marks []protocol.Mark) {
 		answer: func(l *link, f protocol.Frame) {
 			perr := answerError(f)
 			if perr == nil {
+				l.c.clearPendingReads(marks)
 				return
 			}
-			if perr.Code == protocol.CodeRateLimited {
+			if temporary(f) {
+				l.c.events.push(ErrorEvent{Op: "read", Err: perr})
 				l.c.restoreReads(markMap(marks))
 				time.AfterFunc(sendRetryDelay, l.c.wake)
 				return
@@ -157,10 +188,20 @@ func (l *link) sendRead(marks []protocol.Mark) {
 				}
 				return
 			}
+			l.c.clearPendingReads(marks) // refused for good: not again
 			l.c.events.push(ErrorEvent{Op: "read", Err: perr})
 		},
 		lost: func(error) { l.c.restoreReads(markMap(marks)) },
 	})
+}
+
+// clearPendingReads forgets the stored pending reads the server answered.
+func (c *Client) clearPendingReads(marks []protocol.Mark) {
+	for _, m := range marks {
+		if err := c.store.ClearPendingRead(m.Conv, m.Seq); err != nil {
+			c.log.Error("clear pending read", "conv", m.Conv, "err", err)
+		}
+	}
 }
 
 // markMap turns marks into a map of conversation to seq.

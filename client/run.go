@@ -96,7 +96,12 @@ func (c *Client) connect(ctx context.Context) (welcomed bool, err error) {
 		return false, fmt.Errorf("dial %s: %w", c.cfg.URL, err)
 	}
 	defer ws.Close()
+	// The hello blocks in a read; ending ctx closes the socket under it.
+	stop := context.AfterFunc(ctx, func() { ws.Close() })
 	welcome, err := c.hello(ws)
+	if !stop() {
+		return false, ctx.Err()
+	}
 	if err != nil {
 		return false, err
 	}

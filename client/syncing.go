@@ -1,7 +1,9 @@
 package client
 
 import (
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/imcore/im/protocol"
 )
@@ -11,6 +13,7 @@ const (
 	syncPage    = 500 // sessions per sync page
 	fillPage    = protocol.MaxHistoryLimit
 	newestPage  = 50 // messages fetched for a conversation the profile holds nothing of
+	maxFills    = 16 // gap fills in flight (or waiting to retry) at once; the rest queue
 	olderPage   = 50 // messages per LoadOlder
 	gatewayConv = "biz:"
 )
@@ -60,8 +63,13 @@ func (l *link) onSessions(list string, f protocol.Frame) {
 	if !ok {
 		l.c.log.Warn("sync refused", "list", list, "err", answerError(f))
 		l.c.events.push(ErrorEvent{Op: "sync", Err: answerError(f)})
+		if temporary(f) {
+			l.syncFail[list]++
+			l.after(retryDelay(l.syncFail[list]-1), func(l *link) { l.sync(list) })
+		}
 		return
 	}
+	delete(l.syncFail, list)
 	if err := l.c.store.PutSessions(page.Sessions); err != nil {
 		l.c.log.Error("store sessions", "err", err)
 		l.c.events.push(ErrorEvent{Op: "sync", Err: err})
@@ -95,56 +103,119 @@ func (l *link) fillIfBehind(conv string, newest int64) {
 		return
 	}
 	if newest > synced {
-		l.fillGap(conv, synced)
+		l.fillGap(conv)
 	}
 }
 
-// fillGap asks for the messages of conv after synced, page after page,
-// until the server has no more. A conversation the profile holds nothing
-// of gets its newest page instead; older pages come with LoadOlder.
-func (l *link) fillGap(conv string, synced int64) {
-	if l.filling[conv] {
+// fillGap fills conv's history gap: at most maxFills conversations at
+// once, the others wait their turn in order.
+func (l *link) fillGap(conv string) {
+	if l.filling[conv] || slices.Contains(l.fillQ, conv) {
+		return
+	}
+	if len(l.filling) >= maxFills || time.Now().Before(l.fillPause) {
+		l.fillQ = append(l.fillQ, conv)
 		return
 	}
 	l.filling[conv] = true
+	l.askFill(conv)
+}
+
+// fillDone frees conv's gap fill slot for the next waiting conversation.
+func (l *link) fillDone(conv string) {
+	delete(l.filling, conv)
+	l.startFills()
+}
+
+// startFills starts waiting gap fills while there are free slots and
+// fills are not paused.
+func (l *link) startFills() {
+	for len(l.fillQ) > 0 && len(l.filling) < maxFills && !time.Now().Before(l.fillPause) {
+		next := l.fillQ[0]
+		l.fillQ = l.fillQ[1:]
+		l.fillGap(next)
+	}
+}
+
+// fillRefused puts a gap fill the server refused for a passing reason
+// back at the head of the queue and pauses every fill: the first refusal
+// of a pause sets its length, growing while no fill succeeds between.
+func (l *link) fillRefused(conv string) {
+	delete(l.filling, conv)
+	l.fillQ = append([]string{conv}, l.fillQ...)
+	if now := time.Now(); !now.Before(l.fillPause) {
+		d := retryDelay(l.fillFail)
+		l.fillFail++
+		l.fillPause = now.Add(d)
+		l.after(d, func(l *link) { l.startFills() })
+	}
+}
+
+// askFill asks for the page of conv after the seq up to which the profile
+// holds every message, page after page until the server has no more. A
+// conversation the profile holds nothing of gets its newest page instead;
+// older pages come with LoadOlder.
+func (l *link) askFill(conv string) {
+	synced, err := l.c.store.SyncedSeq(conv)
+	if err != nil {
+		l.c.log.Error("read synced seq", "conv", conv, "err", err)
+		l.fillDone(conv)
+		return
+	}
+	holds, err := l.c.store.HoldsMessages(conv)
+	if err != nil {
+		l.c.log.Error("read messages", "conv", conv, "err", err)
+		l.fillDone(conv)
+		return
+	}
 	h := &protocol.History{Conv: conv, Limit: newestPage}
-	if synced > 0 {
+	forward := holds || synced > 0
+	if forward {
 		after := synced
 		h.AfterSeq, h.Limit = &after, fillPage
 	}
 	l.request(&request{op: "history", frame: h, answer: func(l *link, f protocol.Frame) {
-		delete(l.filling, conv)
-		l.onFillPage(conv, synced > 0, f)
+		if temporary(f) {
+			l.c.log.Warn("gap fill refused for now", "conv", conv, "err", answerError(f))
+			l.fillRefused(conv)
+			return
+		}
+		if more := l.onFillPage(conv, forward, f); more {
+			l.askFill(conv)
+			return
+		}
+		l.fillDone(conv)
 	}})
 }
 
-// onFillPage stores a gap-filling page. The page holds every message the
-// server has in the range it covers, so the profile is synced up to its
-// last seq.
-func (l *link) onFillPage(conv string, forward bool, f protocol.Frame) {
+// onFillPage stores a gap-filling page and reports whether the fill goes
+// on with the next page. A forward page holds every message the server
+// has in the range it covers, so the profile is synced up to its last
+// seq; a newest page only if it is the whole conversation.
+func (l *link) onFillPage(conv string, forward bool, f protocol.Frame) (more bool) {
 	page, ok := f.(*protocol.Messages)
 	if !ok {
 		// Left the group, or the conversation is gone: keep what is held.
 		l.c.log.Warn("gap fill refused", "conv", conv, "err", answerError(f))
-		return
+		return false
 	}
+	l.fillFail = 0
 	if len(page.Messages) == 0 {
-		return
+		return false
 	}
 	if !l.storeHistory(page.Messages) {
-		return
+		return false
 	}
-	last := page.Messages[len(page.Messages)-1]
-	synced, err := l.c.store.RaiseSyncedSeq(conv, last.Seq)
-	if err != nil {
-		l.c.log.Error("raise synced seq", "conv", conv, "err", err)
-		return
+	if forward || !page.HasMore {
+		last := page.Messages[len(page.Messages)-1]
+		if _, err := l.c.store.RaiseSyncedSeq(conv, last.Seq); err != nil {
+			l.c.log.Error("raise synced seq", "conv", conv, "err", err)
+			return false
+		}
 	}
 	l.unacked[conv] = true
 	l.armAck()
-	if forward && page.HasMore {
-		l.fillGap(conv, synced)
-	}
+	return forward && page.HasMore
 }
 
 // storeHistory stores a history page and moves the session to its newest

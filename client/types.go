@@ -43,6 +43,10 @@ type Message struct {
 	protocol.Message
 	// Outbox is true while the server has not answered sent.
 	Outbox bool
+	// Failed is true for one of the user's own messages (Seq 0) the server
+	// refused on a retry after an earlier try may have been stored: it is
+	// no longer sent, and kept in the chat.
+	Failed bool
 }
 
 // Event is what the engine tells a UI. Events say what changed; the UI

@@ -42,10 +42,20 @@ func applyMessage(tx *sql.Tx, m protocol.Message, self string) (known bool, err 
 	if err != nil || !ok {
 		return false, err
 	}
-	if m.Seq <= sess.WriteSeq {
-		return true, nil
-	}
 	before := sess.UnreadCount
+	if m.Seq <= sess.WriteSeq {
+		// An older message (concurrent senders arrive out of order) moves
+		// nothing but the read its sender implies when it is self.
+		if m.From != self || m.Seq <= sess.ReadSeq {
+			return true, nil
+		}
+		sess.ReadSeq, sess.MarkedUnread = m.Seq, false
+		sess.UnreadCount = max(0, sess.WriteSeq-sess.ReadSeq)
+		if err := putSession(tx, sess); err != nil {
+			return true, err
+		}
+		return true, updateGateway(tx, sess.SubBiz, sess.UnreadCount-before, nil)
+	}
 	msg := m
 	sess.WriteSeq, sess.LastMsg, sess.Deleted = m.Seq, &msg, false
 	sess.WriteTS = max(sess.WriteTS, m.ServerTS)
@@ -61,10 +71,16 @@ func applyMessage(tx *sql.Tx, m protocol.Message, self string) (known bool, err 
 
 // ApplyRead applies the user's own read up to seq to the stored session
 // of conv at once, before the server confirms it: read_seq rises (never
-// above write_seq), the unread count drops, marked_unread clears. changed
-// is false when the session already showed it (or does not exist).
+// above write_seq), the unread count drops, marked_unread clears. In the
+// same transaction the read is kept as pending (PendingReads) until
+// ClearPendingRead. changed is false when the session already showed it
+// (or does not exist).
 func (s *Store) ApplyRead(conv string, seq int64) (changed bool, err error) {
 	err = s.withTx(context.Background(), func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO pending_reads (conv, seq) VALUES (?, ?)
+			ON CONFLICT (conv) DO UPDATE SET seq = max(seq, excluded.seq)`, conv, seq); err != nil {
+			return err
+		}
 		sess, ok, err := getSession(tx, conv)
 		if err != nil || !ok {
 			return err

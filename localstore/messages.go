@@ -14,6 +14,10 @@ type Message struct {
 	protocol.Message
 	// Outbox is true while the server has not answered sent.
 	Outbox bool
+	// Failed is true for one of the profile's own messages the server
+	// refused on a retry after an earlier try may have been stored: it is
+	// no longer sent, and has no seq unless a push or history brings it.
+	Failed bool
 }
 
 // messageColumns are the columns scanMessage reads, in its order.
@@ -66,7 +70,7 @@ type messagePut struct {
 }
 
 func prepareMessagePut(tx *sql.Tx) (*messagePut, error) {
-	confirm, err := tx.Prepare(`UPDATE messages SET seq = ?, server_ts = ?, kind = ?
+	confirm, err := tx.Prepare(`UPDATE messages SET seq = ?, server_ts = ?, kind = ?, failed = 0
 		WHERE conv = ? AND msg_id = ? AND seq IS NULL`)
 	if err != nil {
 		return nil, err
@@ -114,7 +118,7 @@ func (s *Store) Messages(conv string, beforeSeq int64, limit int) ([]Message, er
 	if beforeSeq <= 0 {
 		beforeSeq = 1<<63 - 1
 	}
-	rows, err := s.r.Query(`SELECT `+messageColumns+` FROM (
+	rows, err := s.r.Query(`SELECT `+messageColumns+`, failed FROM (
 			SELECT * FROM messages WHERE conv = ? AND seq IS NOT NULL AND seq < ?
 			ORDER BY seq DESC LIMIT ?)
 		ORDER BY seq`, conv, beforeSeq, limit)
@@ -125,25 +129,38 @@ func (s *Store) Messages(conv string, beforeSeq int64, limit int) ([]Message, er
 	if err != nil || beforeSeq != 1<<63-1 {
 		return out, err
 	}
-	rows, err = s.r.Query(`SELECT `+messageColumns+` FROM messages WHERE conv = ? AND seq IS NULL ORDER BY id`, conv)
+	rows, err = s.r.Query(`SELECT `+messageColumns+`, failed FROM messages WHERE conv = ? AND seq IS NULL ORDER BY id`, conv)
 	if err != nil {
 		return nil, fmt.Errorf("outbox messages of %s: %w", conv, err)
 	}
 	return scanMessages(rows, out)
 }
 
-// scanMessages appends every row to out and closes rows.
+// scanMessages appends every row (messageColumns and failed) to out and
+// closes rows.
 func scanMessages(rows *sql.Rows, out []Message) ([]Message, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var m Message
-		if err := rows.Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind); err != nil {
+		if err := rows.Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind, &m.Failed); err != nil {
 			return nil, err
 		}
-		m.Outbox = m.Seq == 0
+		m.Failed = m.Failed && m.Seq == 0
+		m.Outbox = m.Seq == 0 && !m.Failed
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// HoldsMessages reports whether the profile stores any message of conv
+// from the server (one with a seq).
+func (s *Store) HoldsMessages(conv string) (bool, error) {
+	var n int
+	err := s.r.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM messages WHERE conv = ? AND seq IS NOT NULL LIMIT 1)`, conv).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("messages of %s: %w", conv, err)
+	}
+	return n > 0, nil
 }
 
 // SyncedSeq returns the seq of conv up to which the profile holds every

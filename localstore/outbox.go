@@ -17,6 +17,9 @@ type OutboxItem struct {
 	MsgID    string
 	Body     string
 	ClientTS int64
+	// Tried is true once a send of it was written to a connection
+	// (MarkTried): the server may hold it although no sent came.
+	Tried bool
 }
 
 // ErrNotInOutbox is returned by ConfirmSent for a message that is not
@@ -25,8 +28,10 @@ var ErrNotInOutbox = errors.New("not in the outbox")
 
 // EnqueueOutbox puts one of the profile's own messages (Conv, MsgID, From,
 // Body, ClientTS; no seq yet) in the outbox and in the chat, where it shows
-// after every stored message until its sent arrives. Enqueuing a (conv,
-// msg_id) already known changes nothing.
+// after every stored message until its sent arrives. A conversation with
+// no session yet (a chat started offline) gets a placeholder session
+// (active_ts 0), which the server's copy replaces at the first sync.
+// Enqueuing a (conv, msg_id) already known changes nothing.
 func (s *Store) EnqueueOutbox(m protocol.Message) error {
 	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
 		res, err := tx.Exec(`INSERT OR IGNORE INTO messages (conv, msg_id, seq, sender, body, client_ts, server_ts, kind)
@@ -37,9 +42,11 @@ func (s *Store) EnqueueOutbox(m protocol.Message) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
 		}
-		_, err = tx.Exec(`INSERT OR IGNORE INTO outbox (conv, msg_id, body, client_ts) VALUES (?, ?, ?, ?)`,
-			m.Conv, m.MsgID, m.Body, m.ClientTS)
-		return err
+		if _, err = tx.Exec(`INSERT OR IGNORE INTO outbox (conv, msg_id, body, client_ts) VALUES (?, ?, ?, ?)`,
+			m.Conv, m.MsgID, m.Body, m.ClientTS); err != nil {
+			return err
+		}
+		return ensureSession(tx, m)
 	})
 	if err != nil {
 		return fmt.Errorf("enqueue %s/%s: %w", m.Conv, m.MsgID, err)
@@ -49,7 +56,7 @@ func (s *Store) EnqueueOutbox(m protocol.Message) error {
 
 // Outbox returns every message waiting for sent, oldest first.
 func (s *Store) Outbox() ([]OutboxItem, error) {
-	rows, err := s.r.Query(`SELECT conv, msg_id, body, client_ts FROM outbox ORDER BY id`)
+	rows, err := s.r.Query(`SELECT conv, msg_id, body, client_ts, tried FROM outbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
@@ -57,7 +64,7 @@ func (s *Store) Outbox() ([]OutboxItem, error) {
 	var out []OutboxItem
 	for rows.Next() {
 		var it OutboxItem
-		if err := rows.Scan(&it.Conv, &it.MsgID, &it.Body, &it.ClientTS); err != nil {
+		if err := rows.Scan(&it.Conv, &it.MsgID, &it.Body, &it.ClientTS, &it.Tried); err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
 		out = append(out, it)
@@ -97,6 +104,33 @@ func (s *Store) ConfirmSent(conv, msgID string, seq, serverTS int64) (protocol.M
 	return m, nil
 }
 
+// MarkTried records that a send of an outbox message is about to be
+// written to a connection.
+func (s *Store) MarkTried(conv, msgID string) error {
+	if _, err := s.w.Exec(`UPDATE outbox SET tried = 1 WHERE conv = ? AND msg_id = ? AND tried = 0`, conv, msgID); err != nil {
+		return fmt.Errorf("mark %s/%s tried: %w", conv, msgID, err)
+	}
+	return nil
+}
+
+// FailOutbox abandons a message the server refused after an earlier try
+// may have been stored: it leaves the outbox but stays in the chat,
+// marked failed (Message.Failed), until a push or history page gives it
+// its seq.
+func (s *Store) FailOutbox(conv, msgID string) error {
+	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`DELETE FROM outbox WHERE conv = ? AND msg_id = ?`, conv, msgID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`UPDATE messages SET failed = 1 WHERE conv = ? AND msg_id = ? AND seq IS NULL`, conv, msgID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("fail %s/%s: %w", conv, msgID, err)
+	}
+	return nil
+}
+
 // RemoveOutbox takes a message out of the outbox, keeping its row in the
 // chat (stored by then, or to be stored by a push or history page).
 func (s *Store) RemoveOutbox(conv, msgID string) error {
@@ -120,4 +154,29 @@ func (s *Store) DropOutbox(conv, msgID string) error {
 		return fmt.Errorf("drop %s/%s: %w", conv, msgID, err)
 	}
 	return nil
+}
+
+// ensureSession stores a placeholder session for the conversation of the
+// profile's own message m when it has none.
+func ensureSession(tx *sql.Tx, m protocol.Message) error {
+	_, ok, err := getSession(tx, m.Conv)
+	if err != nil || ok {
+		return err
+	}
+	parsed, valid := protocol.ParseConv(m.Conv)
+	if !valid {
+		return nil
+	}
+	sess := protocol.Session{Conv: m.Conv, Title: parsed.Name, Members: []string{}, WriteTS: m.ClientTS, Kind: parsed.Kind.String()}
+	switch parsed.Kind {
+	case protocol.ConvDirect:
+		sess.Members, sess.Title = []string{parsed.A, parsed.B}, parsed.A
+		if parsed.A == m.From {
+			sess.Title = parsed.B
+		}
+	case protocol.ConvGroup:
+	default:
+		return nil
+	}
+	return putSession(tx, sess)
 }

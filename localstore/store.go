@@ -62,9 +62,11 @@ func Open(path string) (*Store, error) {
 // connection of a pool gets them.
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)") // first: the pragmas after it may wait for a lock
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	// FULL: a commit (a message the UI was told is queued, a read)
+	// survives a power loss, not only a crash of the process.
+	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")

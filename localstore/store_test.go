@@ -52,7 +52,7 @@ func TestPragmasApplyToEveryConnection(t *testing.T) {
 		{"writer", func(p string) (v string, err error) { err = s.w.QueryRow("PRAGMA " + p).Scan(&v); return }},
 		{"reader", func(p string) (v string, err error) { err = s.r.QueryRow("PRAGMA " + p).Scan(&v); return }},
 	} {
-		for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "synchronous": "1", "foreign_keys": "1"} {
+		for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "synchronous": "2", "foreign_keys": "1"} {
 			got, err := db.q(pragma)
 			if err != nil || got != want {
 				t.Errorf("%s: PRAGMA %s = %q (%v), want %q", db.name, pragma, got, err, want)

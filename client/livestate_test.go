@@ -1,0 +1,46 @@
+package client
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/imcore/im/protocol"
+)
+
+// A message of the user's own (from another device) that arrives after a
+// newer one still reads the conversation up to it (docs 11.9: concurrent
+// senders' messages may arrive out of seq order).
+func TestOwnMessageOutOfOrderStillReads(t *testing.T) {
+	const dm = "d:alice:bob"
+	first := chatMsg(dm, 1, "bob")
+	srv := startScriptServer(t)
+	var once sync.Once
+	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+		s, ok := f.(*protocol.Sync)
+		if !ok || s.SubBiz != "" {
+			return false
+		}
+		answered := false
+		once.Do(func() {
+			answered = true
+			c.push(&protocol.Sessions{Ref: s.Ref, Cursor: 10, TotalUnread: 1, Sessions: []protocol.Session{{
+				Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
+				UnreadCount: 1, ReadSeq: 0, WriteSeq: 1, ActiveTS: 10, WriteTS: 10, LastMsg: &first,
+			}}})
+			c.push(&protocol.MsgPush{Msg: first})
+			c.push(&protocol.MsgPush{Msg: chatMsg(dm, 3, "bob")})
+			c.push(&protocol.MsgPush{Msg: chatMsg(dm, 2, "alice")}) // from alice's phone
+			c.push(&protocol.Typing{Conv: dm, User: "bob"})         // marker
+		})
+		return answered
+	}
+	alice := newProfile(t, srv.URL, "alice", "").start()
+	alice.waitEvent("the marker", func(e Event) bool { _, ok := e.(TypingEvent); return ok })
+	s, ok := alice.session(dm)
+	if !ok || s.WriteSeq != 3 {
+		t.Fatalf("session %+v", s)
+	}
+	if s.ReadSeq < 2 || s.UnreadCount != 1 {
+		t.Fatalf("after alice's own seq 2 the session has read_seq %d and %d unread, want 2 and 1", s.ReadSeq, s.UnreadCount)
+	}
+}

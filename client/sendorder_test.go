@@ -1,0 +1,122 @@
+package client
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/servertest"
+)
+
+// A message whose first send may have been stored (the connection dropped
+// before sent) stays in the chat when its retry is refused for good (the
+// user was removed from the group meanwhile).
+func TestRefusedRetryKeepsPossiblyStoredMessage(t *testing.T) {
+	env := servertest.Start(t)
+	bob := env.Dial(t, "bob", "phone")
+	g := bob.RequestOK(&protocol.CreateGroup{Title: "team", Members: []string{"alice", "carol"}}).(*protocol.Group)
+
+	alice := newProfile(t, env.URL, "alice", "")
+	alice.net.tripOnce(`"type":"sent"`)
+	alice.start()
+	alice.waitOnline()
+	alice.net.refuse.Store(true) // she walks into a lift
+	sent, err := alice.client.Send(g.Conv, "I'll bring the slides")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice.waitFor("the cut", func() bool { return alice.net.trips.Load() == 1 && alice.client.Conn().State == Offline })
+	stored := false
+	for _, m := range serverHistory(t, env, g.Conv) {
+		stored = stored || m.MsgID == sent.MsgID
+	}
+	if !stored {
+		t.Fatal("the server did not store the message before the cut")
+	}
+	bob.RequestOK(&protocol.GroupOp{Conv: g.Conv, Op: "remove", Users: []string{"alice"}})
+
+	alice.net.refuse.Store(false)
+	alice.waitFor("the outbox to empty", func() bool {
+		box, err := alice.store.Outbox()
+		return err == nil && len(box) == 0
+	})
+	for _, m := range alice.messages(g.Conv) {
+		if m.MsgID == sent.MsgID {
+			return
+		}
+	}
+	t.Fatalf("alice's chat lost her message %s, which the server stored and the group saw", sent.MsgID)
+}
+
+// The server stores a conversation's outbox messages in the order they
+// were written, even when it refuses one for a passing reason: the next
+// waits until the refused one is stored.
+func TestRateLimitedSendKeepsOutboxOrder(t *testing.T) {
+	const dm = "d:alice:bob"
+	srv := startScriptServer(t)
+	var once sync.Once
+	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+		s, ok := f.(*protocol.Send)
+		if !ok {
+			return false
+		}
+		refused := false
+		once.Do(func() {
+			refused = true
+			c.push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeRateLimited, Message: "too many frames; slow down"})
+		})
+		return refused
+	}
+	alice := newProfile(t, srv.URL, "alice", "")
+	first, err := alice.client.Send(dm, "are you coming?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := alice.client.Send(dm, "no")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice.start()
+	alice.waitFor("the outbox to empty", func() bool {
+		box, err := alice.store.Outbox()
+		return err == nil && len(box) == 0
+	})
+	msgs := alice.messages(dm)
+	if len(msgs) != 2 || msgs[0].MsgID != first.MsgID || msgs[1].MsgID != second.MsgID {
+		var got []string
+		for _, m := range msgs {
+			got = append(got, fmt.Sprintf("%d:%q", m.Seq, m.Body))
+		}
+		t.Fatalf("the chat reads %v, written in the other order", got)
+	}
+}
+
+// A chat started while the server cannot be reached is in the session
+// list at once, and after a restart, through a placeholder session.
+func TestChatStartedOfflineIsListedAfterRestart(t *testing.T) {
+	alice := newProfile(t, "ws://127.0.0.1:1/ws", "alice", "")
+	alice.net.refuse.Store(true)
+	dm := conv(t, "alice", "carol")
+	if _, err := alice.client.Send(dm, "hi carol, long time"); err != nil {
+		t.Fatal(err)
+	}
+	path := alice.path
+	alice.close()
+
+	alice = newProfile(t, "ws://127.0.0.1:1/ws", "alice", path)
+	alice.net.refuse.Store(true)
+	if got := alice.messages(dm); len(got) != 1 || !got[0].Outbox {
+		t.Fatalf("chat %+v", got)
+	}
+	list, _, err := alice.client.Sessions("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.Conv == dm {
+			return
+		}
+	}
+	t.Fatalf("the list (%d sessions) does not show the chat holding the unsent message", len(list))
+}
