@@ -62,6 +62,7 @@ type layoutKey struct {
 	showSender bool
 	seq        int64
 	outbox     bool
+	failed     bool
 	clientTS   int64
 }
 

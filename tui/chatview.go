@@ -19,6 +19,9 @@ const (
 	glyphSent      = "✓"
 	glyphDelivered = "✓✓"
 	glyphRead      = "✓✓"
+	// glyphFailed marks an own message the server refused after it may
+	// have stored it: it stays in the chat, flagged.
+	glyphFailed = "✗ not sent"
 )
 
 // renderCtx is what rendering messages needs from the root model.
@@ -39,7 +42,8 @@ var (
 type bubblePaints struct {
 	text, dim paint
 	ticks     [4]paint // by protocol.Tick
-	senders   []paint  // by senderColors index
+	failed    paint
+	senders   []paint // by senderColors index
 }
 
 var bubbles = func() [2]bubblePaints {
@@ -56,6 +60,7 @@ var bubbles = func() [2]bubblePaints {
 			}
 			p.ticks[t] = newPaint(fg.Inherit(bg))
 		}
+		p.failed = newPaint(lipgloss.NewStyle().Foreground(colErr).Inherit(bg))
 		for _, c := range senderColors {
 			p.senders = append(p.senders, newPaint(lipgloss.NewStyle().Bold(true).Foreground(c).Inherit(bg)))
 		}
@@ -208,7 +213,7 @@ func (c *chatModel) renderMessage(rc renderCtx, m *client.Message, showSender bo
 	if own {
 		tick = c.tickOf(m)
 	}
-	key := layoutKey{w: w, tick: tick, showSender: showSender, seq: m.Seq, outbox: m.Outbox, clientTS: m.ClientTS}
+	key := layoutKey{w: w, tick: tick, showSender: showSender, seq: m.Seq, outbox: m.Outbox, failed: m.Failed, clientTS: m.ClientTS}
 	id := msgKey(m)
 	if cl, ok := c.cache[id]; ok && cl.key == key {
 		return cl.lines
@@ -240,7 +245,11 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 	clock := msgTime(m, rc.now).Format("15:04")
 	metaW := width(clock)
 	meta := p.dim.render(clock)
-	if own {
+	switch {
+	case own && m.Failed:
+		metaW += 1 + width(glyphFailed)
+		meta += p.text.render(" ") + p.failed.render(glyphFailed)
+	case own:
 		g := tickGlyph(tick)
 		metaW += 1 + width(g)
 		meta += p.text.render(" ") + p.ticks[tick].render(g)
