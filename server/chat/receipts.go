@@ -47,8 +47,8 @@ func (s *Service) Mark(ctx context.Context, c Caller, kind store.MarkKind, marks
 
 // pushStatusToMembers pushes a rise of a conversation's ticks to its
 // members' devices. A group's members are read only now, when its minimum
-// rose, which for a large group is rare: once for each message every member
-// has received or read, not once per receipt.
+// rose, which for a large group is rare: only a receipt from its slowest
+// member can raise it, not every receipt.
 func (s *Service) pushStatusToMembers(ctx context.Context, ch store.TickChange) {
 	conv, _ := protocol.ParseConv(ch.Conv)
 	members := []string{conv.A, conv.B}
