@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/imcore/im/protocol"
@@ -20,6 +21,16 @@ const typingInterval = 3 * time.Second
 // waits for a connection if there is none; the updated session is stored
 // when the server answers (SessionsChanged), a refusal is an ErrorEvent.
 func (c *Client) SessionOp(conv, op string, until int64, category string) {
+	if op == "delete" && c.leftGroup(conv) {
+		// The server refuses every frame about a group the user has left;
+		// deleting it from the list is this device's business alone.
+		if _, err := c.store.HideSession(conv); err != nil {
+			c.events.push(ErrorEvent{Op: "session_op delete", Err: err})
+			return
+		}
+		c.events.push(SessionsChanged{})
+		return
+	}
 	c.enqueue(&request{
 		op:    "session_op " + op,
 		frame: &protocol.SessionOp{Conv: conv, Op: op, Until: until, Category: category},
@@ -38,6 +49,17 @@ func (c *Client) SessionOp(conv, op string, until int64, category string) {
 			}
 		},
 	})
+}
+
+// leftGroup reports whether conv is a group whose stored session says the
+// user is no longer a member (a former member's session lists nobody).
+func (c *Client) leftGroup(conv string) bool {
+	parsed, ok := protocol.ParseConv(conv)
+	if !ok || parsed.Kind != protocol.ConvGroup {
+		return false
+	}
+	sess, found, err := c.store.Session(conv)
+	return err == nil && found && !slices.Contains(sess.Members, c.User())
 }
 
 // CreateGroup asks the server for a group of the user and members named

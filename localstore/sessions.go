@@ -184,3 +184,25 @@ func putSession(tx *sql.Tx, sess protocol.Session) error {
 	}
 	return nil
 }
+
+// HideSession marks the stored session of conv deleted on this device
+// only, leaving its active_ts as it is, so that any later change from the
+// server (a new message, being added back) replaces it. It is for sessions
+// the server takes no operations on any more: a group the user has left.
+// It reports whether there was a session to hide.
+func (s *Store) HideSession(conv string) (bool, error) {
+	found := false
+	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
+		sess, ok, err := getSession(tx, conv)
+		if err != nil || !ok {
+			return err
+		}
+		found = true
+		sess.Deleted = true
+		return putSession(tx, sess)
+	})
+	if err != nil {
+		return false, fmt.Errorf("hide session %s: %w", conv, err)
+	}
+	return found, nil
+}

@@ -1,0 +1,69 @@
+package client
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/imcore/im/localstore"
+	"github.com/imcore/im/protocol"
+)
+
+// TestDeletingALeftGroupHidesItLocally checks that deleting a group the
+// user has left (the server refuses every frame about it) hides it from
+// this device's list without asking the server, and that a later change
+// from the server (being added back) shows it again.
+func TestDeletingALeftGroupHidesItLocally(t *testing.T) {
+	st, err := localstore.Open(filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const left, kept = "g:left", "g:kept"
+	err = st.PutSessions([]protocol.Session{
+		{Conv: left, Kind: "group", Title: "old team", Members: []string{}, WriteSeq: 3, ReadSeq: 3, ActiveTS: 10, WriteTS: 10},
+		{Conv: kept, Kind: "group", Title: "team", Members: []string{"alice", "bob"}, WriteSeq: 1, ActiveTS: 11, WriteTS: 11},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{URL: "ws://127.0.0.1:1/ws", User: "alice", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	c.SessionOp(left, "delete", 0, "")
+	c.SessionOp(kept, "delete", 0, "")
+	if got := convsOf(t, c); !slices.Equal(got, []string{kept}) {
+		t.Fatalf("list after deleting the left group = %v, want [%s]", got, kept)
+	}
+	c.mu.Lock()
+	queued := len(c.queue)
+	c.mu.Unlock()
+	if queued != 1 {
+		t.Errorf("%d requests queued for the server, want 1 (the member group's delete only)", queued)
+	}
+	// Added back: the server's newer session replaces the local hiding.
+	err = st.PutSessions([]protocol.Session{{Conv: left, Kind: "group", Title: "old team", Members: []string{"alice", "bob"},
+		WriteSeq: 5, ReadSeq: 4, UnreadCount: 1, ActiveTS: 20, WriteTS: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := convsOf(t, c); !slices.Contains(got, left) {
+		t.Errorf("list after being added back = %v, want %s shown again", got, left)
+	}
+}
+
+func convsOf(t *testing.T, c *Client) []string {
+	t.Helper()
+	sessions, _, err := c.Sessions("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range sessions {
+		out = append(out, s.Conv)
+	}
+	return out
+}
