@@ -129,6 +129,7 @@ func (m *Model) newGroupDialog() dialog {
 				return nil, err
 			}
 			b := m.b
+			m.creating = title
 			return tea.Batch(call(func() { b.CreateGroup(title, members) }),
 				m.notify("creating group "+title+"…", false)), nil
 		})

@@ -334,6 +334,13 @@ func TestNewChatAndGroup(t *testing.T) {
 		t.Fatalf("CreateGroup calls = %v", c)
 	}
 	h.contains("creating group party")
+
+	// The server's answer opens the new group's chat.
+	h.event(client.GroupChanged{Conv: "g:party1", Title: "party", Members: []string{"alice", "bob", "carol", "dave"}})
+	if h.m.chat == nil || h.m.chat.conv != "g:party1" {
+		t.Fatalf("the created group did not open: %+v", h.m.chat)
+	}
+	h.contains("party")
 }
 
 func TestMessageInfo(t *testing.T) {

@@ -107,6 +107,10 @@ func (m *Model) handleEvent(ev client.Event) tea.Cmd {
 			s := c.sess
 			s.Title, s.Members = ev.Title, ev.Members
 			m.setChatSession(s)
+		} else if m.creating != "" && ev.Title == m.creating {
+			// The group the user just created: open it.
+			m.creating = ""
+			cmds = append(cmds, m.openChat(protocol.Session{Conv: ev.Conv, Kind: "group", Title: ev.Title, Members: ev.Members}))
 		}
 	case client.MessagesChanged:
 		cmds = append(cmds, m.reloadSessions())

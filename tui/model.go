@@ -51,6 +51,10 @@ const splitWidth = 100
 // Model is the root Bubble Tea model of the terminal client. Create it with
 // New; it implements tea.Model.
 type Model struct {
+	// creating is the title of the group the user asked to create, whose
+	// chat opens when the server answers ("" for none).
+	creating string
+
 	b      Backend
 	opts   Options
 	keys   keyMap
