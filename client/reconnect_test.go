@@ -77,7 +77,9 @@ func TestDroppedConnectionMidBurstLosesNothing(t *testing.T) {
 // When another device of the user acknowledged the messages (so nothing
 // is replayed), the client fills the gap from history after reconnecting.
 func TestGapIsFilledFromHistory(t *testing.T) {
-	env := servertest.Start(t)
+	// alice writes 460 frames back to back: more than a connection's
+	// default burst, which this test is not about.
+	env := servertest.Start(t, func(c *server.Config) { c.Gateway.RateBurst = 10000 })
 	dm := conv(t, "alice", "bob")
 	bob := newProfile(t, env.URL, "bob", "").start()
 	alice := env.Dial(t, "alice", "phone")
