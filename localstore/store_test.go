@@ -1,6 +1,7 @@
 package localstore
 
 import (
+	"github.com/imcore/im/internal/sqlmigrate"
 	"testing"
 )
 
@@ -37,8 +38,8 @@ func TestMigrationsAreRecordedOnce(t *testing.T) {
 	if err := again.r.QueryRow(`SELECT COUNT(*), MAX(version) FROM schema_version`).Scan(&rows, &version); err != nil {
 		t.Fatal(err)
 	}
-	migrations, _ := loadMigrations()
-	if rows != len(migrations) || version != migrations[len(migrations)-1].version {
+	migrations, _ := sqlmigrate.Load(migrationFiles, "migrations")
+	if rows != len(migrations) || version != migrations[len(migrations)-1].Version {
 		t.Fatalf("schema_version has %d rows up to %d, want %d", rows, version, len(migrations))
 	}
 }
