@@ -256,7 +256,7 @@ func (l *link) write(f protocol.Frame) {
 func (l *link) request(req *request) {
 	if req.answer != nil {
 		id := l.c.nextID()
-		setRequestID(req.frame, id)
+		protocol.SetRequestID(req.frame, id)
 		l.pending[id] = req
 	}
 	l.write(req.frame)

@@ -85,33 +85,6 @@ func (c *Client) failQueue(err error) {
 	}
 }
 
-// setRequestID gives a request frame its id; frames that carry none are
-// left alone.
-func setRequestID(f protocol.Frame, id string) {
-	switch f := f.(type) {
-	case *protocol.Send:
-		f.ID = id
-	case *protocol.History:
-		f.ID = id
-	case *protocol.Delivered:
-		f.ID = id
-	case *protocol.Read:
-		f.ID = id
-	case *protocol.ReceiptsRequest:
-		f.ID = id
-	case *protocol.Sync:
-		f.ID = id
-	case *protocol.SessionOp:
-		f.ID = id
-	case *protocol.CreateGroup:
-		f.ID = id
-	case *protocol.GroupOp:
-		f.ID = id
-	case *protocol.Hello:
-		f.ID = id
-	}
-}
-
 // requestID returns the id an answer echoes, "" for a push.
 func requestID(f protocol.Frame) string {
 	if r, ok := f.(interface{ RequestID() string }); ok {

@@ -15,6 +15,19 @@ type Ref struct {
 // RequestID returns the request id, "" when none was given.
 func (r Ref) RequestID() string { return r.ID }
 
+// SetRequestID sets the request id.
+func (r *Ref) SetRequestID(id string) { r.ID = id }
+
+// SetRequestID gives f the request id, if f is a frame that can carry one
+// (every frame embedding Ref), and reports whether it could.
+func SetRequestID(f Frame, id string) bool {
+	r, ok := f.(interface{ SetRequestID(string) })
+	if ok {
+		r.SetRequestID(id)
+	}
+	return ok
+}
+
 // Message is the message object of the protocol.
 type Message struct {
 	Conv     string `json:"conv"`

@@ -121,14 +121,7 @@ func (u *user) send(conv, body string) error {
 func (u *user) request(f protocol.Frame) (protocol.Frame, error) {
 	u.next++
 	id := "r" + strconv.Itoa(u.next)
-	switch r := f.(type) {
-	case *protocol.Hello:
-		r.ID = id
-	case *protocol.Send:
-		r.ID = id
-	case *protocol.CreateGroup:
-		r.ID = id
-	}
+	protocol.SetRequestID(f, id)
 	data, err := protocol.Encode(f)
 	if err != nil {
 		return nil, err

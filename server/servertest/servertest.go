@@ -354,40 +354,13 @@ func RequestID(f protocol.Frame) string {
 
 // setID gives a request frame an id if it has none and returns its id.
 func setID(f protocol.Frame, id string) string {
-	ref := refOf(f)
-	if ref == nil {
+	if existing := RequestID(f); existing != "" {
+		return existing
+	}
+	if !protocol.SetRequestID(f, id) {
 		panic(fmt.Sprintf("%s carries no id", f.FrameType()))
 	}
-	if ref.ID == "" {
-		ref.ID = id
-	}
-	return ref.ID
-}
-
-func refOf(f protocol.Frame) *protocol.Ref {
-	switch f := f.(type) {
-	case *protocol.Hello:
-		return &f.Ref
-	case *protocol.Send:
-		return &f.Ref
-	case *protocol.History:
-		return &f.Ref
-	case *protocol.Delivered:
-		return &f.Ref
-	case *protocol.Read:
-		return &f.Ref
-	case *protocol.ReceiptsRequest:
-		return &f.Ref
-	case *protocol.Sync:
-		return &f.Ref
-	case *protocol.SessionOp:
-		return &f.Ref
-	case *protocol.CreateGroup:
-		return &f.Ref
-	case *protocol.GroupOp:
-		return &f.Ref
-	}
-	return nil
+	return id
 }
 
 // Describe renders a frame for a failure message.
