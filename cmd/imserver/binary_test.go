@@ -127,9 +127,10 @@ func (b *logBuffer) String() string {
 // runCommand runs imserver to completion and returns its output and exit code.
 func runCommand(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	bin := imserverBinary(t) // built before the clock starts: a cold build can take a while
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, imserverBinary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
