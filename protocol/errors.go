@@ -1,6 +1,9 @@
 package protocol
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Code is a machine-readable error code carried by an error frame.
 type Code string
@@ -22,6 +25,9 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// RetryAfterMS is set on a rate_limited error: the wait, in ms, before
+	// the request can succeed.
+	RetryAfterMS int64
 }
 
 // Error implements the error interface.
@@ -34,5 +40,12 @@ func Errorf(code Code, format string, args ...any) *Error {
 
 // Frame turns the error into the error frame answering request id.
 func (e *Error) Frame(id string) *ErrorFrame {
-	return &ErrorFrame{Ref: Ref{ID: id}, Code: e.Code, Message: e.Message}
+	return &ErrorFrame{Ref: Ref{ID: id}, Code: e.Code, Message: e.Message, RetryAfterMS: e.RetryAfterMS}
+}
+
+// RateLimited is a rate_limited error that says how long to wait.
+func RateLimited(retryAfter time.Duration, format string, args ...any) *Error {
+	e := Errorf(CodeRateLimited, format, args...)
+	e.RetryAfterMS = max(1, retryAfter.Milliseconds())
+	return e
 }

@@ -126,6 +126,9 @@ type Read struct {
 type ReceiptsRequest struct {
 	Ref
 	Conv string `json:"conv"`
+	// After continues a cut answer: only members whose user id sorts after
+	// it (an addition to the contract; "" for the first page).
+	After string `json:"after,omitempty"`
 }
 
 // Typing is ephemeral: a client sends it with Conv; the server forwards it
@@ -221,6 +224,9 @@ type ReceiptsReply struct {
 	Ref
 	Conv    string          `json:"conv"`
 	Members []MemberReceipt `json:"members"`
+	// HasMore says the answer was cut to the page budget: ask again with
+	// After set to the last member's user (an addition to the contract).
+	HasMore bool `json:"has_more,omitempty"`
 }
 
 // ErrorFrame answers a request that failed, or reports a frame that could
@@ -229,6 +235,9 @@ type ErrorFrame struct {
 	Ref
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// RetryAfterMS, on a rate_limited error, is how long to wait before
+	// the request can succeed (an addition to the contract; 0 when absent).
+	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
 }
 
 // Sessions answers a sync.

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
@@ -28,6 +29,9 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 	})
 	if perr != nil {
 		return nil, perr
+	}
+	if errors.Is(members.err, store.ErrMsgIDTaken) {
+		return nil, protocol.Errorf(protocol.CodeInvalid, "msg_id already used: %q names another user's message in %s", f.MsgID, f.Conv)
 	}
 	if err := members.err; err != nil {
 		return nil, s.internal("send", err, "conv", f.Conv, "msg_id", f.MsgID)

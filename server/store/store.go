@@ -21,6 +21,11 @@ var ErrClosed = errors.New("store closed")
 // group that does not exist, and for a user who is not a group's member.
 var ErrNotFound = errors.New("not found")
 
+// ErrMsgIDTaken is returned, changing nothing, by an Append whose
+// (conv, msg_id) is already stored from another sender: the key belongs to
+// the user who used it first.
+var ErrMsgIDTaken = errors.New("msg_id already used by another sender")
+
 // ErrStaleMembers is returned, changing nothing, by a group write made
 // against a membership version that is no longer current: the caller read
 // the members, someone changed them, and the caller must read them again.
@@ -32,7 +37,8 @@ type Store interface {
 	// Append stores a message, assigning the next seq of its conversation
 	// and the server timestamp, unless (conv, msg_id) is already stored, in
 	// which case it returns the stored message with Duplicate set and
-	// changes nothing. In the same atomic step it creates a direct chat on
+	// changes nothing — or ErrMsgIDTaken when that message is another
+	// sender's. In the same atomic step it creates a direct chat on
 	// its first message (with a boundary row for each member; a group must
 	// exist, see GroupChange), moves the
 	// sender's delivered and read boundaries up to the new seq (sending

@@ -35,6 +35,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, req store.AppendReques
 		if err != nil {
 			return store.AppendResult{}, fmt.Errorf("read original of %s: %w", m.MsgID, err)
 		}
+		if orig.From != m.From {
+			return store.AppendResult{}, store.ErrMsgIDTaken
+		}
 		return store.AppendResult{Msg: orig, Duplicate: true}, nil
 	case !errors.Is(err, sql.ErrNoRows):
 		return store.AppendResult{}, err

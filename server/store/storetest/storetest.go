@@ -475,11 +475,12 @@ func testAppendIdempotent(t *testing.T, s store.Store) {
 	if dup.Msg != first.Msg {
 		t.Errorf("repeated (%s, m1): Msg = %+v, want the original %+v", dAB, dup.Msg, first.Msg)
 	}
-	// Even when repeated by the other member.
+	// The key belongs to its sender: the other member using it is
+	// refused, and neither gets the other's message as its own.
 	byBob := request(dAB, bob, "m1")
 	byBob.Msg.Body = "bob's body"
-	if dup := appendOK(t, s, byBob); !dup.Duplicate || dup.Msg != first.Msg {
-		t.Errorf("repeated (%s, m1) by bob = %+v, want the original %+v with Duplicate", dAB, dup, first.Msg)
+	if res, err := s.Append(t.Context(), byBob); !errors.Is(err, store.ErrMsgIDTaken) {
+		t.Errorf("(%s, m1) by bob after alice: %+v, %v; want ErrMsgIDTaken", dAB, res, err)
 	}
 	checkPending(t, s, bob) // the duplicates put no pending row back
 	checkReceipts(t, s, dAB, rcpt(alice, 1, 1), rcpt(bob, 2, 2))
