@@ -1,0 +1,159 @@
+// Package netlimit bounds the TCP connections a server holds: in all
+// (below the process's file-descriptor limit) and from one IP address. A
+// connection over a limit is accepted and at once answered with an HTTP 503
+// and closed, so the listen queue never fills and accept never fails for
+// want of descriptors: every other client can still connect.
+package netlimit
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config says how many connections a Listener holds.
+type Config struct {
+	// MaxConns bounds the connections open at once; 0 means DefaultMaxConns.
+	MaxConns int
+	// MaxPerIP bounds the connections open at once from one IP address; 0
+	// means no bound.
+	MaxPerIP int
+	// OnRefuse, when set, is told of each refused connection: PerIP or
+	// Total.
+	OnRefuse func(reason string)
+}
+
+// Reasons a connection is refused.
+const (
+	PerIP = "per_ip"
+	Total = "max_conns"
+)
+
+// refuseWriteTimeout bounds the write of the 503 to a refused connection.
+const refuseWriteTimeout = 100 * time.Millisecond
+
+// Listener is a net.Listener that keeps its Config's bounds.
+type Listener struct {
+	net.Listener
+	cfg Config
+
+	mu    sync.Mutex
+	open  int
+	perIP map[string]int
+}
+
+// Listen wraps l.
+func Listen(l net.Listener, cfg Config) *Listener {
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns()
+	}
+	return &Listener{Listener: l, cfg: cfg, perIP: make(map[string]int)}
+}
+
+// MaxConns returns the bound in effect on all connections.
+func (l *Listener) MaxConns() int { return l.cfg.MaxConns }
+
+// Open returns the connections open now.
+func (l *Listener) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
+
+// Accept returns the next connection within the bounds, refusing those
+// over them.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := remoteIP(c)
+		if reason := l.admit(ip); reason != "" {
+			l.refuse(c, ip, reason)
+			continue
+		}
+		return &conn{Conn: c, l: l, ip: ip}, nil
+	}
+}
+
+// admit counts a new connection from ip, or returns why it is refused.
+func (l *Listener) admit(ip string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open >= l.cfg.MaxConns {
+		return Total
+	}
+	if l.cfg.MaxPerIP > 0 && l.perIP[ip] >= l.cfg.MaxPerIP {
+		return PerIP
+	}
+	l.open++
+	l.perIP[ip]++
+	return ""
+}
+
+func (l *Listener) release(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if l.perIP[ip]--; l.perIP[ip] <= 0 {
+		delete(l.perIP, ip)
+	}
+}
+
+// refuse answers a connection over a bound with a 503 and closes it.
+func (l *Listener) refuse(c net.Conn, ip, reason string) {
+	if l.cfg.OnRefuse != nil {
+		l.cfg.OnRefuse(reason)
+	}
+	text := fmt.Sprintf("too many connections: this server holds at most %d\n", l.cfg.MaxConns)
+	if reason == PerIP {
+		text = fmt.Sprintf("too many connections from %s: at most %d from one address\n", ip, l.cfg.MaxPerIP)
+	}
+	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(text), text)
+	c.Close()
+}
+
+// conn releases its place once closed.
+type conn struct {
+	net.Conn
+	l    *Listener
+	ip   string
+	once sync.Once
+}
+
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.release(c.ip) })
+	return err
+}
+
+func remoteIP(c net.Conn) string {
+	if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return tcp.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// DefaultMaxConns is the bound on connections that keeps the process clear
+// of its file-descriptor limit: the limit less a reserve for the database,
+// logs and the like (128 descriptors and 1% of the limit).
+func DefaultMaxConns() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == 0 {
+		return 1000
+	}
+	soft := min(lim.Cur, 1<<30)
+	reserve := 128 + soft/100
+	if soft <= reserve+16 {
+		return 16
+	}
+	return int(soft - reserve)
+}

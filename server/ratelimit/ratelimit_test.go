@@ -1,0 +1,121 @@
+package ratelimit
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func newTestSet(limit rate.Limit, burst int) (*Set, *fakeClock) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	s := NewSet(limit, burst)
+	s.now = clock.now
+	return s, clock
+}
+
+func TestBurstThenRate(t *testing.T) {
+	s, clock := newTestSet(10, 5) // 10/s, burst 5
+	for i := range 5 {
+		if !s.Allow("alice") {
+			t.Fatalf("token %d of the burst refused", i+1)
+		}
+	}
+	ok, wait, _ := s.Take("alice", 1)
+	if ok || wait != 100*time.Millisecond {
+		t.Fatalf("past the burst: ok %v, retry after %v; want refused, 100ms", ok, wait)
+	}
+	// Another key has its own bucket.
+	if !s.Allow("bob") {
+		t.Fatal("bob refused because of alice")
+	}
+	clock.t = clock.t.Add(100 * time.Millisecond)
+	if !s.Allow("alice") {
+		t.Fatal("refused after the refill time")
+	}
+	if s.Allow("alice") {
+		t.Fatal("allowed twice after one refill")
+	}
+}
+
+func TestTakeMoreThanBurst(t *testing.T) {
+	s, _ := newTestSet(PerWindow(60, time.Hour), 20)
+	ok, wait, _ := s.Take("alice", 21)
+	if ok || wait != 20*time.Minute {
+		t.Fatalf("21 of a burst of 20: ok %v, wait %v; want refused, the 20 min to fill the bucket", ok, wait)
+	}
+	if ok, _, _ := s.Take("alice", 20); !ok {
+		t.Fatal("the whole burst refused after a refused oversize take")
+	}
+}
+
+func TestUndoGivesTokensBack(t *testing.T) {
+	s, _ := newTestSet(1, 3)
+	ok, _, undo := s.Take("alice", 3)
+	if !ok {
+		t.Fatal("burst refused")
+	}
+	if s.Allow("alice") {
+		t.Fatal("allowed with an empty bucket")
+	}
+	undo()
+	if ok, _, _ := s.Take("alice", 3); !ok {
+		t.Fatal("tokens not given back by undo")
+	}
+}
+
+func TestFullBucketsAreForgotten(t *testing.T) {
+	s, clock := newTestSet(100, 1)
+	for i := range sweepEvery - 1 {
+		s.Allow(string(rune('a'+i%26)) + string(rune('a'+i/26%26)))
+	}
+	if s.Len() == 0 {
+		t.Fatal("no bucket kept")
+	}
+	clock.t = clock.t.Add(time.Second) // every bucket full again
+	s.Allow("last")                    // the sweepEvery-th lookup sweeps
+	if n := s.Len(); n != 1 {
+		t.Fatalf("%d buckets kept after the sweep, want 1 (the one just used)", n)
+	}
+}
+
+func TestInfiniteRateAllowsEverything(t *testing.T) {
+	s := NewSet(rate.Inf, 0)
+	for range 1000 {
+		if ok, _, undo := s.Take("alice", 1000); !ok || undo == nil {
+			t.Fatal("refused under rate.Inf")
+		}
+	}
+	if s.Len() != 0 {
+		t.Fatal("buckets kept under rate.Inf")
+	}
+}
+
+func TestAdmitWaitsWithinBound(t *testing.T) {
+	s, _ := newTestSet(10, 2) // a token every 100ms
+	for i := range 2 {
+		if wait, ok := s.Admit("alice", 0); !ok || wait != 0 {
+			t.Fatalf("token %d of the burst: wait %v, ok %v", i+1, wait, ok)
+		}
+	}
+	// Empty: the next token is 100ms off, within a bound of 250ms.
+	if wait, ok := s.Admit("alice", 250*time.Millisecond); !ok || wait != 100*time.Millisecond {
+		t.Fatalf("within the bound: wait %v, ok %v; want 100ms, true", wait, ok)
+	}
+	// That one is spoken for: the next is 200ms off.
+	if wait, ok := s.Admit("alice", 250*time.Millisecond); !ok || wait != 200*time.Millisecond {
+		t.Fatalf("second wait: %v, %v; want 200ms, true", wait, ok)
+	}
+	// 300ms is beyond the bound: refused, nothing taken.
+	if wait, ok := s.Admit("alice", 250*time.Millisecond); ok || wait != 300*time.Millisecond {
+		t.Fatalf("beyond the bound: wait %v, ok %v; want 300ms, false", wait, ok)
+	}
+	if wait, ok := s.Admit("alice", 250*time.Millisecond); ok || wait != 300*time.Millisecond {
+		t.Fatalf("a refusal took a token: wait %v, ok %v", wait, ok)
+	}
+}
