@@ -8,7 +8,7 @@ import (
 // DefaultMaxPageBytes is the default byte budget of one page of an answer
 // (history, sync, receipts): a page is cut when its items would make the
 // frame larger, and has_more tells the client to ask again.
-const DefaultMaxPageBytes = 256 << 10
+const DefaultMaxPageBytes = 512 << 10
 
 // EncodedLen returns the length of m's JSON text as Encode writes it (inside
 // a frame), without encoding it.

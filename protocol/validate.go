@@ -5,10 +5,13 @@ type Limits struct {
 	MaxBody      int // bytes in a message body
 	MaxGroupSize int // members of a group, its creator included
 	MaxTitle     int // characters in a group title
+	// MaxPageBytes is the byte budget of one page of an answer (history,
+	// sync, receipts); DefaultMaxPageBytes when 0.
+	MaxPageBytes int
 }
 
 // DefaultLimits are the limits PROTOCOL.md gives as defaults.
-var DefaultLimits = Limits{MaxBody: DefaultMaxBody, MaxGroupSize: DefaultMaxGroupSize, MaxTitle: DefaultMaxTitle}
+var DefaultLimits = Limits{MaxBody: DefaultMaxBody, MaxGroupSize: DefaultMaxGroupSize, MaxTitle: DefaultMaxTitle, MaxPageBytes: DefaultMaxPageBytes}
 
 // Validate checks a hello's shape; authentication is the server's business.
 func (h *Hello) Validate() *Error {

@@ -20,7 +20,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,14 +105,16 @@ func grpStartDetached(t *testing.T, options ...func(*server.Config)) *servertest
 	return env
 }
 
-// grpProbeUser is a user who only ever sends typing indicators, to find
-// out when a new connection's replay is over (see grpDial). Its typing
-// frames are dropped by grpTake.
+// grpProbeUser prefixes the users who only ever send typing indicators,
+// to find out when a new connection's replay is over (see grpDial). Their
+// typing frames are dropped by grpTake.
 const grpProbeUser = "zz-probe"
 
-// grpProbes holds one probing connection per server, used by the test's
-// own goroutine only.
-var grpProbes sync.Map // *servertest.Env → *servertest.Client
+// grpProbeCount numbers the probes: each grpDial uses a probe user of its
+// own, because the server relays one typing indicator per user and
+// conversation per typing interval, and two devices of one user dialled in
+// a row would otherwise share the probe's conversation.
+var grpProbeCount atomic.Int64
 
 // grpDial connects user/device and returns once the server pushes to the
 // device as it answers it. Registration alone is not enough: while a new
@@ -126,19 +128,15 @@ var grpProbes sync.Map // *servertest.Env → *servertest.Client
 func grpDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
 	t.Helper()
 	c := grpDialAsync(t, env, user, device)
-	probe, ok := grpProbes.Load(env)
-	if !ok {
-		probe = grpDialAsync(t, env, grpProbeUser, "probe")
-		grpProbes.Store(env, probe)
-		t.Cleanup(func() { grpProbes.Delete(env) })
-	}
-	p := probe.(*servertest.Client)
-	conv, _ := protocol.DirectConv(user, grpProbeUser)
-	p.Write(&protocol.Typing{Conv: conv})
+	probeUser := fmt.Sprintf("%s%d", grpProbeUser, grpProbeCount.Add(1))
+	probe := grpDialAsync(t, env, probeUser, "probe")
+	conv, _ := protocol.DirectConv(user, probeUser)
+	probe.Write(&protocol.Typing{Conv: conv})
 	c.Expect("the probe's typing", func(f protocol.Frame) bool {
 		ty, ok := f.(*protocol.Typing)
-		return ok && ty.User == grpProbeUser
+		return ok && ty.User == probeUser
 	})
+	probe.Close()
 	c.Request(&protocol.History{Conv: "-"})
 	return c
 }
@@ -222,7 +220,7 @@ func grpTake(t *testing.T, c *servertest.Client) grpFrames {
 		case *protocol.SessionSync:
 			out.syncs = append(out.syncs, f.Cursor)
 		case *protocol.Typing:
-			if f.User != grpProbeUser {
+			if !strings.HasPrefix(f.User, grpProbeUser) {
 				out.typing = append(out.typing, *f)
 			}
 		default:

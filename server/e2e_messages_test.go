@@ -5,7 +5,10 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/time/rate"
+
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/servertest"
 )
 
@@ -47,7 +50,9 @@ func TestFromIsTheAuthenticatedUser(t *testing.T) {
 // no gap and no duplicate; a resent msg_id returns the original seq and
 // nobody receives it twice.
 func TestConcurrentSendersGetGaplessSeqs(t *testing.T) {
-	env := servertest.Start(t)
+	// 25 connections of each user send 500 frames as fast as they can:
+	// more than one user's frame rate allows, which is not what this tests.
+	env := servertest.Start(t, func(c *server.Config) { c.Gateway.RateLimit = rate.Inf })
 	const senders, perSender = 50, 10
 	const conv = "d:alice:bob"
 	observer := env.Dial(t, "bob", "observer")

@@ -1,5 +1,6 @@
 // Package server is the composition root of imserver: it opens the store,
-// builds the domain and the gateway, and serves /ws and /healthz.
+// builds the domain and the gateway, and serves /ws, /healthz, /readyz and
+// /metrics.
 package server
 
 import (
@@ -9,15 +10,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
+	"github.com/imcore/im/server/metrics"
+	"github.com/imcore/im/server/netlimit"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/sqlitestore"
 	"github.com/imcore/im/server/userlock"
@@ -40,63 +44,125 @@ type Config struct {
 	// who can reach it can then speak as any user.
 	AllowRemoteDev bool
 	Gateway        gateway.Config
-	Logger         *slog.Logger
+	// Quotas bound what one user may make the server do; chat.DefaultQuotas
+	// when zero.
+	Quotas chat.Quotas
+	// MaxConns bounds the TCP connections held at once (0: below the
+	// file-descriptor limit); MaxConnsPerIP those from one address (0: no
+	// bound).
+	MaxConns, MaxConnsPerIP int
+	// IdleTimeout closes an HTTP connection idle between requests (not a
+	// WebSocket); a minute when zero.
+	IdleTimeout time.Duration
+	// MaxTokenTTL refuses tokens that expire further ahead (token mode);
+	// auth.DefaultMaxTTL when zero.
+	MaxTokenTTL time.Duration
+	Logger      *slog.Logger
 	// Now is the clock for server timestamps; time.Now when nil. Tests use
 	// it to move time (mute expiry) or step it back.
 	Now func() time.Time
+	// StoreMaxPages caps the database's size in pages (see
+	// sqlitestore.Options.MaxPages); for tests of a full disk.
+	StoreMaxPages int
 }
 
 // Server is a running imserver.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	store *sqlitestore.Store
-	hub   *hub.Hub
-	gw    *gateway.Gateway
-	http  *http.Server
-	ready atomic.Bool
+	cfg     Config
+	log     *slog.Logger
+	unlock  func()
+	store   *sqlitestore.Store
+	hub     *hub.Hub
+	gw      *gateway.Gateway
+	metrics *metrics.Metrics
+	http    *http.Server
+	ready   atomic.Bool
+	failing atomic.Bool // the store's last commit hit a storage fault
 }
 
-// New opens the data directory and builds a server ready to Serve.
+// New locks and opens the data directory and builds a server ready to
+// Serve.
 func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	var authn auth.Authenticator
-	switch cfg.Auth {
-	case "", AuthDev:
+	if cfg.Quotas == (chat.Quotas{}) {
+		cfg.Quotas = chat.DefaultQuotas
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = time.Minute
+	}
+	if cfg.MaxTokenTTL <= 0 {
+		cfg.MaxTokenTTL = auth.DefaultMaxTTL
+	}
+	if cfg.Auth == "" {
 		cfg.Auth = AuthDev
-		authn = auth.Dev{}
-	case AuthToken:
-		secret, err := auth.LoadOrCreateSecret(cfg.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		authn = &auth.Tokens{Secret: secret}
-	default:
+	}
+	if cfg.Auth != AuthDev && cfg.Auth != AuthToken {
 		return nil, fmt.Errorf("unknown auth mode %q (want %q or %q)", cfg.Auth, AuthDev, AuthToken)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
-	}
-	st, err := sqlitestore.Open(filepath.Join(cfg.DataDir, DatabaseFile), sqlitestore.Options{Now: cfg.Now})
+	unlock, err := LockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	h := hub.New()
-	svc := chat.New(st, h, userlock.NewLocal(), cfg.Gateway.Limits, cfg.Logger)
-	s := &Server{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		store: st,
-		hub:   h,
-		gw:    gateway.New(cfg.Gateway, svc, h, authn, cfg.Logger),
+	s := &Server{cfg: cfg, log: cfg.Logger, unlock: unlock, hub: hub.New(), metrics: metrics.New()}
+	if err := s.build(); err != nil {
+		if s.store != nil {
+			s.store.Close()
+		}
+		unlock()
+		return nil, err
 	}
+	return s, nil
+}
+
+// build opens the store and wires the domain, the gateway and the HTTP
+// surface.
+func (s *Server) build() error {
+	cfg := s.cfg
+	st, err := sqlitestore.Open(filepath.Join(cfg.DataDir, DatabaseFile), sqlitestore.Options{
+		Now:      cfg.Now,
+		MaxPages: cfg.StoreMaxPages,
+		OnCommit: s.observeCommit,
+	})
+	if err != nil {
+		return err
+	}
+	s.store = st
+	var authn auth.Authenticator = auth.Dev{}
+	if cfg.Auth == AuthToken {
+		secret, err := auth.LoadOrCreateSecret(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		authn = &auth.Tokens{Secret: secret, MaxTTL: cfg.MaxTokenTTL, Epochs: st}
+	}
+	s.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "im_pending_deliveries",
+		Help: "Pending-delivery rows: (user, conversation) pairs with messages no device of the user acknowledged.",
+	}, s.pendingRows))
+	svc := chat.New(st, s.hub, userlock.NewLocal(), cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
+	gwCfg := cfg.Gateway
+	gwCfg.Metrics = s.metrics
+	s.gw = gateway.New(gwCfg, svc, s.hub, authn, cfg.Logger)
+
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", s.gw)
 	mux.HandleFunc("GET /healthz", s.healthz)
-	s.http = &http.Server{Handler: mux, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
-	return s, nil
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	s.http = &http.Server{
+		Handler: mux,
+		// The hello timeout covers the upgrade: headers slower than it
+		// are cut off here, and the rest of it counts from the accept.
+		ReadHeaderTimeout: cfg.Gateway.HelloTimeout,
+		ReadTimeout:       cfg.Gateway.HelloTimeout,
+		WriteTimeout:      30 * time.Second, // /metrics and friends; a WebSocket clears it
+		IdleTimeout:       cfg.IdleTimeout,
+		ConnContext:       gateway.ConnContext,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	return nil
 }
 
 // Serve accepts connections on ln until Shutdown. A dev-auth server refuses
@@ -105,9 +171,15 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.cfg.Auth == AuthDev && !s.cfg.AllowRemoteDev && !IsLoopback(ln.Addr()) {
 		return fmt.Errorf("dev auth trusts the user named in hello, so it only listens on loopback, not %s; use -auth token, or -dev-allow-remote to accept the risk", ln.Addr())
 	}
+	limited := netlimit.Listen(ln, netlimit.Config{
+		MaxConns: s.cfg.MaxConns,
+		MaxPerIP: s.cfg.MaxConnsPerIP,
+		OnRefuse: s.metrics.Refuse,
+	})
 	s.ready.Store(true)
-	s.log.Info("listening", "addr", ln.Addr().String(), "auth", s.cfg.Auth, "data", s.cfg.DataDir)
-	err := s.http.Serve(gateway.CorkListener(ln))
+	s.log.Info("listening", "addr", ln.Addr().String(), "auth", s.cfg.Auth, "data", s.cfg.DataDir,
+		"max_conns", limited.MaxConns(), "max_conns_per_ip", s.cfg.MaxConnsPerIP)
+	err := s.http.Serve(gateway.CorkListener(limited))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -115,12 +187,14 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting, closes every connection with "going away",
-// lets requests in flight finish and the last commits reach the disk.
+// lets requests in flight finish and the last commits reach the disk, and
+// releases the data directory.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	errHTTP := s.http.Shutdown(ctx)
 	errGW := s.gw.Shutdown(ctx)
 	errStore := s.store.Close()
+	s.unlock()
 	return errors.Join(errHTTP, errGW, errStore)
 }
 
@@ -130,6 +204,32 @@ func (s *Server) Store() store.Store { return s.store }
 // OnlineDevices returns how many devices are connected.
 func (s *Server) OnlineDevices() int { return s.hub.Count() }
 
+// observeCommit records a commit of the store in the metrics and logs the
+// moments the store starts and stops failing.
+func (s *Server) observeCommit(ops int, took time.Duration, err error) {
+	s.metrics.ObserveCommit(ops, took, err)
+	fault := s.store.Health()
+	if was := s.failing.Swap(fault != nil); was != (fault != nil) {
+		if fault != nil {
+			s.log.Error("the store is failing: /readyz answers 503 until a commit succeeds", "err", fault)
+		} else {
+			s.log.Info("the store commits again: /readyz answers 200")
+		}
+	}
+}
+
+// pendingRows reads the pending-delivery count for its gauge.
+func (s *Server) pendingRows() float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := s.store.PendingCount(ctx)
+	if err != nil {
+		return -1
+	}
+	return float64(n)
+}
+
+// healthz answers whether the process serves (liveness).
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	if !s.ready.Load() {
 		http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
@@ -137,6 +237,21 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	fmt.Fprintln(w, "ok")
+}
+
+// readyz answers whether the server can take traffic: serving, and its
+// store committing.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
+		return
+	}
+	if err := s.store.Health(); err != nil {
+		http.Error(w, "the store is failing: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	fmt.Fprintln(w, "ready")
 }
 
 // IsLoopback reports whether addr is a loopback address.

@@ -21,9 +21,9 @@ func TestTokenCommandMintsAVerifiableToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := &auth.Tokens{Secret: secret}
-	user, err := tokens.Verify(strings.TrimSpace(out))
-	if err != nil || user != "alice" {
-		t.Fatalf("Verify(%q) = %q, %v", out, user, err)
+	id, err := tokens.Verify(strings.TrimSpace(out))
+	if err != nil || id.User != "alice" {
+		t.Fatalf("Verify(%q) = %+v, %v", out, id, err)
 	}
 	// Expires after its lifetime.
 	tokens.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }

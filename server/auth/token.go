@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -20,70 +21,140 @@ import (
 // SecretFile is the name of the signing secret in the data directory.
 const SecretFile = "token.secret"
 
-// tokenPrefix versions the token format.
-const tokenPrefix = "v1"
+// Token format versions: v1 tokens (no epoch) are still accepted, as epoch
+// 0; v2 is what Mint writes.
+const (
+	tokenV1 = "v1"
+	tokenV2 = "v2"
+)
+
+// DefaultMaxTTL is the default bound on a token's remaining lifetime.
+const DefaultMaxTTL = 30 * 24 * time.Hour
 
 // Errors of token verification.
 var (
 	ErrMalformedToken = errors.New("malformed token")
 	ErrBadSignature   = errors.New("token signature does not match")
 	ErrExpiredToken   = errors.New("token expired")
+	ErrTokenTooLong   = errors.New("token lifetime exceeds the server's maximum")
+	ErrRevokedToken   = errors.New("token revoked")
 )
 
-// Tokens mints and verifies tokens "v1:<user>:<expiry ms>:<signature>",
+// Epochs keeps each user's token epoch: revoking a user's tokens moves it
+// on, and a token minted in an earlier epoch is refused.
+type Epochs interface {
+	// TokenEpoch returns user's current epoch (0 until a first revocation).
+	TokenEpoch(ctx context.Context, user string) (int64, error)
+	Revocations
+}
+
+// Tokens mints and verifies tokens "v2:<user>:<epoch>:<expiry ms>:<signature>",
 // signed with HMAC-SHA256.
 type Tokens struct {
 	Secret []byte
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// MaxTTL refuses a token that expires further than this from now (0:
+	// no bound), so that a token minted with a huge lifetime, or under
+	// another server's longer maximum, does not live on.
+	MaxTTL time.Duration
+	// Epochs, when set, makes tokens revocable; nil: every epoch is valid.
+	Epochs Epochs
 }
 
 var _ Authenticator = (*Tokens)(nil)
 
-// Mint returns a token for user valid until expiry.
+// Mint returns a token for user valid until expiry, in the user's current
+// epoch.
 func (t *Tokens) Mint(user string, expiry time.Time) (string, error) {
 	if !protocol.ValidUser(user) {
 		return "", fmt.Errorf("%q is not a valid user id", user)
 	}
-	payload := tokenPrefix + ":" + user + ":" + strconv.FormatInt(expiry.UnixMilli(), 10)
+	if t.MaxTTL > 0 && expiry.Sub(t.now()) > t.MaxTTL {
+		return "", fmt.Errorf("a lifetime of %v is over the maximum of %v", expiry.Sub(t.now()).Round(time.Second), t.MaxTTL)
+	}
+	var epoch int64
+	if t.Epochs != nil {
+		var err error
+		if epoch, err = t.Epochs.TokenEpoch(context.Background(), user); err != nil {
+			return "", fmt.Errorf("read %s's token epoch: %w", user, err)
+		}
+	}
+	payload := tokenV2 + ":" + user + ":" + strconv.FormatInt(epoch, 10) + ":" + strconv.FormatInt(expiry.UnixMilli(), 10)
 	return payload + ":" + t.sign(payload), nil
 }
 
-// Verify returns the user a token names if its signature holds and it has
-// not expired.
-func (t *Tokens) Verify(token string) (string, error) {
+// Verify checks a token's signature, expiry and lifetime and returns the
+// user and epoch it names; it does not look at revocations (Authenticate
+// does).
+func (t *Tokens) Verify(token string) (Identity, error) {
 	parts := strings.Split(token, ":")
-	if len(parts) != 4 || parts[0] != tokenPrefix || !protocol.ValidUser(parts[1]) {
-		return "", ErrMalformedToken
+	var id Identity
+	var expiryText string
+	switch {
+	case len(parts) == 4 && parts[0] == tokenV1:
+		id.User, expiryText = parts[1], parts[2]
+	case len(parts) == 5 && parts[0] == tokenV2:
+		epoch, err := strconv.ParseInt(parts[2], 10, 64)
+		if err != nil || epoch < 0 {
+			return Identity{}, ErrMalformedToken
+		}
+		id.User, id.TokenEpoch, expiryText = parts[1], epoch, parts[3]
+	default:
+		return Identity{}, ErrMalformedToken
 	}
-	expiry, err := strconv.ParseInt(parts[2], 10, 64)
+	if !protocol.ValidUser(id.User) {
+		return Identity{}, ErrMalformedToken
+	}
+	expiry, err := strconv.ParseInt(expiryText, 10, 64)
 	if err != nil {
-		return "", ErrMalformedToken
+		return Identity{}, ErrMalformedToken
 	}
-	payload := strings.Join(parts[:3], ":")
-	if !hmac.Equal([]byte(parts[3]), []byte(t.sign(payload))) {
-		return "", ErrBadSignature
+	payload := strings.Join(parts[:len(parts)-1], ":")
+	if !hmac.Equal([]byte(parts[len(parts)-1]), []byte(t.sign(payload))) {
+		return Identity{}, ErrBadSignature
 	}
-	if t.now().UnixMilli() >= expiry {
-		return "", ErrExpiredToken
+	now := t.now().UnixMilli()
+	if now >= expiry {
+		return Identity{}, ErrExpiredToken
 	}
-	return parts[1], nil
+	if t.MaxTTL > 0 && expiry-now > t.MaxTTL.Milliseconds() {
+		return Identity{}, ErrTokenTooLong
+	}
+	return id, nil
 }
 
-// Authenticate implements Authenticator: the token names the user; a user
-// field, if present, must match it.
-func (t *Tokens) Authenticate(h *protocol.Hello) (string, *protocol.Error) {
+// Authenticate implements Authenticator: the token names the user, who
+// must not have revoked it since; a user field, if present, must match.
+func (t *Tokens) Authenticate(ctx context.Context, h *protocol.Hello) (Identity, *protocol.Error) {
 	if h.Token == "" {
-		return "", protocol.Errorf(protocol.CodeUnauthorized, "this server requires a token")
+		return Identity{}, protocol.Errorf(protocol.CodeUnauthorized, "this server requires a token")
 	}
-	user, err := t.Verify(h.Token)
+	id, err := t.Verify(h.Token)
 	if err != nil {
-		return "", protocol.Errorf(protocol.CodeUnauthorized, "%v", err)
+		return Identity{}, protocol.Errorf(protocol.CodeUnauthorized, "%v", err)
 	}
-	if h.User != "" && h.User != user {
-		return "", protocol.Errorf(protocol.CodeUnauthorized, "the token is not for user %q", h.User)
+	if h.User != "" && h.User != id.User {
+		return Identity{}, protocol.Errorf(protocol.CodeUnauthorized, "the token is not for user %q", h.User)
 	}
-	return user, nil
+	if t.Epochs != nil {
+		current, err := t.Epochs.TokenEpoch(ctx, id.User)
+		if err != nil {
+			return Identity{}, protocol.Errorf(protocol.CodeInternal, "could not check the token; try again")
+		}
+		if id.TokenEpoch < current {
+			return Identity{}, protocol.Errorf(protocol.CodeUnauthorized, "%v", ErrRevokedToken)
+		}
+	}
+	return id, nil
+}
+
+// RevokedSince implements Revocations through Epochs (none without).
+func (t *Tokens) RevokedSince(ctx context.Context, since int64) ([]Revocation, int64, error) {
+	if t.Epochs == nil {
+		return nil, since, nil
+	}
+	return t.Epochs.RevokedSince(ctx, since)
 }
 
 func (t *Tokens) sign(payload string) string {

@@ -31,6 +31,10 @@ func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateG
 		Add:     members,
 		Msg:     s.systemMessage(c.User, c.User+` created the group "`+f.Title+`"`),
 	}
+	undo, perr := s.takeGroupQuota(c.User, 1, len(members)-1)
+	if perr != nil {
+		return nil, perr
+	}
 	var res store.GroupResult
 	err := s.withUserLocks(ctx, members, func() error {
 		var err error
@@ -38,9 +42,11 @@ func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateG
 		return err
 	})
 	if err != nil {
+		undo()
 		return nil, s.groupChangeError(change.Conv, err)
 	}
 	if res.Existing {
+		undo() // a retried create makes nothing new
 		// A retried create: the first one's group, if the caller is still
 		// in it (a user who left learns nothing of it any more).
 		if !res.Group.HasMember(c.User) {
@@ -61,9 +67,10 @@ func (s *Service) GroupOp(ctx context.Context, c Caller, f *protocol.GroupOp) (*
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
 	var (
-		state  store.GroupState
-		change *store.GroupChange
-		res    store.GroupResult
+		state     store.GroupState
+		change    *store.GroupChange
+		res       store.GroupResult
+		undoQuota = func() {}
 	)
 	// The change writes the sessions of the members and of those it adds.
 	plan := func(m memberList) ([]string, *protocol.Error) {
@@ -71,6 +78,10 @@ func (s *Service) GroupOp(ctx context.Context, c Caller, f *protocol.GroupOp) (*
 		var perr *protocol.Error
 		change, perr = s.planGroupOp(c.User, f, state)
 		if perr != nil || change == nil {
+			return nil, perr
+		}
+		if undoQuota, perr = s.takeGroupQuota(c.User, 0, groupChangeCost(f.Op, change)); perr != nil {
+			change = nil
 			return nil, perr
 		}
 		return change.Add, nil
@@ -87,12 +98,26 @@ func (s *Service) GroupOp(ctx context.Context, c Caller, f *protocol.GroupOp) (*
 	case perr != nil:
 		return nil, perr
 	case locked.err != nil:
+		undoQuota()
 		return nil, s.groupChangeError(f.Conv, locked.err)
 	case change == nil:
 		return groupFrame(f.Ref, state), nil
 	}
 	s.announce(res)
 	return groupFrame(f.Ref, res.Group), nil
+}
+
+// groupChangeCost is what an op's change costs of its actor's quota of
+// member changes: one per member added or removed, one for a rename,
+// nothing for leaving (one may always leave).
+func groupChangeCost(op string, change *store.GroupChange) int {
+	switch op {
+	case protocol.GroupLeave:
+		return 0
+	case protocol.GroupRename:
+		return 1
+	}
+	return len(change.Add) + len(change.Remove)
 }
 
 // planGroupOp turns an op into the change it makes to state, nil for none.

@@ -29,5 +29,8 @@ func (s *Service) History(ctx context.Context, c Caller, f *protocol.History) (*
 	if msgs == nil {
 		msgs = []protocol.Message{}
 	}
+	if page, cut := cutHistory(msgs, q.After, s.limits.MaxPageBytes); cut {
+		msgs, hasMore = page, true
+	}
 	return &protocol.Messages{Ref: f.Ref, Conv: f.Conv, Messages: msgs, HasMore: hasMore}, nil
 }

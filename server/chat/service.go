@@ -39,6 +39,7 @@ type Service struct {
 	push   Pusher
 	locks  userlock.Locker
 	limits protocol.Limits
+	quotas quotaSets
 	log    *slog.Logger
 }
 
@@ -48,7 +49,10 @@ func New(st store.Store, p Pusher, locks userlock.Locker, limits protocol.Limits
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: st, push: p, locks: locks, limits: limits, log: log}
+	if limits.MaxPageBytes <= 0 {
+		limits.MaxPageBytes = protocol.DefaultMaxPageBytes
+	}
+	return &Service{store: st, push: p, locks: locks, limits: limits, quotas: newQuotaSets(DefaultQuotas), log: log}
 }
 
 // members returns the members of conv after checking that user is one of
@@ -143,8 +147,9 @@ func (s *Service) Receipts(ctx context.Context, c Caller, f *protocol.ReceiptsRe
 		return nil, s.internal("receipts", err, "conv", f.Conv)
 	}
 	if conv.Kind == protocol.ConvGroup {
-		// A group's boundary rows are its members.
-		return &protocol.ReceiptsReply{Ref: f.Ref, Conv: f.Conv, Members: rows}, nil
+		// A group's boundary rows are its members, ordered by user.
+		page, hasMore := receiptsPage(rows, f.After, s.limits.MaxPageBytes)
+		return &protocol.ReceiptsReply{Ref: f.Ref, Conv: f.Conv, Members: page, HasMore: hasMore}, nil
 	}
 	// A direct chat with no message yet has no rows: both members are at 0.
 	byUser := make(map[string]protocol.MemberReceipt, len(rows))
@@ -171,6 +176,11 @@ func (s *Service) Typing(ctx context.Context, c Caller, f *protocol.Typing) *pro
 	members, perr := s.members(ctx, conv, c.User)
 	if perr != nil {
 		return perr
+	}
+	// At most one indicator per user and conversation per TypingInterval
+	// goes out; the others say nothing new to the members.
+	if !s.quotas.typing.Allow(c.User + " " + f.Conv) {
+		return nil
 	}
 	frame := protocol.MustEncode(&protocol.Typing{Conv: f.Conv, User: c.User})
 	for _, m := range members.users {

@@ -43,6 +43,10 @@ func (s *Service) Sync(ctx context.Context, c Caller, f *protocol.Sync) (*protoc
 	if err != nil {
 		return nil, s.internal("sync", err, "user", c.User)
 	}
+	if sessions, cut := cutSessions(page.Sessions, s.limits.MaxPageBytes); cut {
+		page.Sessions, page.HasMore = sessions, true
+		page.Cursor = sessions[len(sessions)-1].ActiveTS
+	}
 	return &protocol.Sessions{Ref: f.Ref, Sessions: page.Sessions, Cursor: page.Cursor, HasMore: page.HasMore, TotalUnread: page.TotalUnread}, nil
 }
 

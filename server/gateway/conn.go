@@ -9,19 +9,27 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/hub"
+	"github.com/imcore/im/server/metrics"
 )
 
 // conn is one WebSocket connection: after its hello, one device of a user.
 type conn struct {
-	g       *Gateway
-	ws      *websocket.Conn
-	limiter *rate.Limiter
+	g  *Gateway
+	ws *websocket.Conn
+	ip string
+	// rejects bounds the rate_limited answers this connection gets: a
+	// client whose refused frames come faster than the frames it is
+	// allowed, for longer than RejectBurst of them, is ignoring the answers
+	// and is disconnected. A client that backs off never gets there.
+	rejects *rate.Limiter
 
-	user, device string // set by hello, then read-only
+	id           auth.Identity // set by hello, then read-only
+	user, device string        // likewise
 
-	queue      chan []byte
+	q          *outQueue
 	done       chan struct{} // closed when the connection starts closing
 	writerDone chan struct{}
 	drained    chan struct{} // the writer reached a drain barrier (see waitDrained)
@@ -39,12 +47,13 @@ type conn struct {
 
 var _ hub.Device = (*conn)(nil)
 
-func newConn(g *Gateway, ws *websocket.Conn) *conn {
+func newConn(g *Gateway, ws *websocket.Conn, ip string) *conn {
 	return &conn{
 		g:          g,
 		ws:         ws,
-		limiter:    rate.NewLimiter(g.cfg.RateLimit, g.cfg.RateBurst),
-		queue:      make(chan []byte, g.cfg.QueueLen),
+		ip:         ip,
+		rejects:    rate.NewLimiter(g.cfg.RateLimit, max(1, g.cfg.RejectBurst)),
+		q:          newOutQueue(g.cfg.QueueLen, g.cfg.QueueBytes, func(d int) { g.metrics.QueueBytes.Add(float64(d)) }),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		drained:    make(chan struct{}, 1),
@@ -55,22 +64,30 @@ func newConn(g *Gateway, ws *websocket.Conn) *conn {
 func (c *conn) User() string { return c.user }
 
 // close starts closing the connection with a WebSocket close code; the
-// writer says goodbye. Safe to call from any goroutine, any number of times.
+// writer writes what is queued and says goodbye. Safe to call from any
+// goroutine, any number of times; the first code wins.
 func (c *conn) close(code int, text string) {
 	c.closeOnce.Do(func() {
 		c.closeCode, c.closeText = code, text
 		close(c.done)
+		c.q.close(false)
 	})
 }
 
-// run serves the connection until it ends.
-func (c *conn) run() {
+// run serves the connection until it ends. started is when its TCP
+// connection was accepted; handshakeDone is called once the hello is over,
+// whatever its outcome.
+func (c *conn) run(started time.Time, handshakeDone func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.writeLoop()
-	c.ws.SetReadLimit(c.g.cfg.MaxFrame)
+	c.ws.SetReadLimit(c.g.cfg.MaxHelloFrame)
 
-	if welcome := c.hello(ctx); welcome != nil {
+	welcome := c.hello(ctx, started.Add(c.g.cfg.HelloTimeout))
+	handshakeDone()
+	if welcome != nil {
+		defer c.g.releaseUser(c.user)
+		c.ws.SetReadLimit(c.g.cfg.MaxFrame)
 		// Register before answering, holding live pushes back until the
 		// replay is done: none is missed, none comes before the welcome.
 		c.replaying = true
@@ -92,40 +109,72 @@ func (c *conn) run() {
 }
 
 // hello reads frames until a valid hello, returning the welcome to send, or
-// until the connection must close (nil).
-func (c *conn) hello(ctx context.Context) *protocol.Welcome {
-	c.ws.SetReadDeadline(time.Now().Add(c.g.cfg.HelloTimeout))
-	for {
+// until the connection must close (nil): at the deadline, after too many
+// frames, or when frames that fail come too fast from the client's address.
+func (c *conn) hello(ctx context.Context, deadline time.Time) *protocol.Welcome {
+	c.ws.SetReadDeadline(deadline)
+	for n := 1; ; n++ {
 		frame, id, perr, err := c.readFrame()
 		if err != nil {
 			return nil
 		}
+		if n > c.g.cfg.PreHelloFrames {
+			c.g.metrics.Disconnect(metrics.PreHello)
+			c.refuse(ctx, protocol.Errorf(protocol.CodeUnauthorized, "%d frames without a valid hello", n).Frame(id))
+			return nil
+		}
 		if perr != nil {
+			if c.failedBeforeHello(ctx, id) {
+				return nil
+			}
 			c.reply(ctx, perr.Frame(id))
 			continue
 		}
 		h, ok := frame.(*protocol.Hello)
 		if !ok {
+			c.failedBeforeHello(ctx, id)
 			c.refuse(ctx, protocol.Errorf(protocol.CodeUnauthorized, "the first frame must be hello").Frame(id))
 			return nil
 		}
 		if h.Protocol != protocol.Version {
+			c.failedBeforeHello(ctx, h.ID)
 			c.refuse(ctx, protocol.Errorf(protocol.CodeInvalid, "protocol %d is not supported; this server speaks %d", h.Protocol, protocol.Version).Frame(h.ID))
 			return nil
 		}
 		if perr := h.Validate(); perr != nil {
+			if c.failedBeforeHello(ctx, h.ID) {
+				return nil
+			}
 			c.reply(ctx, perr.Frame(h.ID)) // the client may correct its hello
 			continue
 		}
-		user, perr := c.g.auth.Authenticate(h)
+		ident, perr := c.g.auth.Authenticate(ctx, h)
 		if perr != nil {
+			c.failedBeforeHello(ctx, h.ID)
 			c.refuse(ctx, perr.Frame(h.ID))
 			return nil
 		}
-		c.user, c.device = user, h.Device
-		c.g.log.Info("hello", "user", user, "device", h.Device, "remote", c.ws.RemoteAddr().String())
-		return &protocol.Welcome{Ref: h.Ref, User: user, Device: h.Device, ServerTime: time.Now().UnixMilli()}
+		if perr := c.g.admitUser(ident.User); perr != nil {
+			c.refuse(ctx, perr.Frame(h.ID))
+			return nil
+		}
+		c.id, c.user, c.device = ident, ident.User, h.Device
+		c.g.log.Info("hello", "user", c.user, "device", h.Device, "remote", c.ws.RemoteAddr().String())
+		return &protocol.Welcome{Ref: h.Ref, User: c.user, Device: h.Device, ServerTime: time.Now().UnixMilli()}
 	}
+}
+
+// failedBeforeHello charges a failed frame before hello to the client's
+// address. When the address has failed too often it refuses the
+// connection and returns true.
+func (c *conn) failedBeforeHello(ctx context.Context, id string) bool {
+	if ok, wait, _ := c.g.preHello.Take(c.ip, 1); !ok {
+		c.g.metrics.Limited(metrics.ScopeFrames)
+		c.g.metrics.Disconnect(metrics.PreHello)
+		c.refuse(ctx, protocol.RateLimited(wait, "too many failed frames before hello from %s; slow down", c.ip).Frame(id))
+		return true
+	}
+	return false
 }
 
 // refuse answers a failed hello and closes the connection.
@@ -134,7 +183,8 @@ func (c *conn) refuse(ctx context.Context, f *protocol.ErrorFrame) {
 	c.close(websocket.ClosePolicyViolation, string(f.Code))
 }
 
-// readLoop reads and dispatches frames until the connection fails.
+// readLoop reads and dispatches frames until the connection fails or is
+// closed for ignoring the rate limit.
 func (c *conn) readLoop(ctx context.Context) {
 	extend := func() { c.ws.SetReadDeadline(time.Now().Add(c.g.cfg.PongWait)) }
 	extend()
@@ -145,17 +195,64 @@ func (c *conn) readLoop(ctx context.Context) {
 			return
 		}
 		extend()
-		if !c.limiter.Allow() {
-			c.reply(ctx, protocol.Errorf(protocol.CodeRateLimited, "too many frames; slow down").Frame(id))
+		if !c.admit(ctx, id) {
+			if c.closing() {
+				return
+			}
 			continue
 		}
 		if perr != nil {
 			c.reply(ctx, perr.Frame(id))
 			continue
 		}
-		if answer := c.dispatch(ctx, frame); answer != nil {
+		start := time.Now()
+		answer := c.dispatch(ctx, frame)
+		if answer != nil {
 			c.reply(ctx, answer)
 		}
+		if _, ok := frame.(*protocol.Send); ok {
+			c.g.metrics.SendLatency.Observe(time.Since(start).Seconds())
+		}
+	}
+}
+
+// admit holds a frame back until the user's frame rate allows it, for at
+// most RateWait: a burst above the rate is slowed down (the connection
+// reads nothing meanwhile), not refused. A frame that would wait longer is
+// answered rate_limited with the time to wait, and admit returns false; a
+// client that keeps sending such frames is ignoring the answers and is
+// disconnected.
+func (c *conn) admit(ctx context.Context, id string) bool {
+	wait, ok := c.g.frames.Admit(c.user, c.g.cfg.RateWait)
+	if ok {
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-c.done:
+				return false
+			}
+		}
+		return true
+	}
+	c.g.metrics.Limited(metrics.ScopeFrames)
+	c.reply(ctx, protocol.RateLimited(wait, "too many frames from %s; slow down", c.user).Frame(id))
+	if !c.rejects.Allow() {
+		c.g.metrics.Disconnect(metrics.RateLimit)
+		c.g.log.Warn("disconnecting a client that ignores rate_limited", "user", c.user, "device", c.device, "remote", c.ip)
+		c.close(websocket.ClosePolicyViolation, "rate limit exceeded")
+	}
+	return false
+}
+
+// closing reports whether the connection has started closing.
+func (c *conn) closing() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -167,9 +264,15 @@ func (c *conn) readFrame() (protocol.Frame, string, *protocol.Error, error) {
 		return nil, "", nil, err
 	}
 	if kind != websocket.TextMessage {
+		c.g.metrics.FrameIn("bad_frame")
 		return nil, "", protocol.Errorf(protocol.CodeBadFrame, "binary messages are not frames; send JSON text"), nil
 	}
 	frame, id, perr := protocol.DecodeClientFrame(data)
+	if perr != nil {
+		c.g.metrics.FrameIn("bad_frame")
+	} else {
+		c.g.metrics.FrameIn(frame.FrameType())
+	}
 	return frame, id, perr, nil
 }
 

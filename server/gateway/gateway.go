@@ -1,13 +1,21 @@
 // Package gateway speaks the protocol over WebSockets: it upgrades
 // connections, authenticates the hello, reads and dispatches frames to the
-// domain, and writes through one bounded queue per connection.
+// domain, and writes through one bounded queue per connection. It keeps
+// what one client may cost the server bounded: the bytes queued for it,
+// the frames it may send (per user, across its connections), the
+// connections a user may hold and the connections still starting.
 package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -17,33 +25,73 @@ import (
 	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/hub"
+	"github.com/imcore/im/server/metrics"
+	"github.com/imcore/im/server/ratelimit"
 )
 
 // Config holds the per-connection limits and timings.
 type Config struct {
-	MaxFrame     int64 // bytes in one frame; larger closes with 1009
-	Limits       protocol.Limits
-	QueueLen     int           // frames waiting for the writer; a full queue disconnects
-	HelloTimeout time.Duration // the first frame must be hello within this
-	PingInterval time.Duration // how often the server pings
-	PongWait     time.Duration // a connection silent this long is dropped
-	WriteTimeout time.Duration // one batch of writes must finish within this
-	RateLimit    rate.Limit    // frames per second a connection may send
-	RateBurst    int           // frames a connection may send at once
+	MaxFrame      int64 // bytes in one frame; larger closes with 1009
+	MaxHelloFrame int64 // bytes in one frame before the hello; larger closes with 1009
+	Limits        protocol.Limits
+	QueueLen      int           // frames waiting for the writer; a push that finds no room disconnects
+	QueueBytes    int           // bytes waiting for the writer, likewise
+	HelloTimeout  time.Duration // from the TCP accept (the upgrade included) to a valid hello
+	PingInterval  time.Duration // how often the server pings
+	PongWait      time.Duration // a connection silent this long is dropped
+	WriteTimeout  time.Duration // one batch of writes must finish within this
+	RateLimit     rate.Limit    // frames per second one user may send, all its connections together
+	RateBurst     int           // frames one user may send at once
+	// RateWait is how long a frame over the rate may be held back until the
+	// rate allows it; one that would wait longer is answered rate_limited.
+	RateWait time.Duration
+	// RejectBurst is how many rate_limited answers a connection may get
+	// beyond RateLimit per second before it is closed for ignoring them.
+	RejectBurst int
+	// PreHelloFrames bounds the frames one connection may send before a
+	// valid hello; PreHelloRate and PreHelloBurst bound, per IP address,
+	// the frames before hello that fail (malformed, or a hello refused).
+	PreHelloFrames int
+	PreHelloRate   rate.Limit
+	PreHelloBurst  int
+	// MaxConnsPerUser bounds one user's connections (0: no bound).
+	MaxConnsPerUser int
+	// MaxHandshakes bounds the connections between their upgrade and
+	// their hello (0: no bound); more are answered 503.
+	MaxHandshakes int
+	// AllowedOrigins lists the web origins ("https://app.example.com", or
+	// "*" for any) allowed to open a WebSocket besides the server's own
+	// host; an upgrade without an Origin header is always allowed.
+	AllowedOrigins []string
+	// RevokeCheck is how often connected devices' tokens are checked for a
+	// revocation (token mode); 0 never.
+	RevokeCheck time.Duration
+	// Metrics receives the gateway's counters; a fresh set when nil.
+	Metrics *metrics.Metrics
 }
 
-// DefaultConfig returns the limits of PROTOCOL.md.
+// DefaultConfig returns the limits of PROTOCOL.md and docs/PROTOCOL.md 12.
 func DefaultConfig() Config {
 	return Config{
-		MaxFrame:     protocol.DefaultMaxFrame,
-		Limits:       protocol.DefaultLimits,
-		QueueLen:     1024,
-		HelloTimeout: 10 * time.Second,
-		PingInterval: 30 * time.Second,
-		PongWait:     60 * time.Second,
-		WriteTimeout: 10 * time.Second,
-		RateLimit:    200,
-		RateBurst:    400,
+		MaxFrame:        protocol.DefaultMaxFrame,
+		MaxHelloFrame:   4 << 10,
+		Limits:          protocol.DefaultLimits,
+		QueueLen:        1024,
+		QueueBytes:      4 << 20,
+		HelloTimeout:    10 * time.Second,
+		PingInterval:    30 * time.Second,
+		PongWait:        60 * time.Second,
+		WriteTimeout:    10 * time.Second,
+		RateLimit:       200,
+		RateBurst:       400,
+		RateWait:        250 * time.Millisecond,
+		RejectBurst:     100,
+		PreHelloFrames:  4,
+		PreHelloRate:    20,
+		PreHelloBurst:   100,
+		MaxConnsPerUser: 64,
+		MaxHandshakes:   1024,
+		RevokeCheck:     5 * time.Second,
 	}
 }
 
@@ -54,32 +102,70 @@ type Gateway struct {
 	hub      *hub.Hub
 	auth     auth.Authenticator
 	log      *slog.Logger
+	metrics  *metrics.Metrics
 	upgrader websocket.Upgrader
 
-	mu       sync.Mutex
-	draining bool
-	conns    sync.WaitGroup
+	frames     *ratelimit.Set // per user
+	preHello   *ratelimit.Set // per IP
+	handshakes atomic.Int64
+
+	mu        sync.Mutex
+	draining  bool
+	userConns map[string]int
+	conns     sync.WaitGroup
+	stop      chan struct{} // closed by Shutdown
 }
 
 // New returns a Gateway dispatching to svc and registering devices in h.
 func New(cfg Config, svc *chat.Service, h *hub.Hub, a auth.Authenticator, log *slog.Logger) *Gateway {
-	return &Gateway{
-		cfg:  cfg,
-		svc:  svc,
-		hub:  h,
-		auth: a,
-		log:  log,
-		upgrader: websocket.Upgrader{
-			ReadBufferSize:  4096,
-			WriteBufferSize: 4096,
-			// Clients are native programs, not browser pages: no Origin policy.
-			CheckOrigin: func(*http.Request) bool { return true },
-		},
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
 	}
+	g := &Gateway{
+		cfg:       cfg,
+		svc:       svc,
+		hub:       h,
+		auth:      a,
+		log:       log,
+		metrics:   cfg.Metrics,
+		frames:    ratelimit.NewSet(cfg.RateLimit, cfg.RateBurst),
+		preHello:  ratelimit.NewSet(cfg.PreHelloRate, cfg.PreHelloBurst),
+		userConns: make(map[string]int),
+		stop:      make(chan struct{}),
+	}
+	g.upgrader = websocket.Upgrader{
+		ReadBufferSize:   4096,
+		WriteBufferSize:  4096,
+		HandshakeTimeout: cfg.WriteTimeout,
+		CheckOrigin:      g.checkOrigin,
+	}
+	if r, ok := a.(auth.Revocations); ok && cfg.RevokeCheck > 0 {
+		go g.watchRevocations(r)
+	}
+	return g
+}
+
+// acceptedKey is the context key of a connection's accept time.
+type acceptedKey struct{}
+
+// ConnContext is the http.Server hook that records when a connection was
+// accepted, so that the hello timeout counts from there: a client slow to
+// send its upgrade request has less time left for its hello.
+func ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, acceptedKey{}, time.Now())
+}
+
+// acceptedAt returns when r's connection was accepted (now when unknown).
+func acceptedAt(r *http.Request) time.Time {
+	if t, ok := r.Context().Value(acceptedKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
 }
 
 // ServeHTTP upgrades the request and runs the connection until it ends.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	started := acceptedAt(r)
 	g.mu.Lock()
 	if g.draining {
 		g.mu.Unlock()
@@ -90,19 +176,86 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Unlock()
 	defer g.conns.Done()
 
+	if n := g.handshakes.Add(1); g.cfg.MaxHandshakes > 0 && n > int64(g.cfg.MaxHandshakes) {
+		g.handshakes.Add(-1)
+		g.metrics.Refuse(metrics.Handshakes)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("too many connections starting at once (%d); try again", g.cfg.MaxHandshakes), http.StatusServiceUnavailable)
+		return
+	}
+	var handshakeOnce sync.Once
+	handshakeDone := func() { handshakeOnce.Do(func() { g.handshakes.Add(-1) }) }
+	defer handshakeDone()
+
 	ws, err := g.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered the HTTP error
 	}
-	c := newConn(g, ws)
-	c.run()
+	g.metrics.Connections.Inc()
+	defer g.metrics.Connections.Dec()
+	c := newConn(g, ws, clientIP(r))
+	c.run(started, handshakeDone)
+}
+
+// checkOrigin lets an upgrade through when it names no Origin (a native
+// client), when its Origin's host is the server's own, or when the origin
+// is allowed (PROTOCOL.md, Transport).
+func (g *Gateway) checkOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	for _, allowed := range g.cfg.AllowedOrigins {
+		if allowed == "*" || strings.EqualFold(allowed, origin) {
+			return true
+		}
+	}
+	if u, err := url.Parse(origin); err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	g.metrics.Refuse(metrics.Origin)
+	g.log.Warn("cross-site upgrade refused", "origin", origin, "host", r.Host, "remote", r.RemoteAddr)
+	return false
+}
+
+// clientIP is the address a request comes from, without its port.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// admitUser counts a new connection of user, or says why it is refused.
+func (g *Gateway) admitUser(user string) *protocol.Error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cfg.MaxConnsPerUser > 0 && g.userConns[user] >= g.cfg.MaxConnsPerUser {
+		g.metrics.Refuse(metrics.PerUser)
+		return protocol.RateLimited(time.Second, "%s already holds %d connections, the most one user may hold; close one first", user, g.cfg.MaxConnsPerUser)
+	}
+	g.userConns[user]++
+	return nil
+}
+
+// releaseUser forgets a connection admitUser counted.
+func (g *Gateway) releaseUser(user string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.userConns[user]--; g.userConns[user] <= 0 {
+		delete(g.userConns, user)
+	}
 }
 
 // Shutdown closes every connection with "going away" and waits until they
 // have finished their requests in flight, or until ctx ends.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.mu.Lock()
-	g.draining = true
+	if !g.draining {
+		g.draining = true
+		close(g.stop)
+	}
 	g.mu.Unlock()
 	for _, d := range g.hub.Devices() {
 		if c, ok := d.(*conn); ok {

@@ -8,6 +8,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/imcore/im/server/hub"
+	"github.com/imcore/im/server/metrics"
 )
 
 // errClosed is returned by DeliverWait on a connection that is closing.
@@ -19,22 +20,29 @@ const writeBatch = 64
 // closeWait bounds the goodbye: the frames still queued and the close frame.
 const closeWait = time.Second
 
-// Deliver queues a push without blocking; a full queue means the client is
-// not reading fast enough, and it is disconnected (hub.Device).
+// slowConsumerReason is the close reason of a client cut off for not
+// reading (docs/PROTOCOL.md 11.10).
+const slowConsumerReason = "slow consumer: send queue full"
+
+// Deliver queues a push without blocking; a full queue (in frames or in
+// bytes) means the client is not reading fast enough, and it is
+// disconnected (hub.Device).
 func (c *conn) Deliver(p hub.Push) bool {
 	if c.hold(p) {
 		return true
 	}
-	select {
-	case c.queue <- p.Frame:
+	if c.q.tryPush(p.Frame) {
 		return true
+	}
+	select {
 	case <-c.done:
 		return false
 	default:
-		c.g.log.Warn("disconnecting slow client", "user", c.user, "device", c.device, "queued", len(c.queue))
-		c.cutOff()
-		return false
 	}
+	frames, bytes := c.q.len()
+	c.g.log.Warn("disconnecting slow client", "user", c.user, "device", c.device, "queued_frames", frames, "queued_bytes", bytes)
+	c.cutOff()
+	return false
 }
 
 // hold keeps p back while the connection replays, or drops a message the
@@ -57,13 +65,17 @@ func (c *conn) hold(p hub.Push) bool {
 }
 
 // cutOff disconnects a client that does not read: it stops being reachable
-// at once, and a write blocked on it fails now instead of at its deadline.
-// It may be called while the hub is locked, so it unregisters in the
-// background.
+// at once and what was queued for it is dropped (it is still pending in
+// the store). A write in progress gets closeWait to finish, so that a
+// client that reads, only too slowly, still receives the close frame
+// with its reason. It may be called while the hub is locked, so it
+// unregisters in the background.
 func (c *conn) cutOff() {
-	c.close(websocket.ClosePolicyViolation, "slow consumer: send queue full")
+	c.g.metrics.Disconnect(metrics.SlowConsumer)
+	c.close(websocket.ClosePolicyViolation, slowConsumerReason)
+	c.q.close(true)
 	go c.g.hub.Unregister(c)
-	c.ws.NetConn().SetWriteDeadline(time.Now())
+	c.ws.NetConn().SetWriteDeadline(time.Now().Add(closeWait))
 }
 
 // DeliverWait queues a push, waiting for room (chat.ReplayTarget).
@@ -98,31 +110,22 @@ func (c *conn) reachedBarrier() {
 
 // sendWait queues a frame, waiting for room: used for answers to the
 // connection's own requests and for replays, never for pushes from others.
+// While it waits the connection reads no further request, so a client
+// that asks without reading holds at most one queue's worth.
 func (c *conn) sendWait(ctx context.Context, frame []byte) error {
-	select {
-	case c.queue <- frame:
-		return nil
-	case <-c.done:
-		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return c.q.pushWait(ctx, frame)
 }
 
 // writeLoop is the connection's only data writer. It drains the queue,
-// gathering every frame already waiting into one corked write, and pings.
+// gathering the frames already waiting into one corked write, and pings.
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
 	ping := time.NewTicker(c.g.cfg.PingInterval)
 	defer ping.Stop()
 	for {
 		select {
-		case frame := <-c.queue:
-			if frame == nil {
-				c.reachedBarrier()
-				continue
-			}
-			if err := c.writeFrames(frame, time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
+		case <-c.q.ready:
+			if err := c.writeQueued(time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
 				c.close(websocket.CloseAbnormalClosure, "")
 				c.ws.Close()
 				return
@@ -140,31 +143,35 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// writeFrames writes first and whatever else is queued, up to writeBatch
-// frames, with one system call when the connection can be corked.
-func (c *conn) writeFrames(first []byte, deadline time.Time) error {
+// writeQueued writes up to writeBatch queued frames, with one system call
+// when the connection can be corked.
+func (c *conn) writeQueued(deadline time.Time) error {
+	frames := c.q.take(writeBatch)
+	if len(frames) == 0 {
+		return nil
+	}
 	cc, corkable := c.ws.NetConn().(*corkConn)
 	if corkable {
 		cc.cork()
 	}
 	c.ws.SetWriteDeadline(deadline)
-	err := c.ws.WriteMessage(websocket.TextMessage, first)
-	for n := 1; err == nil && n < writeBatch; n++ {
-		select {
-		case frame := <-c.queue:
-			if frame == nil {
-				// A barrier: what came before it is written at uncork.
-				if corkable {
-					err = cc.uncork()
-					cc.cork()
+	var err error
+	for _, frame := range frames {
+		if frame == nil {
+			// A barrier: what came before it is written at uncork.
+			if corkable {
+				if err = cc.uncork(); err != nil {
+					break
 				}
-				c.reachedBarrier()
-				continue
+				cc.cork()
 			}
-			err = c.ws.WriteMessage(websocket.TextMessage, frame)
-		default:
-			n = writeBatch
+			c.reachedBarrier()
+			continue
 		}
+		if err = c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+			break
+		}
+		c.g.metrics.FrameOut(frame)
 	}
 	if corkable {
 		if uerr := cc.uncork(); err == nil {
@@ -179,20 +186,13 @@ func (c *conn) writeFrames(first []byte, deadline time.Time) error {
 func (c *conn) goodbye() {
 	deadline := time.Now().Add(closeWait)
 	for {
-		select {
-		case frame := <-c.queue:
-			if frame == nil {
-				c.reachedBarrier()
-				continue
-			}
-			if err := c.writeFrames(frame, deadline); err != nil {
-				c.ws.Close()
-				return
-			}
-			continue
-		default:
+		if n, _ := c.q.len(); n == 0 {
+			break
 		}
-		break
+		if err := c.writeQueued(deadline); err != nil {
+			c.ws.Close()
+			return
+		}
 	}
 	msg := websocket.FormatCloseMessage(c.closeCode, c.closeText)
 	c.ws.WriteControl(websocket.CloseMessage, msg, deadline)

@@ -86,6 +86,17 @@ func (h *Hub) Devices() []Device {
 	return out
 }
 
+// DevicesOf returns the registered devices of user.
+func (h *Hub) DevicesOf(user string) []Device {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]Device, 0, len(h.users[user]))
+	for d := range h.users[user] {
+		out = append(out, d)
+	}
+	return out
+}
+
 // Count returns the number of registered devices.
 func (h *Hub) Count() int {
 	h.mu.RLock()

@@ -39,6 +39,8 @@ type Store struct {
 		batches atomic.Int64
 		ops     atomic.Int64
 	}
+	onCommit func(ops int, took time.Duration, err error)
+	fault    atomic.Pointer[error] // the last commit's storage fault, nil when it succeeded
 }
 
 // Options tune a Store. The zero value is the production setting.
@@ -47,16 +49,29 @@ type Options struct {
 	Now func() time.Time
 	// Readers is the size of the reader pool; 4 when zero.
 	Readers int
+	// MaxPages, when positive, caps the database at that many pages
+	// (SQLite's max_page_count): past it every write fails as on a full
+	// disk. For tests of what a full disk does.
+	MaxPages int
+	// OnCommit, when set, is told of every commit of the writer: the
+	// writes it carried, how long it took and its error.
+	OnCommit func(ops int, took time.Duration, err error)
 }
 
 // Open opens (creating if needed) the database at path and brings its
-// schema up to date.
+// schema up to date. A database its directory's marker says existed must
+// be there, whole and intact (PRAGMA quick_check), or Open refuses it with
+// an error wrapping ErrIntegrity that says what to do.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.Readers <= 0 {
 		opts.Readers = 4
+	}
+	marker, err := prepareFile(path)
+	if err != nil {
+		return nil, err
 	}
 	w, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
@@ -65,9 +80,9 @@ func Open(path string, opts Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := migrate(context.Background(), w); err != nil {
+	if err := openChecks(w, path, marker, opts); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("migrate %s: %w", path, err)
+		return nil, err
 	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
@@ -100,9 +115,28 @@ func Open(path string, opts Options) (*Store, error) {
 		ops:        make(chan *writeOp, 4*maxBatch),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
+		onCommit:   opts.OnCommit,
 	}
 	go s.writeLoop()
 	return s, nil
+}
+
+// openChecks checks the database's pages and identity and brings its
+// schema up to date, on the writer's connection.
+func openChecks(w *sql.DB, path, marker string, opts Options) error {
+	ctx := context.Background()
+	if opts.MaxPages > 0 {
+		if _, err := w.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", opts.MaxPages)); err != nil {
+			return fmt.Errorf("limit %s: %w", path, err)
+		}
+	}
+	if err := quickCheck(ctx, w, path); err != nil {
+		return err
+	}
+	if err := migrate(ctx, w); err != nil {
+		return fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return checkIdentity(ctx, w, path, marker)
 }
 
 // dsn sets every pragma through the connection string so that each

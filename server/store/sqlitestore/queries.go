@@ -55,6 +55,7 @@ var writerQueries = []string{
 	qMinDelivered, qMinRead, qSetTicks, qDeletePending, qPutPendingForRecipients,
 	qSessionGet, qSessionPut, qLastActive, qTotalAdd, qTotalGet,
 	qAccountGet, qAccountPut, qExpiredMutes, qSendersInRange,
+	qRevokeTokens,
 	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qSetGroupTitle, qBumpMembers,
 	qJoinMember, qRemoveMember, qMembersOf, qGroupOf, qFormerPut, qFormerDelete, qFormerOf,
 }
@@ -63,7 +64,19 @@ var writerQueries = []string{
 var readerQueries = []string{
 	qHistoryAfter, qHistoryBefore, qPendingOf, qReceiptsOf, qSyncPage, qTotalGet,
 	qExpiredMutes, qGroupOf, qMembersOf, qMembershipOf, qFormerOf,
+	qTokenEpoch, qRevokedSince, qPendingCount,
 }
+
+// Token revocation and operations.
+const (
+	qTokenEpoch   = `SELECT epoch FROM token_epochs WHERE user_id = ?`
+	qRevokeTokens = `INSERT INTO token_epochs (user_id, epoch, rev)
+		VALUES (?, 1, (SELECT COALESCE(MAX(rev), 0) + 1 FROM token_epochs))
+		ON CONFLICT (user_id) DO UPDATE SET epoch = epoch + 1, rev = excluded.rev
+		RETURNING epoch`
+	qRevokedSince = `SELECT user_id, epoch, rev FROM token_epochs WHERE rev > ? ORDER BY rev`
+	qPendingCount = `SELECT COUNT(*) FROM pending_deliveries`
+)
 
 // Reads.
 const (

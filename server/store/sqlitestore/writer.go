@@ -3,7 +3,12 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/imcore/im/server/store"
 )
@@ -84,9 +89,14 @@ func (s *Store) writeLoop() {
 // commit runs a batch in one transaction and reports to every op.
 func (s *Store) commit(batch []*writeOp) {
 	results := make([]error, len(batch))
+	start := time.Now()
 	err := s.runBatch(batch, results)
 	s.stats.batches.Add(1)
 	s.stats.ops.Add(int64(len(batch)))
+	s.recordHealth(err, results)
+	if s.onCommit != nil {
+		s.onCommit(len(batch), time.Since(start), err)
+	}
 	for i, op := range batch {
 		if err != nil {
 			op.done <- err
@@ -134,4 +144,49 @@ func runOp(ctx context.Context, op *writeOp, tx *sql.Tx) (err error) {
 		}
 	}()
 	return op.fn(ctx, tx)
+}
+
+// recordHealth keeps the storage fault of a commit, if it had one: its own
+// failure, or an op that failed for the storage's sake (a full disk, an
+// I/O error, a corrupted page) rather than its own. A commit without one
+// clears it.
+func (s *Store) recordHealth(err error, results []error) {
+	fault := err
+	for _, r := range results {
+		if fault == nil && isStorageFault(r) {
+			fault = r
+		}
+	}
+	if fault == nil {
+		if s.fault.Load() != nil {
+			s.fault.Store(nil)
+		}
+		return
+	}
+	s.fault.Store(&fault)
+}
+
+// Health returns nil while the store commits, and otherwise the error of
+// its last commit that hit a storage fault, until a commit succeeds again.
+func (s *Store) Health() error {
+	if p := s.fault.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// isStorageFault reports whether err is SQLite saying that the storage
+// failed: the disk is full, an I/O failed, the file is corrupt, not a
+// database, read-only or cannot be opened.
+func isStorageFault(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
+		sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM:
+		return true
+	}
+	return false
 }
