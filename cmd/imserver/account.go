@@ -4,13 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server"
-	"github.com/imcore/im/server/store/sqlitestore"
 )
 
 // account files an account's conversations, for the other member, under a
@@ -52,10 +48,7 @@ func account(args []string) error {
 	}
 	// Filing accounts before the server's first start is fine: the data
 	// directory is made as serve would make it.
-	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
-		return err
-	}
-	st, err := sqlitestore.Open(filepath.Join(*dataDir, server.DatabaseFile), sqlitestore.Options{})
+	st, err := openStore(*dataDir)
 	if err != nil {
 		return err
 	}

@@ -12,11 +12,16 @@ const usage = `imserver — the chat server
 Usage:
   imserver [serve] [flags]          run the server (the default)
   imserver token [flags] USER       mint a login token for USER (for -auth token)
+  imserver token revoke [flags] USER
+                                    revoke every token of USER minted so far
   imserver account set [flags] USER file USER's conversations under a category
                                     or a sub-business, for the other member
+  imserver backup [flags] DEST      write a consistent copy of the database
+                                    while the server runs
+  imserver restore [flags] BACKUP   put a backup in place of the database
+                                    (with the server stopped)
 
-Run "imserver serve -help", "imserver token -help" or
-"imserver account set -help" for the flags.
+Run "imserver COMMAND -help" for a command's flags.
 Every flag can also be set by an environment variable: -listen is IM_LISTEN,
 -dev-allow-remote is IM_DEV_ALLOW_REMOTE, and so on.
 `
@@ -35,6 +40,10 @@ func main() {
 		err = token(args)
 	case "account":
 		err = account(args)
+	case "backup":
+		err = backup(args)
+	case "restore":
+		err = restore(args)
 	case "help":
 		fmt.Print(usage)
 		return

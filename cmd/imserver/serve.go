@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/gateway"
 )
 
@@ -27,14 +30,34 @@ func serve(args []string) error {
 	dataDir := fs.String("data", defaultDataDir(), "data directory (database, token secret)")
 	authMode := fs.String("auth", server.AuthDev, `"dev" (the hello names the user; loopback only) or "token"`)
 	allowRemote := fs.Bool("dev-allow-remote", false, "let a dev-auth server listen beyond loopback (anyone reaching it can act as any user)")
-	gw := gateway.DefaultConfig()
+	pprofAddr := fs.String("pprof", "", "serve Go's profiler (net/http/pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
+	cfg := server.Config{Gateway: gateway.DefaultConfig(), Quotas: chat.DefaultQuotas}
+	gw := &cfg.Gateway
 	fs.Int64Var(&gw.MaxFrame, "max-frame", gw.MaxFrame, "largest frame in bytes; larger closes the connection with 1009")
+	fs.Int64Var(&gw.MaxHelloFrame, "max-hello-frame", gw.MaxHelloFrame, "largest frame in bytes before the hello; larger closes with 1009")
 	fs.IntVar(&gw.Limits.MaxBody, "max-body", gw.Limits.MaxBody, "largest message body in bytes")
 	fs.IntVar(&gw.Limits.MaxGroupSize, "max-group-size", gw.Limits.MaxGroupSize, "most members a group may have, its creator included")
 	fs.IntVar(&gw.Limits.MaxTitle, "max-title", gw.Limits.MaxTitle, "longest group title in characters")
-	fs.IntVar(&gw.QueueLen, "queue", gw.QueueLen, "frames queued per connection before a slow client is disconnected")
-	rateLimit := fs.Float64("rate", float64(gw.RateLimit), "frames per second one connection may send")
-	fs.IntVar(&gw.RateBurst, "rate-burst", gw.RateBurst, "frames one connection may send in a burst")
+	fs.IntVar(&gw.Limits.MaxPageBytes, "max-page-bytes", gw.Limits.MaxPageBytes, "byte budget of one page of history, sync or receipts; has_more says the rest follows")
+	fs.IntVar(&gw.QueueLen, "queue", gw.QueueLen, "frames queued per connection; a push that finds no room disconnects the slow client")
+	fs.IntVar(&gw.QueueBytes, "queue-bytes", gw.QueueBytes, "bytes queued per connection; likewise")
+	rateLimit := fs.Float64("rate", float64(gw.RateLimit), "frames per second one user may send, all its connections together")
+	fs.IntVar(&gw.RateBurst, "rate-burst", gw.RateBurst, "frames one user may send in a burst")
+	fs.DurationVar(&gw.RateWait, "rate-wait", gw.RateWait, "how long a frame over the rate is held back before it is answered rate_limited")
+	preHelloRate := fs.Float64("prehello-rate", float64(gw.PreHelloRate), "failed frames per second before hello one IP address may send (malformed, or a refused hello)")
+	fs.IntVar(&gw.PreHelloBurst, "prehello-burst", gw.PreHelloBurst, "failed frames before hello one IP address may send in a burst")
+	fs.IntVar(&gw.PreHelloFrames, "prehello-frames", gw.PreHelloFrames, "frames one connection may send before a valid hello, the hello included")
+	fs.DurationVar(&gw.HelloTimeout, "hello-timeout", gw.HelloTimeout, "time from the TCP accept to a valid hello, the WebSocket upgrade included")
+	fs.IntVar(&gw.MaxConnsPerUser, "max-conns-per-user", gw.MaxConnsPerUser, "connections one user may hold (0: no bound)")
+	fs.IntVar(&gw.MaxHandshakes, "max-handshakes", gw.MaxHandshakes, "connections between their upgrade and their hello (0: no bound)")
+	fs.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 1000, "TCP connections one IP address may hold (0: no bound)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "TCP connections held at once (0: the file-descriptor limit less a reserve)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", time.Minute, "closes an HTTP connection idle between requests (not a WebSocket)")
+	fs.IntVar(&cfg.Quotas.GroupCreates, "group-creates", cfg.Quotas.GroupCreates, "groups one user may create per hour (0: no bound)")
+	fs.IntVar(&cfg.Quotas.GroupChanges, "group-changes", cfg.Quotas.GroupChanges, "group members one user may add or remove per hour, creations included; a rename counts one (0: no bound)")
+	fs.DurationVar(&cfg.Quotas.TypingInterval, "typing-interval", cfg.Quotas.TypingInterval, "least time between two typing indicators of a user in a conversation that are relayed (0: all)")
+	fs.DurationVar(&cfg.MaxTokenTTL, "max-token-ttl", 30*24*time.Hour, "tokens expiring further ahead are refused (token auth)")
+	origins := fs.String("allowed-origins", "", `comma-separated web origins (e.g. "https://app.example.com", or "*") allowed to open a WebSocket besides the server's own host`)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	fs.Usage = flagUsage(fs, "imserver [serve] [flags]")
@@ -48,20 +71,17 @@ func serve(args []string) error {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	gw.RateLimit = rate.Limit(*rateLimit)
-	if gw.Limits.MaxBody < 1 || gw.Limits.MaxGroupSize < 1 || gw.Limits.MaxTitle < 1 {
-		return fmt.Errorf("-max-body, -max-group-size and -max-title must be at least 1")
+	gw.PreHelloRate = rate.Limit(*preHelloRate)
+	gw.AllowedOrigins = splitList(*origins)
+	if err := checkLimits(&cfg); err != nil {
+		return err
 	}
 	logger, err := newLogger(*logLevel, *logFormat)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{
-		DataDir:        *dataDir,
-		Auth:           *authMode,
-		AllowRemoteDev: *allowRemote,
-		Gateway:        gw,
-		Logger:         logger,
-	})
+	cfg.DataDir, cfg.Auth, cfg.AllowRemoteDev, cfg.Logger = *dataDir, *authMode, *allowRemote, logger
+	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -69,6 +89,13 @@ func serve(args []string) error {
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return err
+	}
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr, logger); err != nil {
+			ln.Close()
+			srv.Shutdown(context.Background())
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -87,6 +114,74 @@ func serve(args []string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped")
+	return nil
+}
+
+// checkLimits refuses limits that cannot work.
+func checkLimits(cfg *server.Config) error {
+	gw := cfg.Gateway
+	positive := map[string]int64{
+		"-max-body": int64(gw.Limits.MaxBody), "-max-group-size": int64(gw.Limits.MaxGroupSize),
+		"-max-title": int64(gw.Limits.MaxTitle), "-max-page-bytes": int64(gw.Limits.MaxPageBytes),
+		"-max-frame": gw.MaxFrame, "-max-hello-frame": gw.MaxHelloFrame,
+		"-queue": int64(gw.QueueLen), "-queue-bytes": int64(gw.QueueBytes),
+		"-rate-burst": int64(gw.RateBurst), "-prehello-frames": int64(gw.PreHelloFrames),
+		"-hello-timeout": int64(gw.HelloTimeout), "-max-token-ttl": int64(cfg.MaxTokenTTL),
+		"-idle-timeout": int64(cfg.IdleTimeout),
+	}
+	for name, v := range positive {
+		if v < 1 {
+			return fmt.Errorf("%s must be positive", name)
+		}
+	}
+	nonNegative := map[string]int64{
+		"-max-conns": int64(cfg.MaxConns), "-max-conns-per-ip": int64(cfg.MaxConnsPerIP),
+		"-max-conns-per-user": int64(gw.MaxConnsPerUser), "-max-handshakes": int64(gw.MaxHandshakes),
+		"-group-creates": int64(cfg.Quotas.GroupCreates), "-group-changes": int64(cfg.Quotas.GroupChanges),
+		"-typing-interval": int64(cfg.Quotas.TypingInterval), "-rate-wait": int64(gw.RateWait),
+		"-prehello-burst": int64(gw.PreHelloBurst),
+	}
+	for name, v := range nonNegative {
+		if v < 0 {
+			return fmt.Errorf("%s cannot be negative", name)
+		}
+	}
+	if gw.RateLimit <= 0 || gw.PreHelloRate <= 0 {
+		return fmt.Errorf("-rate and -prehello-rate must be positive")
+	}
+	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// servePprof serves Go's profiler on addr, on a mux of its own.
+func servePprof(addr string, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("-pprof %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	logger.Info("profiler listening", "addr", ln.Addr().String())
+	go func() {
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		if err := srv.Serve(ln); err != nil {
+			logger.Error("profiler stopped", "err", err)
+		}
+	}()
 	return nil
 }
 

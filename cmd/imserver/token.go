@@ -1,18 +1,29 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/auth"
+	"github.com/imcore/im/server/store/sqlitestore"
 )
 
+// token mints a token, or with "revoke" revokes a user's tokens.
 func token(args []string) error {
+	if len(args) > 0 && args[0] == "revoke" {
+		return revokeTokens(args[1:])
+	}
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	dataDir := fs.String("data", defaultDataDir(), "data directory of the server (holds the signing secret)")
+	dataDir := fs.String("data", defaultDataDir(), "data directory of the server (holds the signing secret and the token epochs)")
 	ttl := fs.Duration("ttl", 30*24*time.Hour, "how long the token is valid")
-	fs.Usage = flagUsage(fs, "imserver token [flags] USER")
+	maxTTL := fs.Duration("max-token-ttl", 30*24*time.Hour, "the server's maximum lifetime of a token; a longer -ttl is refused")
+	fs.Usage = flagUsage(fs, "imserver token [flags] USER   (imserver token revoke [flags] USER revokes USER's tokens)")
 	if err := parseFlags(fs, args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
@@ -26,14 +37,68 @@ func token(args []string) error {
 	if *ttl <= 0 {
 		return fmt.Errorf("-ttl must be positive")
 	}
+	if *ttl > *maxTTL {
+		return fmt.Errorf("-ttl %v is over the maximum of %v (-max-token-ttl; the server refuses such tokens)", *ttl, *maxTTL)
+	}
+	user := fs.Arg(0)
+	if !protocol.ValidUser(user) {
+		return fmt.Errorf("%q is not a valid user id", user)
+	}
 	secret, err := auth.LoadOrCreateSecret(*dataDir)
 	if err != nil {
 		return err
 	}
-	t, err := (&auth.Tokens{Secret: secret}).Mint(fs.Arg(0), time.Now().Add(*ttl))
+	st, err := openStore(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	t, err := (&auth.Tokens{Secret: secret, Epochs: st}).Mint(user, time.Now().Add(*ttl))
 	if err != nil {
 		return err
 	}
 	fmt.Println(t)
 	return nil
+}
+
+// revokeTokens makes every token of a user minted so far unauthorized, at
+// the next hello and, on a running server, for its live connections too.
+func revokeTokens(args []string) error {
+	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
+	dataDir := fs.String("data", defaultDataDir(), "data directory of the server")
+	fs.Usage = flagUsage(fs, "imserver token revoke [flags] USER")
+	if err := parseFlags(fs, args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("want exactly one USER")
+	}
+	user := fs.Arg(0)
+	if !protocol.ValidUser(user) {
+		return fmt.Errorf("%q is not a valid user id", user)
+	}
+	st, err := openStore(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	epoch, err := st.RevokeTokens(context.Background(), user)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("revoked every token of %s minted so far (token epoch now %d); a running server closes its connections within seconds\n", user, epoch)
+	return nil
+}
+
+// openStore opens the data directory's database, as serve would, while a
+// server may be running on it.
+func openStore(dataDir string) (*sqlitestore.Store, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	return sqlitestore.Open(filepath.Join(dataDir, server.DatabaseFile), sqlitestore.Options{})
 }

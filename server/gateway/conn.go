@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -33,6 +34,7 @@ type conn struct {
 	done       chan struct{} // closed when the connection starts closing
 	writerDone chan struct{}
 	drained    chan struct{} // the writer reached a drain barrier (see waitDrained)
+	cut        atomic.Bool   // cut off as a slow consumer
 	closeOnce  sync.Once
 	closeCode  int
 	closeText  string
@@ -41,6 +43,7 @@ type conn struct {
 	heldMu      sync.Mutex
 	replaying   bool
 	held        []hub.Push
+	heldBytes   int
 	heldDropped bool
 	replayed    chat.Replayed // set when the replay is over
 }

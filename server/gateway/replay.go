@@ -43,7 +43,7 @@ func (c *conn) flushHeld(ctx context.Context, done chat.Replayed, final bool) (a
 	for {
 		c.heldMu.Lock()
 		held, dropped := c.held, c.heldDropped
-		c.held, c.heldDropped = nil, false
+		c.held, c.heldDropped, c.heldBytes = nil, false, 0
 		c.heldMu.Unlock()
 		for _, p := range held {
 			if p.Conv != "" {

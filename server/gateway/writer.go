@@ -46,8 +46,8 @@ func (c *conn) Deliver(p hub.Push) bool {
 }
 
 // hold keeps p back while the connection replays, or drops a message the
-// replay already sent; it reports whether p was taken care of. A full hold
-// drops p: a message stays pending in the store and is found by the next
+// replay already sent; it reports whether p was taken care of. The hold is
+// bounded like the queue, in frames and in bytes; a full hold drops p: a message stays pending in the store and is found by the next
 // replay pass; other pushes are hints (typing, or a status that a later
 // status or a session sync supersedes).
 func (c *conn) hold(p hub.Push) bool {
@@ -56,8 +56,9 @@ func (c *conn) hold(p hub.Push) bool {
 	if !c.replaying {
 		return p.Conv != "" && c.replayed.Has(p.Conv, p.Seq)
 	}
-	if len(c.held) < maxHeld {
+	if len(c.held) < maxHeld && c.heldBytes+len(p.Frame) <= c.g.cfg.QueueBytes {
 		c.held = append(c.held, p)
+		c.heldBytes += len(p.Frame)
 	} else if p.Conv != "" {
 		c.heldDropped = true
 	}
@@ -66,16 +67,17 @@ func (c *conn) hold(p hub.Push) bool {
 
 // cutOff disconnects a client that does not read: it stops being reachable
 // at once and what was queued for it is dropped (it is still pending in
-// the store). A write in progress gets closeWait to finish, so that a
-// client that reads, only too slowly, still receives the close frame
-// with its reason. It may be called while the hub is locked, so it
-// unregisters in the background.
+// the store). The write in progress, if any, is let finish within the
+// write timeout, and the close frame follows it, so that a client that
+// reads, only too slowly, learns why it was cut off (code 1008) instead of
+// seeing the connection drop. It may be called while the hub is locked, so
+// it unregisters in the background.
 func (c *conn) cutOff() {
 	c.g.metrics.Disconnect(metrics.SlowConsumer)
+	c.cut.Store(true)
 	c.close(websocket.ClosePolicyViolation, slowConsumerReason)
 	c.q.close(true)
 	go c.g.hub.Unregister(c)
-	c.ws.NetConn().SetWriteDeadline(time.Now().Add(closeWait))
 }
 
 // DeliverWait queues a push, waiting for room (chat.ReplayTarget).
@@ -168,6 +170,9 @@ func (c *conn) writeQueued(deadline time.Time) error {
 			c.reachedBarrier()
 			continue
 		}
+		if c.cut.Load() {
+			break // cut off: what was taken but not written is dropped too
+		}
 		if err = c.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
 			break
 		}
@@ -182,9 +187,13 @@ func (c *conn) writeQueued(deadline time.Time) error {
 }
 
 // goodbye writes what is still queued and the close frame, within
-// closeWait, then closes the socket.
+// closeWait (the write timeout for a slow consumer, whose socket buffers
+// may be full), then closes the socket.
 func (c *conn) goodbye() {
 	deadline := time.Now().Add(closeWait)
+	if c.cut.Load() {
+		deadline = time.Now().Add(c.g.cfg.WriteTimeout)
+	}
 	for {
 		if n, _ := c.q.len(); n == 0 {
 			break

@@ -24,7 +24,9 @@ func Backup(ctx context.Context, path, dest string) error {
 		return fmt.Errorf("backup to %s: %w", dest, err)
 	}
 	f.Close()
-	db, err := sql.Open("sqlite", dsn(path, true))
+	// Not a query_only connection: SQLite counts VACUUM INTO as a write,
+	// though it only reads the database.
+	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		os.Remove(dest)
 		return fmt.Errorf("open %s: %w", path, err)

@@ -120,8 +120,11 @@ func (s *Store) runBatch(batch []*writeOp, results []error) error {
 		results[i] = runOp(ctx, op, tx)
 		if results[i] != nil {
 			if _, err := s.execTx(ctx, tx, qRollbackTo); err != nil {
+				// SQLite rolls the whole transaction back itself on some
+				// failures (a full disk, an I/O error): the op's error is
+				// the batch's.
 				tx.Rollback()
-				return fmt.Errorf("rollback to savepoint: %w", err)
+				return fmt.Errorf("%w (the batch was rolled back: %v)", results[i], err)
 			}
 		}
 		if _, err := s.execTx(ctx, tx, qReleaseSave); err != nil {
