@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -199,8 +200,10 @@ func TestPreHelloLimits(t *testing.T) {
 	}
 	chatty.ExpectClosed()
 
-	// Four failed frames were charged to 127.0.0.1; two more are allowed,
-	// the third closes the connection.
+	// Four failed frames were charged to 127.0.0.1. A valid hello is not
+	// charged: two more failed frames are allowed after it, the third
+	// closes the connection.
+	env.Dial(t, "alice", "laptop").Send("d:alice:bob", "m1", "still welcome")
 	garbage := env.DialRaw(t)
 	garbage.WriteRaw([]byte(`{}`))
 	garbage.ExpectType("error")
@@ -212,6 +215,9 @@ func TestPreHelloLimits(t *testing.T) {
 		t.Fatalf("failed frames over the address's budget: %+v", e)
 	}
 	garbage.ExpectClosed()
-	// A valid hello from the same address is not charged.
-	env.Dial(t, "alice", "laptop").Send("d:alice:bob", "m1", "still welcome")
+	// Until its bucket refills, the address gets no upgrade at all.
+	_, resp, err := websocket.DefaultDialer.Dial(env.URL, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("an upgrade from the address that failed too often: %v %v, want 429", resp, err)
+	}
 }

@@ -43,7 +43,9 @@ type Config struct {
 	// AllowRemoteDev lets a dev-auth server listen beyond loopback. Anyone
 	// who can reach it can then speak as any user.
 	AllowRemoteDev bool
-	Gateway        gateway.Config
+	// Gateway holds the connection limits; gateway.DefaultConfig() when
+	// left unset (MaxFrame 0).
+	Gateway gateway.Config
 	// Quotas bound what one user may make the server do; chat.DefaultQuotas
 	// when zero.
 	Quotas chat.Quotas
@@ -85,6 +87,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Gateway.MaxFrame == 0 {
+		cfg.Gateway = gateway.DefaultConfig()
 	}
 	if cfg.Quotas == (chat.Quotas{}) {
 		cfg.Quotas = chat.DefaultQuotas
@@ -172,9 +177,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		return fmt.Errorf("dev auth trusts the user named in hello, so it only listens on loopback, not %s; use -auth token, or -dev-allow-remote to accept the risk", ln.Addr())
 	}
 	limited := netlimit.Listen(ln, netlimit.Config{
-		MaxConns: s.cfg.MaxConns,
-		MaxPerIP: s.cfg.MaxConnsPerIP,
-		OnRefuse: s.metrics.Refuse,
+		MaxConns:  s.cfg.MaxConns,
+		MaxPerIP:  s.cfg.MaxConnsPerIP,
+		Penalized: s.gw.Penalized,
+		OnRefuse:  s.metrics.Refuse,
 	})
 	s.ready.Store(true)
 	s.log.Info("listening", "addr", ln.Addr().String(), "auth", s.cfg.Auth, "data", s.cfg.DataDir,

@@ -55,7 +55,20 @@ var listeningLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
 // startServer runs imserver with args and waits until it listens.
 func startServer(t *testing.T, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(imserverBinary(t), append([]string{"serve", "-listen", "127.0.0.1:0"}, args...)...)
+	return startServerCmd(t, exec.Command(imserverBinary(t), append([]string{"serve", "-listen", "127.0.0.1:0"}, args...)...))
+}
+
+// startServerUnder runs imserver through a shell that first runs setup
+// (e.g. "ulimit -n 300"), then waits until it listens.
+func startServerUnder(t *testing.T, setup string, args ...string) *process {
+	t.Helper()
+	argv := append([]string{"-c", setup + ` && exec "$0" "$@"`, imserverBinary(t), "serve", "-listen", "127.0.0.1:0"}, args...)
+	return startServerCmd(t, exec.Command("bash", argv...))
+}
+
+// startServerCmd starts cmd, an imserver, and waits until it listens.
+func startServerCmd(t *testing.T, cmd *exec.Cmd) *process {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
+	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/auth"
 )
 
@@ -111,5 +114,57 @@ func TestAccountCommand(t *testing.T) {
 		if _, errOut, code := runCommand(t, nil, args...); code == 0 || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q: want a failure with a message", args, code, errOut)
 		}
+	}
+}
+
+// imserver token revoke, run beside a server: the user's live connection
+// is closed, its old token refused, a new token works.
+func TestTokenRevokeCommand(t *testing.T) {
+	dir := t.TempDir()
+	p := startServer(t, "-data", dir, "-auth", "token")
+	mint := func() string {
+		out, errOut, code := runCommand(t, nil, "token", "-data", dir, "alice")
+		if code != 0 {
+			t.Fatalf("token: %s", errOut)
+		}
+		return strings.TrimSpace(out)
+	}
+	hello := func(token string) (*wsClient, error) {
+		ws, _, err := websocket.DefaultDialer.Dial("ws://"+p.addr+"/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &wsClient{ws: ws}
+		_, err = c.request(&protocol.Hello{Ref: protocol.Ref{ID: "h"}, Protocol: 1, Device: "d", Token: token}, "h")
+		return c, err
+	}
+	old := mint()
+	live, err := hello(old)
+	if err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	out, errOut, code := runCommand(t, nil, "token", "revoke", "-data", dir, "alice")
+	if code != 0 || !strings.Contains(out, "revoked") {
+		t.Fatalf("token revoke: exit %d, %q %q", code, out, errOut)
+	}
+	live.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		_, _, err := live.ws.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if ce, ok := err.(*websocket.CloseError); !ok || ce.Text != "token revoked" {
+			t.Fatalf("the live connection after revoke: %v, want close 1008 token revoked", err)
+		}
+		break
+	}
+	if _, err := hello(old); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("hello with the revoked token: %v", err)
+	}
+	if _, err := hello(mint()); err != nil {
+		t.Fatalf("hello with a token minted after: %v", err)
+	}
+	if _, errOut, code := runCommand(t, nil, "token", "-data", dir, "-ttl", "2000000h", "alice"); code == 0 || !strings.Contains(errOut, "-max-token-ttl") {
+		t.Fatalf("a token of 2,000,000 h: exit %d, %q", code, errOut)
 	}
 }

@@ -18,7 +18,7 @@ func (s *Service) History(ctx context.Context, c Caller, f *protocol.History) (*
 	if perr != nil {
 		return nil, perr
 	}
-	q := store.HistoryQuery{BeforeSeq: f.BeforeSeq, MinSeq: joined, Limit: f.PageLimit()}
+	q := store.HistoryQuery{BeforeSeq: f.BeforeSeq, MinSeq: joined, Limit: f.PageLimit(), MaxBytes: s.limits.MaxPageBytes}
 	if f.AfterSeq != nil {
 		q.After, q.AfterSeq = true, *f.AfterSeq
 	}
@@ -28,9 +28,6 @@ func (s *Service) History(ctx context.Context, c Caller, f *protocol.History) (*
 	}
 	if msgs == nil {
 		msgs = []protocol.Message{}
-	}
-	if page, cut := cutHistory(msgs, q.After, s.limits.MaxPageBytes); cut {
-		msgs, hasMore = page, true
 	}
 	return &protocol.Messages{Ref: f.Ref, Conv: f.Conv, Messages: msgs, HasMore: hasMore}, nil
 }

@@ -7,29 +7,9 @@ import (
 // Answers that list items (history, sync, receipts) are cut to a byte
 // budget, so that no single request makes the server build or queue
 // megabytes: the page keeps the items that fit, at least one, and says
-// has_more so the client asks again from where it stopped.
-
-// cutHistory keeps the messages of a history page that fit in budget:
-// the newest ones of a page read backwards (before_seq), the oldest of a
-// page read forwards (after_seq). msgs is in ascending seq order. It
-// reports whether it cut anything.
-func cutHistory(msgs []protocol.Message, forwards bool, budget int) ([]protocol.Message, bool) {
-	used := 0
-	if forwards {
-		for i := range msgs {
-			if used += msgs[i].EncodedLen() + 1; used > budget && i > 0 {
-				return msgs[:i], true
-			}
-		}
-		return msgs, false
-	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if used += msgs[i].EncodedLen() + 1; used > budget && i < len(msgs)-1 {
-			return msgs[i+1:], true
-		}
-	}
-	return msgs, false
-}
+// has_more so the client asks again from where it stopped. History is cut
+// by the store as it reads (store.HistoryQuery.MaxBytes); sync pages and
+// receipts here.
 
 // cutSessions keeps the sessions of a sync page, in ascending active_ts,
 // that fit in budget, and reports whether it cut anything.

@@ -109,7 +109,7 @@ func (s *Service) Replay(ctx context.Context, user string, to ReplayTarget, done
 func (s *Service) replayConversation(ctx context.Context, row store.PendingDelivery, to ReplayTarget, done Replayed) error {
 	after := done.skipSent(row.Conv, row.ReplayFrom()-1)
 	for {
-		msgs, hasMore, err := s.store.History(ctx, row.Conv, store.HistoryQuery{After: true, AfterSeq: after, Limit: replayPage})
+		msgs, hasMore, err := s.store.History(ctx, row.Conv, store.HistoryQuery{After: true, AfterSeq: after, Limit: replayPage, MaxBytes: s.limits.MaxPageBytes})
 		if err != nil {
 			return err
 		}

@@ -197,6 +197,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.run(started, handshakeDone)
 }
 
+// Penalized reports whether an address has spent its failed frames before
+// hello: until its bucket refills, the listener turns its connections
+// away at accept, which keeps reconnecting in a loop cheap for the server.
+func (g *Gateway) Penalized(ip string) bool { return g.preHello.Empty(ip) }
+
 // checkOrigin lets an upgrade through when it names no Origin (a native
 // client), when its Origin's host is the server's own, or when the origin
 // is allowed (PROTOCOL.md, Transport).

@@ -27,6 +27,7 @@ const (
 	MaxConns   = "max_conns"  // the process holds its maximum (file descriptors)
 	Handshakes = "handshakes" // too many connections between accept and hello
 	Origin     = "origin"     // a cross-site upgrade
+	Penalty    = "penalty"    // its address failed too often before hello
 )
 
 // Scopes of a rate_limited answer, as the values of the scope label.

@@ -1,6 +1,7 @@
 // Package netlimit bounds the TCP connections a server holds: in all
-// (below the process's file-descriptor limit) and from one IP address. A
-// connection over a limit is accepted and at once answered with an HTTP 503
+// (below the process's file-descriptor limit) and from one IP address, and
+// turns away addresses the server has penalized. A connection over a limit
+// is accepted and at once answered with an HTTP 503 (429 for a penalty)
 // and closed, so the listen queue never fills and accept never fails for
 // want of descriptors: every other client can still connect.
 package netlimit
@@ -20,15 +21,20 @@ type Config struct {
 	// MaxPerIP bounds the connections open at once from one IP address; 0
 	// means no bound.
 	MaxPerIP int
-	// OnRefuse, when set, is told of each refused connection: PerIP or
-	// Total.
+	// Penalized, when set, says whether an address is refused for now
+	// (it misbehaved); its connections are answered 429 at once, before
+	// anything of theirs is read.
+	Penalized func(ip string) bool
+	// OnRefuse, when set, is told of each refused connection: PerIP,
+	// Total or Penalty.
 	OnRefuse func(reason string)
 }
 
 // Reasons a connection is refused.
 const (
-	PerIP = "per_ip"
-	Total = "max_conns"
+	PerIP   = "per_ip"
+	Total   = "max_conns"
+	Penalty = "penalty"
 )
 
 // refuseWriteTimeout bounds the write of the 503 to a refused connection.
@@ -71,6 +77,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		ip := remoteIP(c)
+		if l.cfg.Penalized != nil && l.cfg.Penalized(ip) {
+			l.refuse(c, ip, Penalty)
+			continue
+		}
 		if reason := l.admit(ip); reason != "" {
 			l.refuse(c, ip, reason)
 			continue
@@ -108,12 +118,16 @@ func (l *Listener) refuse(c net.Conn, ip, reason string) {
 	if l.cfg.OnRefuse != nil {
 		l.cfg.OnRefuse(reason)
 	}
+	status := "503 Service Unavailable"
 	text := fmt.Sprintf("too many connections: this server holds at most %d\n", l.cfg.MaxConns)
-	if reason == PerIP {
+	switch reason {
+	case PerIP:
 		text = fmt.Sprintf("too many connections from %s: at most %d from one address\n", ip, l.cfg.MaxPerIP)
+	case Penalty:
+		status, text = "429 Too Many Requests", fmt.Sprintf("too many failed connections from %s; slow down\n", ip)
 	}
 	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(text), text)
+	fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", status, len(text), text)
 	c.Close()
 }
 

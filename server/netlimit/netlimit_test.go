@@ -130,3 +130,18 @@ func TestDefaultMaxConnsIsBelowTheFDLimit(t *testing.T) {
 		t.Fatalf("DefaultMaxConns() = %d with a descriptor limit of %d: want a reserve of at least 128", n, lim.Cur)
 	}
 }
+
+func TestPenalizedAddressIsTurnedAway(t *testing.T) {
+	var refused []string
+	_, addr := serve(t, Config{MaxConns: 100, Penalized: func(ip string) bool { return ip == "127.0.0.3" },
+		OnRefuse: func(r string) { refused = append(refused, r) }})
+	if _, line := dialFrom(t, "127.0.0.3", addr); !strings.HasPrefix(line, "HTTP/1.1 429") {
+		t.Fatalf("a penalized address got %q, want a 429", line)
+	}
+	if _, line := dialFrom(t, "127.0.0.4", addr); line != "hi\n" {
+		t.Fatalf("another address got %q", line)
+	}
+	if len(refused) != 1 || refused[0] != Penalty {
+		t.Fatalf("refusals reported: %v", refused)
+	}
+}

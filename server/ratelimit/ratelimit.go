@@ -86,6 +86,16 @@ func (s *Set) Admit(key string, maxWait time.Duration) (wait time.Duration, ok b
 	return d, true
 }
 
+// Empty reports whether key's bucket holds less than one token, taking
+// nothing.
+func (s *Set) Empty(key string) bool {
+	if s.limit == rate.Inf {
+		return false
+	}
+	now := s.now()
+	return s.bucket(key, now).TokensAt(now) < 1
+}
+
 func (s *Set) fillTime() time.Duration {
 	if s.limit <= 0 {
 		return time.Hour

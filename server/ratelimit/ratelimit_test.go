@@ -119,3 +119,22 @@ func TestAdmitWaitsWithinBound(t *testing.T) {
 		t.Fatalf("a refusal took a token: wait %v, ok %v", wait, ok)
 	}
 }
+
+func TestEmpty(t *testing.T) {
+	s, clock := newTestSet(10, 2)
+	if s.Empty("alice") {
+		t.Fatal("a new bucket is empty")
+	}
+	s.Allow("alice")
+	s.Allow("alice")
+	if !s.Empty("alice") {
+		t.Fatal("a drained bucket is not empty")
+	}
+	if !s.Empty("alice") || s.Allow("alice") {
+		t.Fatal("Empty took a token or the bucket refilled at once")
+	}
+	clock.t = clock.t.Add(100 * time.Millisecond)
+	if s.Empty("alice") {
+		t.Fatal("empty after the refill time")
+	}
+}

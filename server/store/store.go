@@ -221,13 +221,18 @@ type SyncPage struct {
 
 // HistoryQuery selects a page of history: the Limit messages below
 // BeforeSeq (0 = the newest), or, when After is true, the Limit messages
-// above AfterSeq, never one below MinSeq. Limit must be positive.
+// above AfterSeq, never one below MinSeq. Limit must be positive. With
+// MaxBytes set, the page also stops before the messages' encoded size
+// (protocol.Message.EncodedLen, plus one for each comma) would pass it,
+// keeping at least one message and those nearest the bound asked from,
+// and hasMore is then true.
 type HistoryQuery struct {
 	BeforeSeq int64
 	After     bool
 	AfterSeq  int64
 	MinSeq    int64
 	Limit     int
+	MaxBytes  int
 }
 
 // MarkKind says which boundary a mark raises.

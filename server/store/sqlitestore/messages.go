@@ -196,19 +196,25 @@ func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) 
 		return nil, false, fmt.Errorf("history of %s: %w", conv, err)
 	}
 	defer rows.Close()
-	msgs := make([]protocol.Message, 0, q.Limit+1)
+	msgs := make([]protocol.Message, 0, min(q.Limit+1, 64))
+	bytes, cut := 0, false
 	for rows.Next() {
 		m, err := scanMessage(rows)
 		if err != nil {
 			return nil, false, fmt.Errorf("history of %s: %w", conv, err)
+		}
+		// Rows come from the bound asked from: stop at the byte budget.
+		if bytes += m.EncodedLen() + 1; q.MaxBytes > 0 && bytes > q.MaxBytes && len(msgs) > 0 {
+			cut = true
+			break
 		}
 		msgs = append(msgs, m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", conv, err)
 	}
-	hasMore := len(msgs) > q.Limit
-	if hasMore {
+	hasMore := cut || len(msgs) > q.Limit
+	if len(msgs) > q.Limit {
 		msgs = msgs[:q.Limit]
 	}
 	if !q.After {

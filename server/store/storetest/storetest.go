@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"HistoryBefore", testHistoryBefore},
 		{"HistoryAfter", testHistoryAfter},
 		{"HistoryEmpty", testHistoryEmpty},
+		{"HistoryByteBudget", testHistoryByteBudget},
 		{"MarkMaxMerge", testMarkMaxMerge},
 		{"MarkClamped", testMarkClamped},
 		{"MarkReadImpliesDelivered", testMarkReadImpliesDelivered},
@@ -1075,4 +1076,29 @@ func testClosed(t *testing.T, s store.Store) {
 	if _, err := s.Receipts(ctx, dAB); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Receipts after Close: err = %v, want ErrClosed", err)
 	}
+}
+
+// A page stops at its byte budget, keeping the messages nearest the bound
+// asked from, and at least one.
+func testHistoryByteBudget(t *testing.T, s store.Store) {
+	for i := range 10 {
+		send(t, s, dAB, alice, fmt.Sprintf("m%02d", i))
+	}
+	msgs := all(t, s, dAB)
+	// budget fits the messages from seq first to last, and half another.
+	budget := func(first, last int64) int {
+		n := 0
+		for _, m := range msgs[first-1 : last] {
+			n += m.EncodedLen() + 1
+		}
+		return n + msgs[0].EncodedLen()/2
+	}
+	checkPage(t, s, dAB, store.HistoryQuery{Limit: 20, MaxBytes: budget(8, 10)}, seqRange(8, 10), true)
+	checkPage(t, s, dAB, store.HistoryQuery{BeforeSeq: 8, Limit: 20, MaxBytes: budget(5, 7)}, seqRange(5, 7), true)
+	checkPage(t, s, dAB, store.HistoryQuery{After: true, AfterSeq: 2, Limit: 20, MaxBytes: budget(3, 5)}, seqRange(3, 5), true)
+	// The budget is not a reason for has_more when nothing more exists.
+	checkPage(t, s, dAB, store.HistoryQuery{After: true, AfterSeq: 7, Limit: 20, MaxBytes: budget(8, 10)}, seqRange(8, 10), false)
+	// Limit still applies, and one message comes even over the budget.
+	checkPage(t, s, dAB, store.HistoryQuery{Limit: 2, MaxBytes: budget(8, 10)}, seqRange(9, 10), true)
+	checkPage(t, s, dAB, store.HistoryQuery{Limit: 20, MaxBytes: 1}, seqRange(10, 10), true)
 }
