@@ -112,15 +112,23 @@ func TestOriginCheck(t *testing.T) {
 	}
 }
 
-// A client that reads too slowly for what is pushed to it is cut off; the
-// frames the writer had started on still arrive, then the close frame with
-// code 1008 and its reason, not a bare EOF.
+// A client that does not read what is pushed to it is cut off; the frames
+// the writer had started on still arrive once it reads, then the close
+// frame with code 1008 and its reason, not a bare EOF.
 func TestSlowConsumerGetsItsCloseCode(t *testing.T) {
 	env := servertest.Start(t, func(c *server.Config) {
-		c.Gateway.QueueBytes = 64 << 10
+		c.Gateway.QueueBytes = 256 << 10
 		c.Gateway.RateLimit = 1e9
+		c.Gateway.Limits.MaxBody = 60_000 // big messages fill the socket buffers sooner
 	})
-	ws, _, err := websocket.DefaultDialer.Dial(env.URL, nil)
+	dialer := websocket.Dialer{NetDial: func(network, addr string) (net.Conn, error) {
+		c, err := net.Dial(network, addr)
+		if err == nil {
+			c.(*net.TCPConn).SetReadBuffer(16 << 10)
+		}
+		return c, err
+	}}
+	ws, _, err := dialer.Dial(env.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,14 +152,14 @@ func TestSlowConsumerGetsItsCloseCode(t *testing.T) {
 			break
 		}
 	}
+	// Bob reads no more. Four senders, each on one connection (nothing is
+	// pushed to them but their answers), send to him until he is cut off.
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	body := strings.Repeat("x", 4000)
+	body := strings.Repeat("x", 50_000)
 	for w := range 4 {
-		// Four senders, each on one connection: nothing is pushed to them
-		// but their answers.
 		sender := "sender" + itoa(w)
-		alice := env.Dial(t, sender, "laptop")
+		c := env.Dial(t, sender, "laptop")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -161,23 +169,28 @@ func TestSlowConsumerGetsItsCloseCode(t *testing.T) {
 					return
 				default:
 				}
-				alice.Write(&protocol.Send{Conv: "d:bob:" + sender, MsgID: "m" + itoa(i), Body: body})
-				time.Sleep(time.Millisecond)
+				c.Request(&protocol.Send{Conv: "d:bob:" + sender, MsgID: "m" + itoa(i), Body: body})
 			}
 		}()
 	}
-	defer func() { close(stop); wg.Wait() }()
-	// Bob reads, one frame every few milliseconds: slower than he is sent.
+	deadline := time.Now().Add(servertest.Timeout)
+	for scrape(t, env)[`im_disconnects_total{reason="slow_consumer"}`] < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("bob was not cut off")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	// Now bob reads: what was on its way, then the close frame.
 	ws.SetReadDeadline(time.Now().Add(servertest.Timeout))
 	for {
-		_, _, err := ws.ReadMessage()
-		if err != nil {
+		if _, _, err := ws.ReadMessage(); err != nil {
 			ce, ok := err.(*websocket.CloseError)
 			if !ok || ce.Code != websocket.ClosePolicyViolation || ce.Text != "slow consumer: send queue full" {
 				t.Fatalf("the slow reader ended with %v, want close 1008 slow consumer", err)
 			}
 			return
 		}
-		time.Sleep(3 * time.Millisecond)
 	}
 }

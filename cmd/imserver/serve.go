@@ -21,9 +21,6 @@ import (
 	"github.com/imcore/im/server/gateway"
 )
 
-// shutdownGrace bounds a graceful shutdown.
-const shutdownGrace = 15 * time.Second
-
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:7070", "address to listen on")
@@ -44,10 +41,15 @@ func serve(args []string) error {
 	rateLimit := fs.Float64("rate", float64(gw.RateLimit), "frames per second one user may send, all its connections together")
 	fs.IntVar(&gw.RateBurst, "rate-burst", gw.RateBurst, "frames one user may send in a burst")
 	fs.DurationVar(&gw.RateWait, "rate-wait", gw.RateWait, "how long a frame over the rate is held back before it is answered rate_limited")
+	fs.IntVar(&gw.RejectBurst, "reject-burst", gw.RejectBurst, "rate_limited answers beyond the rate a connection may get before it is closed for ignoring them")
 	preHelloRate := fs.Float64("prehello-rate", float64(gw.PreHelloRate), "failed frames per second before hello one IP address may send (malformed, or a refused hello)")
 	fs.IntVar(&gw.PreHelloBurst, "prehello-burst", gw.PreHelloBurst, "failed frames before hello one IP address may send in a burst")
 	fs.IntVar(&gw.PreHelloFrames, "prehello-frames", gw.PreHelloFrames, "frames one connection may send before a valid hello, the hello included")
 	fs.DurationVar(&gw.HelloTimeout, "hello-timeout", gw.HelloTimeout, "time from the TCP accept to a valid hello, the WebSocket upgrade included")
+	fs.DurationVar(&gw.PingInterval, "ping-interval", gw.PingInterval, "how often the server pings each connection")
+	fs.DurationVar(&gw.PongWait, "pong-wait", gw.PongWait, "silence after which a connection is dropped")
+	fs.DurationVar(&gw.WriteTimeout, "write-timeout", gw.WriteTimeout, "time one batch of writes to a connection may take")
+	shutdownGrace := fs.Duration("shutdown-grace", 15*time.Second, "how long a graceful shutdown (SIGINT, SIGTERM) may take")
 	fs.IntVar(&gw.MaxConnsPerUser, "max-conns-per-user", gw.MaxConnsPerUser, "connections one user may hold (0: no bound)")
 	fs.IntVar(&gw.MaxHandshakes, "max-handshakes", gw.MaxHandshakes, "connections between their upgrade and their hello (0: no bound)")
 	fs.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 1000, "TCP connections one IP address may hold (0: no bound)")
@@ -75,6 +77,9 @@ func serve(args []string) error {
 	gw.AllowedOrigins = splitList(*origins)
 	if err := checkLimits(&cfg); err != nil {
 		return err
+	}
+	if *shutdownGrace <= 0 {
+		return fmt.Errorf("-shutdown-grace must be positive")
 	}
 	logger, err := newLogger(*logLevel, *logFormat)
 	if err != nil {
@@ -108,7 +113,7 @@ func serve(args []string) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), *shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
@@ -127,7 +132,9 @@ func checkLimits(cfg *server.Config) error {
 		"-queue": int64(gw.QueueLen), "-queue-bytes": int64(gw.QueueBytes),
 		"-rate-burst": int64(gw.RateBurst), "-prehello-frames": int64(gw.PreHelloFrames),
 		"-hello-timeout": int64(gw.HelloTimeout), "-max-token-ttl": int64(cfg.MaxTokenTTL),
-		"-idle-timeout": int64(cfg.IdleTimeout),
+		"-idle-timeout": int64(cfg.IdleTimeout), "-ping-interval": int64(gw.PingInterval),
+		"-pong-wait": int64(gw.PongWait), "-write-timeout": int64(gw.WriteTimeout),
+		"-reject-burst": int64(gw.RejectBurst),
 	}
 	for name, v := range positive {
 		if v < 1 {
