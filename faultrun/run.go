@@ -1,0 +1,301 @@
+package faultrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/imcore/im/protocol"
+)
+
+// Config sets up one fault run. Zero fields take the defaults of the
+// short form.
+type Config struct {
+	// ServerBinary is the imserver binary (see BuildServer). Required.
+	ServerBinary string
+	// Dir holds the server's data directory and every profile. Required.
+	Dir string
+	// Seed drives every random choice of the harness (the timing of the
+	// processes it drives is not reproducible).
+	Seed uint64
+
+	// Users is the number of users (2 to 8); the first TwoDeviceUsers of
+	// them have a second device. 4 and 2 when zero.
+	Users, TwoDeviceUsers int
+
+	// Kills and Cuts are the targets: the chaos phase goes on until the
+	// server was killed Kills times and the proxy cut Cuts connections,
+	// or MaxChaos has passed (then the targets are not met).
+	Kills, Cuts int
+	MaxChaos    time.Duration
+	// Converge bounds the wait, once the chaos is over, for every client
+	// to catch up. 2 minutes when zero.
+	Converge time.Duration
+
+	// MinKillGap and MaxKillGap bound the random time the server runs
+	// before the next SIGKILL; MaxDowntime the random time it stays down.
+	MinKillGap, MaxKillGap, MaxDowntime time.Duration
+	// ActEvery is the mean time between two actions of one device;
+	// MaxPending how many of a device's messages may wait for their ack
+	// before it stops sending new ones.
+	ActEvery   time.Duration
+	MaxPending int
+	// Policy is how the proxy cuts connections.
+	Policy CutPolicy
+
+	// Logf receives progress lines; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// userNames are the users of a run, in order.
+var userNames = []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"}
+
+func (c *Config) defaults() error {
+	if c.ServerBinary == "" || c.Dir == "" {
+		return errors.New("faultrun: ServerBinary and Dir are required")
+	}
+	setDefault(&c.Users, 4)
+	setDefault(&c.TwoDeviceUsers, 2)
+	if c.Users < 2 || c.Users > len(userNames) || c.TwoDeviceUsers > c.Users {
+		return fmt.Errorf("faultrun: %d users (%d with two devices): want 2 to %d", c.Users, c.TwoDeviceUsers, len(userNames))
+	}
+	setDefault(&c.Kills, 5)
+	setDefault(&c.Cuts, 300)
+	setDefault(&c.MaxChaos, 2*time.Minute)
+	setDefault(&c.Converge, 2*time.Minute)
+	setDefault(&c.MinKillGap, 500*time.Millisecond)
+	setDefault(&c.MaxKillGap, 3*time.Second)
+	setDefault(&c.MaxDowntime, 500*time.Millisecond)
+	setDefault(&c.ActEvery, 100*time.Millisecond)
+	setDefault(&c.MaxPending, 20)
+	if c.Policy == (CutPolicy{}) {
+		c.Policy = DefaultCutPolicy
+	}
+	if c.MaxKillGap < c.MinKillGap {
+		c.MaxKillGap = c.MinKillGap
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// setupWait bounds each wait of the setup (the first connections, the
+// groups).
+const setupWait = 30 * time.Second
+
+// Run runs one fault run: a real imserver on a fixed loopback address
+// with a cutting proxy in front of it, a client engine per device
+// sending, receiving and reading through the proxy, and a chaos phase of
+// SIGKILLs and cuts; then it waits for every client to converge and
+// verifies the result. The error is for a run that could not be carried
+// out; broken invariants are the report's Violations.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, led: NewLedger(), rng: rand.New(rand.NewPCG(cfg.Seed, 0xfa17))}
+	r.report.Config = cfg
+	began := time.Now()
+	defer r.teardown()
+	if err := r.setup(); err != nil {
+		return nil, err
+	}
+	chaosStart := time.Now()
+	if err := r.chaos(ctx); err != nil {
+		return nil, err
+	}
+	r.report.Chaos = time.Since(chaosStart)
+	convergeStart := time.Now()
+	violations, err := r.converge(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.report.Converge = time.Since(convergeStart)
+	r.report.Violations = violations
+	r.report.Total = time.Since(began)
+	return &r.report, nil
+}
+
+// run is the state of one fault run.
+type run struct {
+	cfg     Config
+	led     *Ledger
+	rng     *rand.Rand
+	server  *Server
+	proxy   *Proxy
+	devices []*Device
+	users   []string
+	members map[string][]string // conv → members, sorted
+	report  Report
+
+	harnessMu   sync.Mutex
+	harnessErrs []error
+}
+
+// setup starts the server, the proxy and the devices, and creates the
+// groups.
+func (r *run) setup() error {
+	addr, err := FreeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	dataDir := filepath.Join(r.cfg.Dir, "server")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return err
+	}
+	r.server = NewServer(r.cfg.ServerBinary, addr, dataDir)
+	if err := r.server.Run(); err != nil {
+		return err
+	}
+	if r.proxy, err = NewProxy(addr, r.cfg.Policy, r.cfg.Seed, r.led.TapServerMessage); err != nil {
+		return err
+	}
+	url := "ws://" + r.proxy.Addr() + "/ws"
+	profiles := filepath.Join(r.cfg.Dir, "profiles")
+	if err := os.MkdirAll(profiles, 0o700); err != nil {
+		return err
+	}
+	r.users = userNames[:r.cfg.Users]
+	for i, user := range r.users {
+		n := 1
+		if i < r.cfg.TwoDeviceUsers {
+			n = 2
+		}
+		for k := 1; k <= n; k++ {
+			d, err := OpenDevice(profiles, user, fmt.Sprintf("%s-%d", user, k), url, r.led)
+			if err != nil {
+				return err
+			}
+			r.devices = append(r.devices, d)
+			d.Start()
+		}
+	}
+	if err := waitUntil(setupWait, "every device online", func() (string, error) {
+		return r.offline(), nil
+	}); err != nil {
+		return err
+	}
+	return r.createGroups()
+}
+
+// offline names a device that is not online, "" when all are.
+func (r *run) offline() string {
+	for _, d := range r.devices {
+		if !r.led.Online(d.Name) {
+			return d.Name + " is offline"
+		}
+	}
+	return ""
+}
+
+// createGroups makes the conversations: a direct chat between every two
+// users, a group of everyone and, with four users or more, a group of
+// three of them created by another user. Groups are created through the
+// engines, before the chaos.
+func (r *run) createGroups() error {
+	r.members = make(map[string][]string)
+	for i, a := range r.users {
+		for _, b := range r.users[i+1:] {
+			conv, _ := protocol.DirectConv(a, b)
+			r.members[conv] = directMembers(conv)
+		}
+	}
+	type plan struct {
+		creator *Device
+		title   string
+		members []string
+	}
+	plans := []plan{{r.devices[0], "everyone", r.users[1:]}}
+	if len(r.users) >= 4 {
+		creator := r.deviceOf(r.users[1])
+		plans = append(plans, plan{creator, "trio", []string{r.users[2], r.users[3]}})
+	}
+	for _, p := range plans {
+		p.creator.eng.CreateGroup(p.title, p.members)
+		select {
+		case g := <-p.creator.groups:
+			members := slices.Clone(g.Members)
+			slices.Sort(members)
+			r.members[g.Conv] = members
+		case <-time.After(setupWait):
+			return fmt.Errorf("group %q not created within %v", p.title, setupWait)
+		}
+	}
+	for _, d := range r.devices {
+		d.convs = nil
+		for _, conv := range sortedKeys(r.members) {
+			if slices.Contains(r.members[conv], d.User) {
+				d.convs = append(d.convs, conv)
+			}
+		}
+	}
+	return nil
+}
+
+// deviceOf returns user's first device.
+func (r *run) deviceOf(user string) *Device {
+	for _, d := range r.devices {
+		if d.User == user {
+			return d
+		}
+	}
+	return nil
+}
+
+// harnessError records a failure of the harness itself (a store that
+// could not be read), which fails the run.
+func (r *run) harnessError(err error) {
+	r.harnessMu.Lock()
+	defer r.harnessMu.Unlock()
+	if len(r.harnessErrs) < 20 {
+		r.harnessErrs = append(r.harnessErrs, err)
+	}
+}
+
+// teardown stops everything the run started.
+func (r *run) teardown() {
+	for _, d := range r.devices {
+		d.Close()
+	}
+	if r.proxy != nil {
+		r.proxy.Close()
+	}
+	if r.server != nil {
+		r.server.Kill()
+	}
+}
+
+// waitUntil polls cond until it reports nothing left to wait for ("") or
+// timeout passes; the error names what was still awaited.
+func waitUntil(timeout time.Duration, what string, cond func() (string, error)) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		waiting, err := cond()
+		if err != nil {
+			return err
+		}
+		if waiting == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no %s within %v: %s", what, timeout, waiting)
+		}
+		<-tick.C
+	}
+}

@@ -1,0 +1,174 @@
+package faultrun
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/imcore/im/localstore"
+	"github.com/imcore/im/protocol"
+)
+
+// World is everything the final checks look at, gathered once the run is
+// quiet: the server's view (read by probes), every device's local store,
+// and the ledger.
+type World struct {
+	// Members lists each conversation's members, sorted.
+	Members map[string][]string
+	// History is each conversation's whole history, as the server returns it.
+	History map[string][]protocol.Message
+	// Receipts are each conversation's member boundaries.
+	Receipts map[string][]protocol.MemberReceipt
+	// Sessions is each user's main list from a full sync, and TotalUnread
+	// its total.
+	Sessions    map[string][]protocol.Session
+	TotalUnread map[string]int64
+	Devices     []DeviceView
+	Ledger      LedgerView
+}
+
+// DeviceView is what one device's local store holds.
+type DeviceView struct {
+	Name, User string
+	// Messages is, per conversation the device belongs to, every message
+	// the store shows: those with a seq in seq order, then outbox ones.
+	Messages map[string][]localstore.Message
+	// Sessions and Ticks are the stored sessions and tick boundaries of
+	// those conversations (sessions not stored are absent).
+	Sessions     map[string]protocol.Session
+	Ticks        map[string]protocol.Ticks
+	TotalUnread  int64
+	Outbox       int
+	PendingReads map[string]int64
+}
+
+// readServer reads the server's view of convs (members by conversation)
+// for users, through probes connected straight to addr.
+func readServer(addr string, members map[string][]string, users []string) (*World, error) {
+	w := &World{
+		Members: members, History: make(map[string][]protocol.Message), Receipts: make(map[string][]protocol.MemberReceipt),
+		Sessions: make(map[string][]protocol.Session), TotalUnread: make(map[string]int64),
+	}
+	probes := make(map[string]*probe)
+	defer func() {
+		for _, p := range probes {
+			p.close()
+		}
+	}()
+	probeOf := func(user string) (*probe, error) {
+		if p, ok := probes[user]; ok {
+			return p, nil
+		}
+		p, err := dialProbe(addr, user)
+		if err != nil {
+			return nil, err
+		}
+		probes[user] = p
+		return p, nil
+	}
+	for _, conv := range sortedKeys(members) {
+		p, err := probeOf(members[conv][0])
+		if err != nil {
+			return nil, err
+		}
+		if w.History[conv], err = p.history(conv); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", conv, err)
+		}
+		if w.Receipts[conv], err = p.receipts(conv); err != nil {
+			return nil, fmt.Errorf("receipts of %s: %w", conv, err)
+		}
+	}
+	for _, user := range users {
+		p, err := probeOf(user)
+		if err != nil {
+			return nil, err
+		}
+		if w.Sessions[user], w.TotalUnread[user], err = p.sessions(); err != nil {
+			return nil, fmt.Errorf("sessions of %s: %w", user, err)
+		}
+	}
+	return w, nil
+}
+
+// readDevice reads what d's store holds of its conversations; newest
+// bounds the messages read per conversation (the server's newest seq; the
+// store is read a little beyond it).
+func readDevice(d *Device, newest map[string]int64) (DeviceView, error) {
+	v := DeviceView{
+		Name: d.Name, User: d.User,
+		Messages: make(map[string][]localstore.Message), Sessions: make(map[string]protocol.Session),
+		Ticks: make(map[string]protocol.Ticks),
+	}
+	for _, conv := range d.convs {
+		msgs, err := d.store.Messages(conv, 0, int(newest[conv])+100)
+		if err != nil {
+			return v, err
+		}
+		v.Messages[conv] = msgs
+		s, ok, err := d.store.Session(conv)
+		if err != nil {
+			return v, err
+		}
+		if ok {
+			v.Sessions[conv] = s
+		}
+		if v.Ticks[conv], err = d.store.Ticks(conv); err != nil {
+			return v, err
+		}
+	}
+	var err error
+	if v.TotalUnread, err = d.store.TotalUnread(""); err != nil {
+		return v, err
+	}
+	outbox, err := d.store.Outbox()
+	if err != nil {
+		return v, err
+	}
+	v.Outbox = len(outbox)
+	if v.PendingReads, err = d.store.PendingReads(); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
+// gather reads the whole world: the server's view, then every device's
+// store. The devices' own acknowledged messages are swept into the ledger
+// first (those acknowledged while beyond the ack window).
+func gather(addr string, members map[string][]string, users []string, devices []*Device, led *Ledger) (*World, error) {
+	w, err := readServer(addr, members, users)
+	if err != nil {
+		return nil, err
+	}
+	newest := make(map[string]int64)
+	for conv, h := range w.History {
+		if len(h) > 0 {
+			newest[conv] = h[len(h)-1].Seq
+		}
+	}
+	for _, d := range devices {
+		v, err := readDevice(d, newest)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read store: %w", d.Name, err)
+		}
+		for _, conv := range sortedKeys(v.Messages) {
+			for _, m := range v.Messages[conv] {
+				if m.Seq > 0 && m.From == d.User {
+					led.Ack(d.Name, MsgKey{m.Conv, m.MsgID}, m.Seq)
+				}
+			}
+		}
+		w.Devices = append(w.Devices, v)
+	}
+	w.Ledger = led.View()
+	return w, nil
+}
+
+// directMembers returns the two members of a direct conversation.
+func directMembers(conv string) []string {
+	c, ok := protocol.ParseConv(conv)
+	if !ok || c.Kind != protocol.ConvDirect {
+		return nil
+	}
+	m := []string{c.A, c.B}
+	slices.Sort(m)
+	return m
+}
