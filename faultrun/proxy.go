@@ -58,6 +58,7 @@ type Proxy struct {
 	policy CutPolicy
 	tap    func(payload []byte)
 	chaos  atomic.Bool
+	plans  func() cutPlan // draws each connection's plan
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -73,6 +74,12 @@ type Proxy struct {
 // to target. tap, if not nil, receives each complete text message from
 // the server (on the connection's goroutine; it must not keep the slice).
 func NewProxy(target string, policy CutPolicy, seed uint64, tap func([]byte)) (*Proxy, error) {
+	return newProxy(target, policy, seed, tap, nil)
+}
+
+// newProxy is NewProxy with the plans of the connections drawn by plans
+// (nil: at random, by the policy).
+func newProxy(target string, policy CutPolicy, seed uint64, tap func([]byte), plans func() cutPlan) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -81,6 +88,10 @@ func NewProxy(target string, policy CutPolicy, seed uint64, tap func([]byte)) (*
 		ln: ln, target: target, policy: policy, tap: tap,
 		rng:   rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
 		conns: make(map[*proxyConn]struct{}),
+	}
+	p.plans = plans
+	if plans == nil {
+		p.plans = p.draw
 	}
 	p.wg.Add(1)
 	go p.accept()
@@ -209,7 +220,7 @@ func (p *Proxy) serve(client net.Conn) {
 		p.mu.Unlock()
 		return
 	}
-	c := &proxyConn{client: client, server: server, plan: p.draw()}
+	c := &proxyConn{client: client, server: server, plan: p.plans()}
 	c.streams[0] = &wsStream{}
 	c.streams[1] = &wsStream{onText: p.tap}
 	p.mu.Lock()
