@@ -46,12 +46,16 @@ type ProxyStats struct {
 	MidFrame   int64
 	Handshake  int64
 	Resets     int64 // cuts that closed with a TCP reset instead of a FIN
+	// Withheld counts the text messages the server wrote that a cut kept
+	// from reaching their client whole.
+	Withheld int64
 }
 
 // Proxy is a loopback TCP proxy in front of the server that cuts
 // connections at random points while chaos is on. It follows the
 // WebSocket framing of both directions to count mid-frame cuts, and hands
-// every complete text message the server sends to a tap.
+// every complete text message it reads from the server to a tap, whether
+// or not a cut then keeps it from the client.
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -71,8 +75,9 @@ type Proxy struct {
 }
 
 // NewProxy listens on a fresh loopback port and forwards every connection
-// to target. tap, if not nil, receives each complete text message from
-// the server (on the connection's goroutine; it must not keep the slice).
+// to target. tap, if not nil, receives each complete text message read
+// from the server, forwarded or not (on the connection's goroutine; it
+// must not keep the slice).
 func NewProxy(target string, policy CutPolicy, seed uint64, tap func([]byte)) (*Proxy, error) {
 	return newProxy(target, policy, seed, tap, nil)
 }
@@ -188,7 +193,8 @@ const (
 type proxyConn struct {
 	client, server net.Conn
 	plan           cutPlan
-	streams        [2]*wsStream // 0: client to server, 1: server to client
+	streams        [2]*wsStream // what was forwarded; 0: client to server, 1: server to client
+	fromServer     *wsStream    // what was read from the server, forwarded or not: the tap's
 	once           sync.Once
 	why            int
 }
@@ -221,8 +227,8 @@ func (p *Proxy) serve(client net.Conn) {
 		return
 	}
 	c := &proxyConn{client: client, server: server, plan: p.plans()}
-	c.streams[0] = &wsStream{}
-	c.streams[1] = &wsStream{onText: p.tap}
+	c.streams[0], c.streams[1] = &wsStream{}, &wsStream{}
+	c.fromServer = &wsStream{onText: p.tap}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -248,6 +254,7 @@ func (p *Proxy) serve(client net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.conns, c)
+	p.stats.Withheld += c.fromServer.messages - c.streams[1].messages
 	if c.why != endBudget && c.why != endTimed {
 		return
 	}
@@ -281,6 +288,9 @@ func (p *Proxy) pump(c *proxyConn, dir int, src, dst net.Conn) {
 	for {
 		n, rerr := src.Read(buf)
 		chunk := buf[:n]
+		if dir == 1 {
+			c.fromServer.feed(chunk)
+		}
 		cut := false
 		if budgeted && n > 0 && p.chaos.Load() {
 			// Bytes of the upgrade do not count when the budget is

@@ -144,4 +144,3 @@ func shorten(msgs []string) []string {
 	}
 	return out
 }
-
