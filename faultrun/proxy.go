@@ -29,8 +29,8 @@ type CutPolicy struct {
 
 // DefaultCutPolicy cuts one connection in twenty during the upgrade and
 // most of the others after up to 64 KiB in one direction, and none lives
-// longer than two seconds.
-var DefaultCutPolicy = CutPolicy{HandshakeCut: 0.05, BudgetCut: 0.75, MaxBytes: 64 << 10, MaxLife: 2 * time.Second}
+// longer than a second.
+var DefaultCutPolicy = CutPolicy{HandshakeCut: 0.05, BudgetCut: 0.75, MaxBytes: 64 << 10, MaxLife: time.Second}
 
 // ProxyStats counts what the proxy did. Cuts counts connections the proxy
 // ended on purpose; MidFrame those of them whose last forwarded bytes, in
