@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -48,7 +49,7 @@ func (r *run) chaos(ctx context.Context) error {
 		if !sleepUntil(ctx, time.Now().Add(randBetween(r.rng, 0, r.cfg.MaxDowntime))) {
 			return ctx.Err()
 		}
-		if err := r.server.Run(); err != nil {
+		if err := r.restart(ctx); err != nil {
 			return fmt.Errorf("restart imserver after kill %d: %w", r.report.Kills, err)
 		}
 		if time.Since(lastLog) >= progressEvery {
@@ -59,6 +60,23 @@ func (r *run) chaos(ctx context.Context) error {
 	r.report.TargetsMet = r.targetsMet()
 	r.cfg.Logf("%s", r.progress(time.Since(start)))
 	return nil
+}
+
+// restart starts the server again. Another process may have taken its
+// port while it was down (as an ephemeral port); then it tries again for a
+// while. Any other failure to start is the server's.
+func (r *run) restart(ctx context.Context) error {
+	const tries = 25
+	for i := 1; ; i++ {
+		err := r.server.Run()
+		if err == nil || i == tries || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		r.cfg.Logf("restart %d: the port is taken, trying again", i)
+		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
+			return ctx.Err()
+		}
+	}
 }
 
 // targetsMet reports whether the kills and cuts reached their targets.

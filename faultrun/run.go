@@ -69,7 +69,7 @@ func (c *Config) defaults() error {
 	setDefault(&c.Cuts, 300)
 	setDefault(&c.MaxChaos, 2*time.Minute)
 	setDefault(&c.Converge, 2*time.Minute)
-	setDefault(&c.MinKillGap, 500*time.Millisecond)
+	setDefault(&c.MinKillGap, 100*time.Millisecond)
 	setDefault(&c.MaxKillGap, 3*time.Second)
 	setDefault(&c.MaxDowntime, 500*time.Millisecond)
 	setDefault(&c.ActEvery, 100*time.Millisecond)
