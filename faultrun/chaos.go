@@ -5,28 +5,36 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 )
 
 // progressEvery is how often the chaos phase logs its progress.
 const progressEvery = 15 * time.Second
 
-// chaos drives every device and turns the proxy's cuts on, then kills the
-// server at random moments and restarts it on the same address and data
-// directory, until the targets are met or MaxChaos has passed. It returns
-// with the drivers stopped, the cuts off and the server running.
+// chaos drives every device, restarts engines now and then and turns the
+// proxy's cuts on, then kills the server at random moments and restarts
+// it on the same address and data directory, until the targets are met or
+// MaxChaos has passed. It returns with the drivers and engine restarts
+// stopped, the cuts off and the server running.
 func (r *run) chaos(ctx context.Context) error {
 	driveCtx, stopDriving := context.WithCancel(ctx)
-	driven := make(chan struct{})
+	var background sync.WaitGroup
+	background.Add(2)
 	go func() {
-		defer close(driven)
-		driveAll(driveCtx, r.devices, r.cfg.Seed, r.cfg.ActEvery, r.cfg.MaxPending, r.harnessError)
+		defer background.Done()
+		driveAll(driveCtx, r.devices, r.cfg.Seed, r.cfg.ActEvery, r.cfg.MaxPending)
+	}()
+	go func() {
+		defer background.Done()
+		r.restartEngines(driveCtx)
 	}()
 	r.proxy.SetChaos(true)
 	defer func() {
 		r.proxy.SetChaos(false)
 		stopDriving()
-		<-driven
+		background.Wait()
+		r.report.EngineRestarts = int(r.engineRestarts.Load())
 	}()
 
 	start := time.Now()
@@ -62,6 +70,20 @@ func (r *run) chaos(ctx context.Context) error {
 	return nil
 }
 
+// restartEngines restarts a random device's engine (closing and reopening
+// its store) at random moments until ctx ends.
+func (r *run) restartEngines(ctx context.Context) {
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x7e57a7))
+	for sleepUntil(ctx, time.Now().Add(randBetween(rng, r.cfg.MinRestartGap, r.cfg.MaxRestartGap))) {
+		d := r.devices[rng.IntN(len(r.devices))]
+		if err := d.Restart(); err != nil {
+			r.harnessError(err)
+			return
+		}
+		r.engineRestarts.Add(1)
+	}
+}
+
 // restart starts the server again. Another process may have taken its
 // port while it was down (as an ephemeral port); then it tries again for a
 // while. Any other failure to start is the server's.
@@ -88,8 +110,8 @@ func (r *run) targetsMet() bool {
 func (r *run) progress(elapsed time.Duration) string {
 	s := r.proxy.Stats()
 	v := r.led.View()
-	return fmt.Sprintf("chaos %v: %d/%d kills, %d/%d cuts (%d mid-frame), %d connections, %d messages sent, %d acknowledged",
-		elapsed.Round(time.Second), r.report.Kills, r.cfg.Kills, s.Cuts, r.cfg.Cuts, s.MidFrame, s.Conns, len(v.Queued), len(v.Acked))
+	return fmt.Sprintf("chaos %v: %d/%d kills, %d/%d cuts (%d mid-frame), %d connections, %d engine restarts, %d messages sent, %d acknowledged",
+		elapsed.Round(time.Second), r.report.Kills, r.cfg.Kills, s.Cuts, r.cfg.Cuts, s.MidFrame, s.Conns, r.engineRestarts.Load(), len(v.Queued), len(v.Acked))
 }
 
 // sleepUntil waits until t or ctx is done; it reports whether ctx is

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/imcore/im/client"
+	"github.com/imcore/im/localstore"
 )
 
 // convergePoll is the pause between two looks at whether the clients have
@@ -59,19 +62,25 @@ func (r *run) caughtUp() (string, error) {
 		return off, nil
 	}
 	for _, d := range r.devices {
-		outbox, err := d.store.Outbox()
-		if err != nil {
-			return "", err
-		}
-		if len(outbox) > 0 {
-			return fmt.Sprintf("%s has %d messages in its outbox", d.Name, len(outbox)), nil
-		}
-		reads, err := d.store.PendingReads()
-		if err != nil {
-			return "", err
-		}
-		if len(reads) > 0 {
-			return fmt.Sprintf("%s has %d read marks unconfirmed", d.Name, len(reads)), nil
+		waiting := ""
+		err := d.use(func(_ *client.Client, st *localstore.Store) error {
+			outbox, err := st.Outbox()
+			if err != nil {
+				return err
+			}
+			reads, err := st.PendingReads()
+			switch {
+			case err != nil:
+				return err
+			case len(outbox) > 0:
+				waiting = fmt.Sprintf("%s has %d messages in its outbox", d.Name, len(outbox))
+			case len(reads) > 0:
+				waiting = fmt.Sprintf("%s has %d read marks unconfirmed", d.Name, len(reads))
+			}
+			return nil
+		})
+		if err != nil || waiting != "" {
+			return waiting, err
 		}
 	}
 	probes := make(map[string]*probe)
@@ -99,17 +108,19 @@ func (r *run) caughtUp() (string, error) {
 			if !contains(members, d.User) {
 				continue
 			}
-			synced, err := d.store.SyncedSeq(conv)
+			err := d.use(func(eng *client.Client, st *localstore.Store) error {
+				synced, err := st.SyncedSeq(conv)
+				if err != nil || synced >= newest {
+					return err
+				}
+				if waiting == "" {
+					waiting = fmt.Sprintf("%s holds %s up to %d of %d", d.Name, conv, synced, newest)
+				}
+				_, err = scrollBack(eng, st, conv)
+				return err
+			})
 			if err != nil {
 				return "", err
-			}
-			if synced < newest && waiting == "" {
-				waiting = fmt.Sprintf("%s holds %s up to %d of %d", d.Name, conv, synced, newest)
-			}
-			if synced < newest {
-				if _, err := d.scrollBack(conv); err != nil {
-					return "", err
-				}
 			}
 		}
 		if waiting != "" {

@@ -46,7 +46,7 @@
 // # Running it
 //
 // The short form is what go test runs (and so scripts/test.sh): 5 kills
-// and 300 cuts, well under a minute under -race:
+// and 200 cuts, about half a minute under -race:
 //
 //	go test -race ./faultrun
 //

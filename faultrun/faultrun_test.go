@@ -11,7 +11,7 @@ import (
 // The fault run's flags (after -args). The defaults are the short form.
 var (
 	flagKills    = flag.Int("kills", 5, "fault run: SIGKILLs of the server to reach")
-	flagCuts     = flag.Int("cuts", 300, "fault run: connection cuts to reach")
+	flagCuts     = flag.Int("cuts", 200, "fault run: connection cuts to reach")
 	flagDuration = flag.Duration("duration", 2*time.Minute, "fault run: bound on the chaos phase; the run fails if the targets are not met by then")
 	flagSeed     = flag.Uint64("seed", 0, "fault run: seed of the harness's random choices (0: a random one, logged)")
 	flagUsers    = flag.Int("users", 4, "fault run: users (2 to 8)")

@@ -3,6 +3,7 @@ package faultrun
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -40,7 +41,7 @@ type Ledger struct {
 	samples    map[errKey]string // the first message of each
 	runErrors  map[string]error  // engines whose Run returned an error
 	online     map[string]bool   // device → online now
-	connects   map[string]int    // device → welcomed connections
+	welcomes   int64             // welcome frames seen on the wire
 	seqOfSend  map[string]int    // device → messages queued, for bodies
 }
 
@@ -54,7 +55,7 @@ func NewLedger() *Ledger {
 		queued: make(map[MsgKey]Queued), acked: make(map[MsgKey]int64), wire: make(map[MsgKey][]int64),
 		unacked: make(map[string]int), unackedIn: make(map[devConv]int),
 		errors: make(map[errKey]int), samples: make(map[errKey]string), runErrors: make(map[string]error),
-		online: make(map[string]bool), connects: make(map[string]int), seqOfSend: make(map[string]int),
+		online: make(map[string]bool), seqOfSend: make(map[string]int),
 	}
 }
 
@@ -112,29 +113,28 @@ func (l *Ledger) Ack(device string, key MsgKey, seq int64) {
 }
 
 // TapServerMessage looks at one text message the server wrote to a
-// client and records it if it is a sent answer. It is the proxy's tap.
+// client: it records sent answers and counts welcomes. It is the proxy's
+// tap.
 func (l *Ledger) TapServerMessage(payload []byte) {
-	if !bytes.Contains(payload, []byte(`"sent"`)) {
+	if !bytes.Contains(payload, []byte(`"sent"`)) && !bytes.Contains(payload, []byte(`"welcome"`)) {
 		return
 	}
 	f, _, err := protocol.DecodeServerFrame(payload)
 	if err != nil {
 		return
 	}
-	sent, ok := f.(*protocol.Sent)
-	if !ok {
-		return
-	}
-	key := MsgKey{sent.Conv, sent.MsgID}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.wireFrames++
-	for _, seq := range l.wire[key] {
-		if seq == sent.Seq {
-			return
+	switch f := f.(type) {
+	case *protocol.Welcome:
+		l.welcomes++
+	case *protocol.Sent:
+		key := MsgKey{f.Conv, f.MsgID}
+		l.wireFrames++
+		if !slices.Contains(l.wire[key], f.Seq) {
+			l.wire[key] = append(l.wire[key], f.Seq)
 		}
 	}
-	l.wire[key] = append(l.wire[key], sent.Seq)
 }
 
 // noteError counts an engine's error event.
@@ -159,9 +159,6 @@ func (l *Ledger) noteRunError(device string, err error) {
 func (l *Ledger) noteConn(device string, online bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if online && !l.online[device] {
-		l.connects[device]++
-	}
 	l.online[device] = online
 }
 
@@ -181,7 +178,7 @@ type LedgerView struct {
 	Conflicts  []string
 	Errors     []ErrorCount      // engine error events, by device and op
 	RunErrors  map[string]string // engines whose Run returned an error
-	Connects   int               // welcomed connections, over all devices
+	Welcomes   int64             // welcome frames seen on the wire
 }
 
 // ErrorCount counts one kind of error event of one engine.
@@ -219,9 +216,7 @@ func (l *Ledger) View() LedgerView {
 	for d, err := range l.runErrors {
 		v.RunErrors[d] = err.Error()
 	}
-	for _, n := range l.connects {
-		v.Connects += n
-	}
+	v.Welcomes = l.welcomes
 	return v
 }
 

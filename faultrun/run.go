@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/imcore/im/client"
+	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/protocol"
 )
 
@@ -41,6 +44,10 @@ type Config struct {
 	// MinKillGap and MaxKillGap bound the random time the server runs
 	// before the next SIGKILL; MaxDowntime the random time it stays down.
 	MinKillGap, MaxKillGap, MaxDowntime time.Duration
+	// MinRestartGap and MaxRestartGap bound the random time between two
+	// restarts of a device's engine (on the same store, as when the app
+	// is closed and opened again).
+	MinRestartGap, MaxRestartGap time.Duration
 	// ActEvery is the mean time between two actions of one device;
 	// MaxPending how many of a device's messages may wait for their ack
 	// before it stops sending new ones.
@@ -66,20 +73,21 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("faultrun: %d users (%d with two devices): want 2 to %d", c.Users, c.TwoDeviceUsers, len(userNames))
 	}
 	setDefault(&c.Kills, 5)
-	setDefault(&c.Cuts, 300)
+	setDefault(&c.Cuts, 200)
 	setDefault(&c.MaxChaos, 2*time.Minute)
 	setDefault(&c.Converge, 2*time.Minute)
 	setDefault(&c.MinKillGap, 100*time.Millisecond)
 	setDefault(&c.MaxKillGap, 3*time.Second)
 	setDefault(&c.MaxDowntime, 500*time.Millisecond)
+	setDefault(&c.MinRestartGap, time.Second)
+	setDefault(&c.MaxRestartGap, 4*time.Second)
 	setDefault(&c.ActEvery, 100*time.Millisecond)
 	setDefault(&c.MaxPending, 20)
 	if c.Policy == (CutPolicy{}) {
 		c.Policy = DefaultCutPolicy
 	}
-	if c.MaxKillGap < c.MinKillGap {
-		c.MaxKillGap = c.MinKillGap
-	}
+	c.MaxKillGap = max(c.MaxKillGap, c.MinKillGap)
+	c.MaxRestartGap = max(c.MaxRestartGap, c.MinRestartGap)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
@@ -142,6 +150,8 @@ type run struct {
 	members map[string][]string // conv → members, sorted
 	report  Report
 
+	engineRestarts atomic.Int64
+
 	harnessMu   sync.Mutex
 	harnessErrs []error
 }
@@ -176,12 +186,11 @@ func (r *run) setup() error {
 			n = 2
 		}
 		for k := 1; k <= n; k++ {
-			d, err := OpenDevice(profiles, user, fmt.Sprintf("%s-%d", user, k), url, r.led)
+			d, err := OpenDevice(profiles, user, fmt.Sprintf("%s-%d", user, k), url, r.led, r.harnessError)
 			if err != nil {
 				return err
 			}
 			r.devices = append(r.devices, d)
-			d.Start()
 		}
 	}
 	if err := waitUntil(setupWait, "every device online", func() (string, error) {
@@ -225,7 +234,13 @@ func (r *run) createGroups() error {
 		plans = append(plans, plan{creator, "trio", []string{r.users[2], r.users[3]}})
 	}
 	for _, p := range plans {
-		p.creator.eng.CreateGroup(p.title, p.members)
+		err := p.creator.use(func(eng *client.Client, _ *localstore.Store) error {
+			eng.CreateGroup(p.title, p.members)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		select {
 		case g := <-p.creator.groups:
 			members := slices.Clone(g.Members)

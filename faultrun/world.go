@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/imcore/im/client"
 	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/protocol"
 )
@@ -98,36 +99,37 @@ func readDevice(d *Device, newest map[string]int64) (DeviceView, error) {
 		Messages: make(map[string][]localstore.Message), Sessions: make(map[string]protocol.Session),
 		Ticks: make(map[string]protocol.Ticks),
 	}
-	for _, conv := range d.convs {
-		msgs, err := d.store.Messages(conv, 0, int(newest[conv])+100)
+	err := d.use(func(_ *client.Client, st *localstore.Store) error {
+		for _, conv := range d.convs {
+			msgs, err := st.Messages(conv, 0, int(newest[conv])+100)
+			if err != nil {
+				return err
+			}
+			v.Messages[conv] = msgs
+			s, ok, err := st.Session(conv)
+			if err != nil {
+				return err
+			}
+			if ok {
+				v.Sessions[conv] = s
+			}
+			if v.Ticks[conv], err = st.Ticks(conv); err != nil {
+				return err
+			}
+		}
+		var err error
+		if v.TotalUnread, err = st.TotalUnread(""); err != nil {
+			return err
+		}
+		outbox, err := st.Outbox()
 		if err != nil {
-			return v, err
+			return err
 		}
-		v.Messages[conv] = msgs
-		s, ok, err := d.store.Session(conv)
-		if err != nil {
-			return v, err
-		}
-		if ok {
-			v.Sessions[conv] = s
-		}
-		if v.Ticks[conv], err = d.store.Ticks(conv); err != nil {
-			return v, err
-		}
-	}
-	var err error
-	if v.TotalUnread, err = d.store.TotalUnread(""); err != nil {
-		return v, err
-	}
-	outbox, err := d.store.Outbox()
-	if err != nil {
-		return v, err
-	}
-	v.Outbox = len(outbox)
-	if v.PendingReads, err = d.store.PendingReads(); err != nil {
-		return v, err
-	}
-	return v, nil
+		v.Outbox = len(outbox)
+		v.PendingReads, err = st.PendingReads()
+		return err
+	})
+	return v, err
 }
 
 // gather reads the whole world: the server's view, then every device's
