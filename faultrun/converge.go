@@ -23,6 +23,7 @@ const convergePoll = 250 * time.Millisecond
 // as its user would.
 func (r *run) converge(ctx context.Context) ([]Violation, error) {
 	deadline := time.Now().Add(r.cfg.Converge)
+	logged := false
 	for {
 		waiting, err := r.caughtUp()
 		if err != nil {
@@ -41,6 +42,12 @@ func (r *run) converge(ctx context.Context) ([]Violation, error) {
 			}
 			if waiting == "" && len(violations) == 0 {
 				return nil, nil
+			}
+			if waiting == "" && !logged {
+				// Caught up, yet not verified: log what is off, in case it
+				// does not settle.
+				logged = true
+				r.cfg.Logf("caught up, not yet verified: %d violations, first %v", len(violations), violations[0])
 			}
 		}
 		if !time.Now().Before(deadline) {

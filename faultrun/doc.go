@@ -10,11 +10,12 @@
 // reads, scrolls back, pins and mutes at random while the run
 //
 //   - SIGKILLs the server at random moments and restarts it on the same
-//     address and data directory, and
+//     address and data directory,
 //   - has the proxy cut connections: after a random number of bytes in
 //     either direction (so most cuts leave the peer a partial WebSocket
 //     frame, counted as mid-frame cuts), inside the HTTP upgrade, and at
-//     random times (some with a TCP reset).
+//     random times (some with a TCP reset), and
+//   - restarts client engines on their stores at random moments.
 //
 // The proxy follows the WebSocket framing of both directions, which is how
 // it knows a cut fell mid-frame, and taps every sent answer the server
@@ -53,7 +54,9 @@
 // The long form sets the targets and the time bound with flags; it runs
 // until both targets are met, or fails when the bound passes first:
 //
-//	go test ./faultrun -run TestFaultRun -v -timeout 60m -args -kills 100 -cuts 10000 -duration 30m
+//	go test ./faultrun -run TestFaultRun -v -timeout 60m -args -kills 100 -cuts 10000 -duration 30m -users 6 -two-device-users 3
 //
-// Other flags: -seed (0 picks one, printed), -users, -two-device-users.
+// (about six minutes on two cores). -seed sets the seed of the harness's
+// random choices (0, the default, picks one and logs it); -users and
+// -two-device-users size the crowd (4 and 2 by default).
 package faultrun
