@@ -27,13 +27,13 @@ func (r *run) converge(ctx context.Context) ([]Violation, error) {
 	for {
 		waiting, err := r.caughtUp()
 		if err != nil {
-			return nil, err
+			return nil, r.serverFault(err)
 		}
 		var violations []Violation
 		if waiting == "" || !time.Now().Before(deadline) {
 			w, err := gather(r.server.Addr(), r.members, r.users, r.devices, r.led)
 			if err != nil {
-				return nil, err
+				return nil, r.serverFault(err)
 			}
 			r.report.count(w, r.proxy.Stats())
 			violations = Verify(w)
@@ -144,6 +144,15 @@ func (r *run) caughtUp() (string, error) {
 		}
 	}
 	return waiting, nil
+}
+
+// serverFault adds to err, a failure to read the server's view, the
+// server's log if the server has exited on its own.
+func (r *run) serverFault(err error) error {
+	if r.server.Alive() {
+		return err
+	}
+	return fmt.Errorf("%w; imserver exited on its own:\n%s", err, r.server.Logs())
 }
 
 // harnessErrors returns the harness's own failures.
