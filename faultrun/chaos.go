@@ -54,6 +54,11 @@ func (r *run) chaos(ctx context.Context) error {
 			return fmt.Errorf("kill imserver: %w", err)
 		}
 		r.report.Kills++
+		if r.report.Kills == r.cfg.wipeAtKill {
+			if err := r.server.wipe(); err != nil {
+				return err
+			}
+		}
 		if !sleepUntil(ctx, time.Now().Add(randBetween(r.rng, 0, r.cfg.MaxDowntime))) {
 			return ctx.Err()
 		}

@@ -63,7 +63,9 @@ func (r *run) converge(ctx context.Context) ([]Violation, error) {
 }
 
 // caughtUp says what the clients are still catching up on ("" when
-// nothing), scrolling back the devices that lack older messages.
+// nothing), scrolling back the devices that lack older messages. What the
+// server will not answer is waited for too; its error is for a store the
+// harness could not read.
 func (r *run) caughtUp() (string, error) {
 	if off := r.offline(); off != "" {
 		return off, nil
@@ -103,13 +105,13 @@ func (r *run) caughtUp() (string, error) {
 		if !ok {
 			var err error
 			if p, err = dialProbe(r.server.Addr(), members[0]); err != nil {
-				return "", err
+				return err.Error(), nil
 			}
 			probes[members[0]] = p
 		}
 		newest, err := p.newest(conv)
 		if err != nil {
-			return "", err
+			return fmt.Sprintf("history of %s: %v", conv, err), nil
 		}
 		for _, d := range r.devices {
 			if !contains(members, d.User) {
@@ -135,7 +137,7 @@ func (r *run) caughtUp() (string, error) {
 		}
 		receipts, err := p.receipts(conv)
 		if err != nil {
-			return "", err
+			return fmt.Sprintf("receipts of %s: %v", conv, err), nil
 		}
 		for _, m := range receipts {
 			if m.DeliveredSeq < newest {

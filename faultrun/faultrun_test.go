@@ -58,3 +58,35 @@ func TestFaultRun(t *testing.T) {
 		t.Errorf("the chaos did not happen: %d kills, %d cuts, %d mid-frame, %d sent answers seen", report.Kills, report.Proxy.Cuts, report.Proxy.MidFrame, report.WireFrames)
 	}
 }
+
+// The whole run, not only Verify, can fail: a server that loses its data
+// on a restart is caught as having lost acknowledged messages.
+func TestFaultRunCatchesAServerThatLosesItsData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fault run")
+	}
+	bin, err := BuildServer(context.Background(), ".", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := Run(context.Background(), Config{
+		ServerBinary: bin, Dir: t.TempDir(), Seed: 1,
+		Users: 2, TwoDeviceUsers: 1, Kills: 2, Cuts: 1, Converge: 5 * time.Second,
+		MinKillGap: time.Second, MaxKillGap: time.Second,
+		wipeAtKill: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(report.Summary())
+	lost := 0
+	for _, v := range report.Violations {
+		if v.Kind == "lost" {
+			lost++
+		}
+	}
+	if lost == 0 {
+		t.Fatalf("no lost message reported after the server's data was wiped; violations: %v", report.Violations)
+	}
+	t.Logf("%d lost messages reported, %d violations in all", lost, len(report.Violations))
+}

@@ -51,6 +51,10 @@ type Config struct {
 
 	// Logf receives progress lines; nil discards them.
 	Logf func(format string, args ...any)
+
+	// wipeAtKill, for the harness's own test, empties the server's data
+	// directory after that kill: a server that loses what it acknowledged.
+	wipeAtKill int
 }
 
 // userNames are the users of a run, in order.

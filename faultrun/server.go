@@ -188,6 +188,19 @@ func (s *Server) signal(sig os.Signal) error {
 	return nil
 }
 
+// wipe empties the data directory of the stopped server.
+func (s *Server) wipe() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("wipe: the server is running")
+	}
+	if err := os.RemoveAll(s.dataDir); err != nil {
+		return err
+	}
+	return os.MkdirAll(s.dataDir, 0o700)
+}
+
 // logRing keeps the last lines of a log.
 type logRing struct {
 	mu    sync.Mutex

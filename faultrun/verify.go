@@ -47,8 +47,13 @@ func (v Violation) String() string { return v.Kind + ": " + v.Detail }
 //     ticks are never ahead of the server's, and its total unread equals
 //     the server's.
 //   - engine: an engine's Run failed, or it reported a send refused.
+//   - server: the server would not give a conversation's history or
+//     receipts, or a user's sessions.
 func Verify(w *World) []Violation {
 	var v violations
+	for _, u := range w.Unreadable {
+		v.add("server", "could not read the %s", u)
+	}
 	index := v.checkHistory(w)
 	v.checkMessages(w, index)
 	v.checkDevices(w)

@@ -251,6 +251,9 @@ func TestVerifyFindsEachBrokenInvariant(t *testing.T) {
 		{"a refused send", "engine", func(w *World) {
 			w.Ledger.Errors = append(w.Ledger.Errors, ErrorCount{Device: "bob-1", Op: "send", N: 1, Sample: "refused"})
 		}},
+		{"a server that would not answer", "server", func(w *World) {
+			w.Unreadable = []string{"history of g:team: not_found"}
+		}},
 		{"an engine that stopped", "engine", func(w *World) {
 			w.Ledger.RunErrors = map[string]string{"bob-1": "hello refused"}
 		}},

@@ -23,8 +23,10 @@ type World struct {
 	// its total.
 	Sessions    map[string][]protocol.Session
 	TotalUnread map[string]int64
-	Devices     []DeviceView
-	Ledger      LedgerView
+	// Unreadable lists what the server would not give.
+	Unreadable []string
+	Devices    []DeviceView
+	Ledger     LedgerView
 }
 
 // DeviceView is what one device's local store holds.
@@ -43,8 +45,10 @@ type DeviceView struct {
 }
 
 // readServer reads the server's view of convs (members by conversation)
-// for users, through probes connected straight to addr.
-func readServer(addr string, members map[string][]string, users []string) (*World, error) {
+// for users, through probes connected straight to addr. What the server
+// refuses to give is noted in Unreadable: a server that lost a group
+// answers not_found, which Verify reports.
+func readServer(addr string, members map[string][]string, users []string) *World {
 	w := &World{
 		Members: members, History: make(map[string][]protocol.Message), Receipts: make(map[string][]protocol.MemberReceipt),
 		Sessions: make(map[string][]protocol.Session), TotalUnread: make(map[string]int64),
@@ -66,28 +70,32 @@ func readServer(addr string, members map[string][]string, users []string) (*Worl
 		probes[user] = p
 		return p, nil
 	}
+	unreadable := func(what string, err error) {
+		w.Unreadable = append(w.Unreadable, fmt.Sprintf("%s: %v", what, err))
+	}
 	for _, conv := range sortedKeys(members) {
 		p, err := probeOf(members[conv][0])
 		if err != nil {
-			return nil, err
+			unreadable("history of "+conv, err)
+			continue
 		}
 		if w.History[conv], err = p.history(conv); err != nil {
-			return nil, fmt.Errorf("history of %s: %w", conv, err)
+			unreadable("history of "+conv, err)
 		}
 		if w.Receipts[conv], err = p.receipts(conv); err != nil {
-			return nil, fmt.Errorf("receipts of %s: %w", conv, err)
+			unreadable("receipts of "+conv, err)
 		}
 	}
 	for _, user := range users {
 		p, err := probeOf(user)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			w.Sessions[user], w.TotalUnread[user], err = p.sessions()
 		}
-		if w.Sessions[user], w.TotalUnread[user], err = p.sessions(); err != nil {
-			return nil, fmt.Errorf("sessions of %s: %w", user, err)
+		if err != nil {
+			unreadable("sessions of "+user, err)
 		}
 	}
-	return w, nil
+	return w
 }
 
 // readDevice reads what d's store holds of its conversations; newest
@@ -136,10 +144,7 @@ func readDevice(d *Device, newest map[string]int64) (DeviceView, error) {
 // store. The devices' own acknowledged messages are swept into the ledger
 // first (those acknowledged while beyond the ack window).
 func gather(addr string, members map[string][]string, users []string, devices []*Device, led *Ledger) (*World, error) {
-	w, err := readServer(addr, members, users)
-	if err != nil {
-		return nil, err
-	}
+	w := readServer(addr, members, users)
 	newest := make(map[string]int64)
 	for conv, h := range w.History {
 		if len(h) > 0 {
