@@ -46,8 +46,9 @@ type ProxyStats struct {
 	MidFrame   int64
 	Handshake  int64
 	Resets     int64 // cuts that closed with a TCP reset instead of a FIN
-	// Withheld counts the text messages the server wrote that a cut kept
-	// from reaching their client whole.
+	// Withheld counts the text messages read from the server that never
+	// reached their client whole: a cut came first (or, rarely, the
+	// client had gone).
 	Withheld int64
 }
 

@@ -74,7 +74,7 @@ func (r *Report) Summary() string {
 	fmt.Fprintf(&b, "Fault run (seed %d): %d SIGKILLs of imserver (target %d) and %d connection cuts (target %d): %d mid-frame, %d inside the upgrade; %d after a byte budget, %d at a random time (%d with a TCP reset); ",
 		r.Config.Seed, r.Kills, r.Config.Kills, p.Cuts, r.Config.Cuts, p.MidFrame, p.Handshake, p.BudgetCuts, p.TimedCuts, p.Resets)
 	fmt.Fprintf(&b, "%d restarts of a client engine on its store; ", r.EngineRestarts)
-	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while the server was down), %d welcomed; %d server messages read by the proxy but cut before reaching their client whole. ", p.Conns, p.Refused, r.Welcomes, p.Withheld)
+	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while the server was down), %d welcomed; %d server messages read by the proxy never reached their client whole. ", p.Conns, p.Refused, r.Welcomes, p.Withheld)
 	fmt.Fprintf(&b, "%d devices of %d users in %d conversations sent %d messages; %d acknowledged by their engines, %d sent answers seen on the wire (%d distinct); history holds %d messages (system ones included), local stores %d. ",
 		r.Devices, r.Config.Users, r.Conversations, r.Queued, r.Acked, r.WireFrames, r.WireAcked, r.History, r.Held)
 	fmt.Fprintf(&b, "Chaos %v, convergence %v, total %v. ", r.Chaos.Round(100*time.Millisecond), r.Converge.Round(100*time.Millisecond), r.Total.Round(100*time.Millisecond))
