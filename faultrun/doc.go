@@ -42,7 +42,9 @@
 //
 // It ends with a one-paragraph summary: kills, cuts, mid-frame cuts,
 // messages sent and acknowledged, durations and the number of
-// violations.
+// violations. Verify's tests break each invariant once, and
+// TestFaultRunCatchesAServerThatLosesItsData runs the whole harness
+// against a server whose data is wiped at a kill: the checks can fail.
 //
 // # Running it
 //
@@ -54,9 +56,10 @@
 // The long form sets the targets and the time bound with flags; it runs
 // until both targets are met, or fails when the bound passes first:
 //
-//	go test ./faultrun -run TestFaultRun -v -timeout 60m -args -kills 100 -cuts 10000 -duration 30m -users 6 -two-device-users 3
+//	go test ./faultrun -run 'TestFaultRun$' -v -timeout 60m -args -kills 100 -cuts 10000 -duration 30m -users 6 -two-device-users 3
 //
 // (about six minutes on two cores). -seed sets the seed of the harness's
-// random choices (0, the default, picks one and logs it); -users and
-// -two-device-users size the crowd (4 and 2 by default).
+// random choices (0, the default, picks one and logs it; the timing of the
+// processes is not reproducible); -users and -two-device-users size the
+// crowd (4 and 2 by default).
 package faultrun
