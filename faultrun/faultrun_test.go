@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"math/rand/v2"
+	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,6 +20,36 @@ var (
 	flagTwo      = flag.Int("two-device-users", 2, "fault run: how many of the users have a second device")
 )
 
+// The imserver binary the tests build once, and its directory.
+var (
+	binDir   string
+	binOnce  sync.Once
+	binPath  string
+	binError error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// serverBinary builds imserver once per test binary.
+func serverBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if binDir, binError = os.MkdirTemp("", "faultrun-bin"); binError == nil {
+			binPath, binError = BuildServer(context.Background(), ".", binDir)
+		}
+	})
+	if binError != nil {
+		t.Fatal(binError)
+	}
+	return binPath
+}
+
 // TestFaultRun is the fault run (see the package documentation): the
 // short form by default, the long form with -args -kills N -cuts N
 // -duration D.
@@ -27,12 +59,8 @@ func TestFaultRun(t *testing.T) {
 		seed = rand.Uint64()
 	}
 	t.Logf("seed %d", seed)
-	bin, err := BuildServer(context.Background(), ".", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	report, err := Run(context.Background(), Config{
-		ServerBinary: bin, Dir: t.TempDir(), Seed: seed,
+		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: seed,
 		Users: *flagUsers, TwoDeviceUsers: *flagTwo,
 		Kills: *flagKills, Cuts: *flagCuts, MaxChaos: *flagDuration,
 		Logf: t.Logf,
@@ -65,12 +93,8 @@ func TestFaultRunCatchesAServerThatLosesItsData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a fault run")
 	}
-	bin, err := BuildServer(context.Background(), ".", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	report, err := Run(context.Background(), Config{
-		ServerBinary: bin, Dir: t.TempDir(), Seed: 1,
+		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: 1,
 		Users: 2, TwoDeviceUsers: 1, Kills: 2, Cuts: 1, Converge: 5 * time.Second,
 		MinKillGap: time.Second, MaxKillGap: time.Second,
 		wipeAtKill: 1,
