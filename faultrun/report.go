@@ -1,0 +1,95 @@
+package faultrun
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Report is the outcome of a fault run.
+type Report struct {
+	Config Config
+
+	// Kills counts SIGKILLs (the server was started Kills+1 times).
+	Kills int
+	// EngineRestarts counts the restarts of a device's engine.
+	EngineRestarts int
+	// Proxy is what the proxy did.
+	Proxy ProxyStats
+	// TargetsMet says whether the kills and cuts reached their targets
+	// before MaxChaos.
+	TargetsMet bool
+
+	Devices, Conversations int
+	// Queued counts the messages handed to engines, Acked those their
+	// engines showed acknowledged, WireAcked the distinct messages whose
+	// sent answer the proxy saw, WireFrames the sent answers it saw in
+	// all (retries answered again included).
+	Queued, Acked, WireAcked int
+	WireFrames               int64
+	// History counts the messages in the server's history, system
+	// messages included; Held the messages held in local stores, over
+	// every device.
+	History, Held int
+	// Welcomes counts the welcomes the server wrote through the proxy.
+	Welcomes int64
+	// Errors are the engines' error events.
+	Errors []ErrorCount
+
+	Chaos, Converge, Total time.Duration
+	Violations             []Violation
+}
+
+// count fills the report's counts from the world.
+func (r *Report) count(w *World, proxy ProxyStats) {
+	r.Proxy = proxy
+	r.Devices = len(w.Devices)
+	r.Conversations = len(w.Members)
+	r.Queued = len(w.Ledger.Queued)
+	r.Acked = len(w.Ledger.Acked)
+	r.WireAcked = len(w.Ledger.Wire)
+	r.WireFrames = w.Ledger.WireFrames
+	r.Welcomes = w.Ledger.Welcomes
+	r.Errors = w.Ledger.Errors
+	r.History = 0
+	for _, h := range w.History {
+		r.History += len(h)
+	}
+	r.Held = 0
+	for _, d := range w.Devices {
+		for _, msgs := range d.Messages {
+			for _, m := range msgs {
+				if m.Seq > 0 {
+					r.Held++
+				}
+			}
+		}
+	}
+}
+
+// Summary is the run in one paragraph.
+func (r *Report) Summary() string {
+	var b strings.Builder
+	p := r.Proxy
+	fmt.Fprintf(&b, "Fault run (seed %d): %d SIGKILLs of imserver (target %d) and %d connection cuts (target %d): %d mid-frame, %d inside the upgrade; %d after a byte budget, %d at a random time (%d with a TCP reset); ",
+		r.Config.Seed, r.Kills, r.Config.Kills, p.Cuts, r.Config.Cuts, p.MidFrame, p.Handshake, p.BudgetCuts, p.TimedCuts, p.Resets)
+	fmt.Fprintf(&b, "%d restarts of a client engine on its store; ", r.EngineRestarts)
+	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while the server was down), %d welcomed; %d server messages read by the proxy never reached their client whole. ", p.Conns, p.Refused, r.Welcomes, p.Withheld)
+	fmt.Fprintf(&b, "%d devices of %d users in %d conversations sent %d messages; %d acknowledged by their engines, %d sent answers seen on the wire (%d distinct); history holds %d messages (system ones included), local stores %d. ",
+		r.Devices, r.Config.Users, r.Conversations, r.Queued, r.Acked, r.WireFrames, r.WireAcked, r.History, r.Held)
+	fmt.Fprintf(&b, "Chaos %v, convergence %v, total %v. ", r.Chaos.Round(100*time.Millisecond), r.Converge.Round(100*time.Millisecond), r.Total.Round(100*time.Millisecond))
+	if !r.TargetsMet {
+		b.WriteString("Targets NOT met. ")
+	}
+	fmt.Fprintf(&b, "Violations: %d.", len(r.Violations))
+	return b.String()
+}
+
+// ErrorSummary lists the engines' error events, one line each.
+func (r *Report) ErrorSummary() string {
+	var lines []string
+	for _, e := range r.Errors {
+		lines = append(lines, fmt.Sprintf("%s %s ×%d (%s)", e.Device, e.Op, e.N, e.Sample))
+	}
+	return strings.Join(lines, "\n")
+}

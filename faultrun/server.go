@@ -1,0 +1,230 @@
+package faultrun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// serverArgs are the arguments of every imserver the run starts: the one
+// place to add a flag (a new limit the load must not trip, say). The rate
+// limit is lifted: a client catching up after a cut sends in bursts.
+func serverArgs(addr, dataDir string) []string {
+	return []string{
+		"serve",
+		"-listen", addr,
+		"-data", dataDir,
+		"-rate", "100000",
+		"-rate-burst", "100000",
+	}
+}
+
+// startTimeout bounds the wait for a started server to listen.
+const startTimeout = 30 * time.Second
+
+// BuildServer builds the imserver binary of the module that holds dir (a
+// directory inside it) into outDir and returns its path.
+func BuildServer(ctx context.Context, dir, outDir string) (string, error) {
+	bin := filepath.Join(outDir, "imserver")
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "github.com/imcore/im/cmd/imserver")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build imserver: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// goTool returns the go command of the running toolchain, or the one on
+// PATH.
+func goTool() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// FreeLoopbackAddr returns a loopback address with a port that was free a
+// moment ago, for a server that must come back on the same address.
+func FreeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// Server runs the real imserver binary on a fixed address and data
+// directory, and kills and restarts it.
+type Server struct {
+	bin, addr, dataDir string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when the process has exited
+	logs   *logRing
+	starts int
+}
+
+// NewServer returns a server of binary bin that will listen on addr and
+// keep its data in dataDir; Start starts it.
+func NewServer(bin, addr, dataDir string) *Server {
+	return &Server{bin: bin, addr: addr, dataDir: dataDir, logs: newLogRing(200)}
+}
+
+// Addr returns the server's address.
+func (s *Server) Addr() string { return s.addr }
+
+// Starts returns how many times the server was started.
+func (s *Server) Starts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.starts
+}
+
+// Logs returns the server's last log lines, over every start.
+func (s *Server) Logs() string { return s.logs.String() }
+
+var listeningLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+// Run starts the server and returns once it listens.
+func (s *Server) Run() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("server already running")
+	}
+	cmd := exec.Command(s.bin, serverArgs(s.addr, s.dataDir)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.starts++
+	s.logs.add(fmt.Sprintf("--- start %d", s.starts))
+	listening := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := sync.Once{}
+		for sc.Scan() {
+			s.logs.add(sc.Text())
+			if listeningLine.MatchString(sc.Text()) {
+				once.Do(func() { close(listening) })
+			}
+		}
+		cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-listening:
+		s.cmd, s.done = cmd, exited
+		return nil
+	case <-exited:
+		return fmt.Errorf("imserver exited before listening: %v\n%s", cmd.ProcessState, s.logs)
+	case <-time.After(startTimeout):
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("imserver did not listen within %v\n%s", startTimeout, s.logs)
+	}
+}
+
+// Alive reports whether the server started last is still running.
+func (s *Server) Alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL to the server and waits for it to exit.
+func (s *Server) Kill() error { return s.signal(syscall.SIGKILL) }
+
+// Stop asks the server to shut down (SIGTERM) and waits for it to exit.
+func (s *Server) Stop() error { return s.signal(syscall.SIGTERM) }
+
+func (s *Server) signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return err
+	}
+	select {
+	case <-s.done:
+	case <-time.After(startTimeout):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd, s.done = nil, nil
+	return nil
+}
+
+// wipe empties the data directory of the stopped server.
+func (s *Server) wipe() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("wipe: the server is running")
+	}
+	if err := os.RemoveAll(s.dataDir); err != nil {
+		return err
+	}
+	return os.MkdirAll(s.dataDir, 0o700)
+}
+
+// logRing keeps the last lines of a log.
+type logRing struct {
+	mu    sync.Mutex
+	lines []string
+	next  int
+	full  bool
+}
+
+func newLogRing(n int) *logRing { return &logRing{lines: make([]string, n)} }
+
+func (r *logRing) add(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines[r.next] = line
+	r.next = (r.next + 1) % len(r.lines)
+	r.full = r.full || r.next == 0
+}
+
+func (r *logRing) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.lines[:r.next]
+	if r.full {
+		out = append(append([]string{}, r.lines[r.next:]...), r.lines[:r.next]...)
+	}
+	return strings.Join(out, "\n")
+}
