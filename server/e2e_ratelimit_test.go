@@ -167,6 +167,9 @@ func TestGroupQuotas(t *testing.T) {
 	if len(g.Members) != 5 || g.Title != "one" {
 		t.Fatalf("group after refused ops: %+v", g)
 	}
+	if got := scrape(t, env)[`im_rate_limited_total{scope="quota"}`]; got != 3 {
+		t.Errorf("im_rate_limited_total{scope=\"quota\"} = %v, want 3", got)
+	}
 	// Other users have quotas of their own, and leaving is always allowed.
 	bob := env.Dial(t, "bob", "laptop")
 	bob.RequestOK(&protocol.CreateGroup{Title: "bob's", Members: []string{"carol"}})

@@ -172,7 +172,7 @@ func (c *conn) hello(ctx context.Context, deadline time.Time) *protocol.Welcome 
 // connection and returns true.
 func (c *conn) failedBeforeHello(ctx context.Context, id string) bool {
 	if ok, wait, _ := c.g.preHello.Take(c.ip, 1); !ok {
-		c.g.metrics.Limited(metrics.ScopeFrames)
+		c.g.metrics.Limited(metrics.ScopePreHello)
 		c.g.metrics.Disconnect(metrics.PreHello)
 		c.refuse(ctx, protocol.RateLimited(wait, "too many failed frames before hello from %s; slow down", c.ip).Frame(id))
 		return true
@@ -211,6 +211,9 @@ func (c *conn) readLoop(ctx context.Context) {
 		start := time.Now()
 		answer := c.dispatch(ctx, frame)
 		if answer != nil {
+			if e, ok := answer.(*protocol.ErrorFrame); ok && e.Code == protocol.CodeRateLimited {
+				c.g.metrics.Limited(metrics.ScopeQuota)
+			}
 			c.reply(ctx, answer)
 		}
 		if _, ok := frame.(*protocol.Send); ok {

@@ -14,27 +14,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Reasons a connection is closed by the server or refused before it
-// starts, as the values of the reason label.
+// Reasons a connection is closed by the server, as the values of the
+// reason label of im_disconnects_total.
 const (
 	SlowConsumer = "slow_consumer" // its output queue overflowed
 	RateLimit    = "rate_limit"    // it kept sending while rate-limited
-	PreHello     = "pre_hello"     // too many frames before its hello
+	PreHello     = "pre_hello"     // too many frames, or failing ones, before its hello
 	TokenRevoked = "token_revoked" // its token was revoked while connected
-
-	PerIP      = "per_ip"     // the IP holds its maximum of connections
-	PerUser    = "per_user"   // the user holds its maximum of connections
-	MaxConns   = "max_conns"  // the process holds its maximum (file descriptors)
-	Handshakes = "handshakes" // too many connections between accept and hello
-	Origin     = "origin"     // a cross-site upgrade
-	Penalty    = "penalty"    // its address failed too often before hello
 )
 
-// Scopes of a rate_limited answer, as the values of the scope label.
+// Reasons a connection is refused before it starts, as the values of the
+// reason label of im_connections_refused_total. The listener's own
+// (per_ip, max_conns, penalty) are netlimit's reasons.
 const (
-	ScopeFrames       = "frames"        // the user's frame rate
-	ScopeGroupCreates = "group_creates" // the user's quota of new groups
-	ScopeGroupChanges = "group_changes" // the user's quota of membership changes
+	PerUser    = "per_user"   // the user holds its maximum of connections
+	Handshakes = "handshakes" // too many connections between upgrade and hello
+	Origin     = "origin"     // a cross-site upgrade
+)
+
+// Scopes of a rate_limited answer, as the values of the scope label of
+// im_rate_limited_total.
+const (
+	ScopeFrames   = "frames"    // the user's frame rate
+	ScopeQuota    = "quota"     // a group quota of the user
+	ScopePreHello = "pre_hello" // failing frames before hello from the address
 )
 
 // frameTypes are the frame types counted by name; any other is "other".
