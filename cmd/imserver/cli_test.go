@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,5 +167,34 @@ func TestTokenRevokeCommand(t *testing.T) {
 	}
 	if _, errOut, code := runCommand(t, nil, "token", "-data", dir, "-ttl", "2000000h", "alice"); code == 0 || !strings.Contains(errOut, "-max-token-ttl") {
 		t.Fatalf("a token of 2,000,000 h: exit %d, %q", code, errOut)
+	}
+}
+
+// Every flag of serve has its environment variable and is listed in the
+// README with its default.
+func TestEveryServeFlagIsDocumented(t *testing.T) {
+	out, errOut, code := runCommand(t, nil, "serve", "-help")
+	if code != 0 {
+		t.Fatalf("serve -help: exit %d", code)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := regexp.MustCompile(`(?m)^  -([a-z-]+) \((IM_[A-Z_]+)\)`).FindAllStringSubmatch(out+errOut, -1)
+	if len(flags) < 30 {
+		t.Fatalf("serve -help lists %d flags:\n%s%s", len(flags), out, errOut)
+	}
+	for _, f := range flags {
+		if want := envName(f[1]); f[2] != want {
+			t.Errorf("-%s is read from %s, want %s", f[1], f[2], want)
+		}
+		if !strings.Contains(string(readme), "`-"+f[1]+"`") {
+			t.Errorf("-%s is not in the README's flag table", f[1])
+		}
+	}
+	// A limit set through its variable is checked like the flag.
+	if _, errOut, code := runCommand(t, []string{"IM_QUEUE_BYTES=0", "IM_DATA=" + t.TempDir()}, "serve"); code == 0 || !strings.Contains(errOut, "-queue-bytes must be positive") {
+		t.Errorf("IM_QUEUE_BYTES=0: exit %d, %q", code, errOut)
 	}
 }
