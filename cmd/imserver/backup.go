@@ -16,21 +16,16 @@ func backup(args []string) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	dataDir := fs.String("data", defaultDataDir(), "data directory of the server")
 	fs.Usage = flagUsage(fs, "imserver backup [flags] DEST   (DEST must not exist)")
-	if err := parseFlags(fs, args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	dest, help, err := oneArgument(fs, args, "DEST")
+	if help || err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one DEST")
 	}
 	start := time.Now()
-	if err := sqlitestore.Backup(context.Background(), filepath.Join(*dataDir, server.DatabaseFile), fs.Arg(0)); err != nil {
+	db := filepath.Join(*dataDir, server.DatabaseFile)
+	if err := sqlitestore.Backup(context.Background(), db, dest); err != nil {
 		return err
 	}
-	fmt.Printf("backed up %s to %s in %v\n", filepath.Join(*dataDir, server.DatabaseFile), fs.Arg(0), time.Since(start).Round(time.Millisecond))
+	fmt.Printf("backed up %s to %s in %v\n", db, dest, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -39,15 +34,9 @@ func restore(args []string) error {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	dataDir := fs.String("data", defaultDataDir(), "data directory of the server (the server must be stopped)")
 	fs.Usage = flagUsage(fs, "imserver restore [flags] BACKUP")
-	if err := parseFlags(fs, args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	src, help, err := oneArgument(fs, args, "BACKUP")
+	if help || err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one BACKUP")
 	}
 	unlock, err := server.LockDataDir(*dataDir)
 	if err != nil {
@@ -55,10 +44,10 @@ func restore(args []string) error {
 	}
 	defer unlock()
 	path := filepath.Join(*dataDir, server.DatabaseFile)
-	id, err := sqlitestore.Restore(context.Background(), fs.Arg(0), path)
+	id, err := sqlitestore.Restore(context.Background(), src, path)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("restored %s from %s (database %s); start the server to serve it\n", path, fs.Arg(0), id)
+	fmt.Printf("restored %s from %s (database %s); start the server to serve it\n", path, src, id)
 	return nil
 }

@@ -96,25 +96,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	for _, conv := range convs {
 		c, _ := protocol.ParseConv(conv)
 		cl := dialHello(t, p2.addr, c.A, "checker")
-		stored[conv] = map[string]protocol.Message{}
-		after := int64(0)
-		for {
-			f, err := cl.request(&protocol.History{Ref: protocol.Ref{ID: "h"}, Conv: conv, AfterSeq: &after, Limit: 200}, "h")
-			if err != nil {
-				t.Fatalf("history of the restored server: %v", err)
-			}
-			page := f.(*protocol.Messages)
-			for _, m := range page.Messages {
-				if m.Seq != after+1 {
-					t.Fatalf("%s: restored seqs jump from %d to %d", conv, after, m.Seq)
-				}
-				stored[conv][m.MsgID] = m
-				after = m.Seq
-			}
-			if !page.HasMore {
-				break
-			}
-		}
+		stored[conv], _ = readHistory(t, cl, conv)
 		cl.ws.Close()
 	}
 	for _, a := range before {

@@ -122,25 +122,8 @@ func TestSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 		if !c.HasMember("alice") {
 			cl = dialHello(t, p2.addr, "bob", "checker")
 		}
-		stored[conv] = map[string]protocol.Message{}
-		after := int64(0)
-		for {
-			f, err := cl.request(&protocol.History{Ref: protocol.Ref{ID: "h"}, Conv: conv, AfterSeq: &after, Limit: 200}, "h")
-			if err != nil {
-				t.Fatalf("history after restart: %v", err)
-			}
-			page := f.(*protocol.Messages)
-			for _, m := range page.Messages {
-				if m.Seq != after+1 {
-					t.Fatalf("%s: stored seqs jump from %d to %d", conv, after, m.Seq)
-				}
-				stored[conv][m.MsgID] = m
-				after = m.Seq
-			}
-			if !page.HasMore {
-				break
-			}
-		}
+		var after int64
+		stored[conv], after = readHistory(t, cl, conv)
 		maxSeq[conv] = after
 		// The sequence continues after the last stored message.
 		f, err := cl.request(&protocol.Send{Ref: protocol.Ref{ID: "n"}, Conv: conv, MsgID: "after-restart", Body: "next", ClientTS: 1}, "n")
@@ -158,6 +141,32 @@ func TestSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 		}
 		if m.Seq != a.seq || m.ServerTS != a.ts {
 			t.Fatalf("%s: stored seq %d ts %d, acknowledged seq %d ts %d", a.msgID, m.Seq, m.ServerTS, a.seq, a.ts)
+		}
+	}
+}
+
+// readHistory reads the whole of conv through cl, requiring its seqs to
+// run from 1 without a gap, and returns its messages by msg_id and the
+// newest seq.
+func readHistory(t *testing.T, cl *wsClient, conv string) (map[string]protocol.Message, int64) {
+	t.Helper()
+	stored := map[string]protocol.Message{}
+	after := int64(0)
+	for {
+		f, err := cl.request(&protocol.History{Ref: protocol.Ref{ID: "h"}, Conv: conv, AfterSeq: &after, Limit: 200}, "h")
+		if err != nil {
+			t.Fatalf("history of %s: %v", conv, err)
+		}
+		page := f.(*protocol.Messages)
+		for _, m := range page.Messages {
+			if m.Seq != after+1 {
+				t.Fatalf("%s: stored seqs jump from %d to %d", conv, after, m.Seq)
+			}
+			stored[m.MsgID] = m
+			after = m.Seq
+		}
+		if !page.HasMore {
+			return stored, after
 		}
 	}
 }

@@ -62,3 +62,21 @@ func flagUsage(fs *flag.FlagSet, synopsis string) func() {
 		})
 	}
 }
+
+// oneArgument parses a command's flags (from the environment too) and
+// returns its one positional argument, what it is called in the error
+// when it is missing or not alone. help is true when -help was asked: the
+// usage is printed and the command has nothing more to do.
+func oneArgument(fs *flag.FlagSet, args []string, what string) (arg string, help bool, err error) {
+	if err := parseFlags(fs, args); err != nil {
+		if err == flag.ErrHelp {
+			return "", true, nil
+		}
+		return "", false, err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", false, fmt.Errorf("want exactly one %s", what)
+	}
+	return fs.Arg(0), false, nil
+}

@@ -24,15 +24,9 @@ func token(args []string) error {
 	ttl := fs.Duration("ttl", 30*24*time.Hour, "how long the token is valid")
 	maxTTL := fs.Duration("max-token-ttl", 30*24*time.Hour, "the server's maximum lifetime of a token; a longer -ttl is refused")
 	fs.Usage = flagUsage(fs, "imserver token [flags] USER   (imserver token revoke [flags] USER revokes USER's tokens)")
-	if err := parseFlags(fs, args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	user, help, err := oneArgument(fs, args, "USER")
+	if help || err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one USER")
 	}
 	if *ttl <= 0 {
 		return fmt.Errorf("-ttl must be positive")
@@ -40,7 +34,6 @@ func token(args []string) error {
 	if *ttl > *maxTTL {
 		return fmt.Errorf("-ttl %v is over the maximum of %v (-max-token-ttl; the server refuses such tokens)", *ttl, *maxTTL)
 	}
-	user := fs.Arg(0)
 	if !protocol.ValidUser(user) {
 		return fmt.Errorf("%q is not a valid user id", user)
 	}
@@ -67,17 +60,10 @@ func revokeTokens(args []string) error {
 	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
 	dataDir := fs.String("data", defaultDataDir(), "data directory of the server")
 	fs.Usage = flagUsage(fs, "imserver token revoke [flags] USER")
-	if err := parseFlags(fs, args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
+	user, help, err := oneArgument(fs, args, "USER")
+	if help || err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one USER")
-	}
-	user := fs.Arg(0)
 	if !protocol.ValidUser(user) {
 		return fmt.Errorf("%q is not a valid user id", user)
 	}
