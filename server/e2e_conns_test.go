@@ -13,6 +13,7 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/clientaddr"
 	"github.com/imcore/im/server/servertest"
 )
 
@@ -191,6 +192,106 @@ func TestSlowConsumerGetsItsCloseCode(t *testing.T) {
 				t.Fatalf("the slow reader ended with %v, want close 1008 slow consumer", err)
 			}
 			return
+		}
+	}
+}
+
+// A connection that upgrades and never says hello is charged to its
+// address like a failing frame, and one address may hold only a few
+// connections between upgrade and hello: holding upgrades open costs the
+// attacker, not everyone else.
+func TestHandshakesPerAddress(t *testing.T) {
+	env := servertest.Start(t, func(c *server.Config) {
+		c.Gateway.MaxHandshakesPerIP = 2
+		c.Gateway.HelloTimeout = 300 * time.Millisecond
+		c.Gateway.PreHelloRate = 0.001
+		c.Gateway.PreHelloBurst = 2
+	})
+	a, b := env.DialRaw(t), env.DialRaw(t)
+	_, resp, err := websocket.DefaultDialer.Dial(env.URL, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a third upgrade from one address: %v %v, want 503", resp, err)
+	}
+	// Another address is not held up.
+	other := websocket.Dialer{NetDial: func(network, addr string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+		return d.Dial(network, addr)
+	}}
+	ws, _, err := other.Dial(env.URL, nil)
+	if err != nil {
+		t.Fatalf("an upgrade from another address: %v", err)
+	}
+	ws.Close()
+	// Both time out without a hello: the address's two tokens are spent,
+	// and its next connection is turned away at accept.
+	a.ExpectClosed()
+	b.ExpectClosed()
+	_, resp, err = websocket.DefaultDialer.Dial(env.URL, nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("after two hello timeouts: %v %v, want 429", resp, err)
+	}
+}
+
+// Behind a trusted proxy, the limits per address count the client the
+// proxy forwards for: one client failing does not shut out the others.
+func TestPenaltiesBehindATrustedProxy(t *testing.T) {
+	env := servertest.Start(t, func(c *server.Config) {
+		c.Gateway.Proxies, _ = clientaddr.ParseProxies([]string{"127.0.0.1"})
+		c.Gateway.PreHelloRate = 0.001
+		c.Gateway.PreHelloBurst = 1
+	})
+	forwarded := func(client string) http.Header {
+		return http.Header{"X-Forwarded-For": {client}}
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(env.URL, forwarded("203.0.113.5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.WriteMessage(websocket.TextMessage, []byte("garbage"))
+	ws.WriteMessage(websocket.TextMessage, []byte("more garbage"))
+	ws.SetReadDeadline(time.Now().Add(servertest.Timeout))
+	for { // the second failing frame is over the budget: the connection closes
+		if _, _, err := ws.ReadMessage(); err != nil {
+			break
+		}
+	}
+	ws.Close()
+	if _, resp, err := websocket.DefaultDialer.Dial(env.URL, forwarded("203.0.113.5")); err == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the failing client again: %v %v, want 429", resp, err)
+	}
+	ws, _, err = websocket.DefaultDialer.Dial(env.URL, forwarded("203.0.113.6"))
+	if err != nil {
+		t.Fatalf("another client of the same proxy: %v", err)
+	}
+	ws.Close()
+}
+
+// DNS rebinding: a page of evil.example whose name was made to point at
+// 127.0.0.1 sends Origin and Host evil.example. Same host — but a dev
+// server, which trusts whoever reaches it, accepts a same-host origin only
+// for a loopback name; a token server accepts it (tokens, not reach, say
+// who one is).
+func TestOriginAndDNSRebinding(t *testing.T) {
+	for _, mode := range []string{server.AuthDev, server.AuthToken} {
+		env := servertest.Start(t, func(c *server.Config) { c.Auth = mode })
+		_, port, _ := net.SplitHostPort(env.Addr)
+		h := http.Header{"Origin": {"http://evil.example:" + port}, "Host": {"evil.example:" + port}}
+		ws, resp, err := websocket.DefaultDialer.Dial(env.URL, h)
+		if mode == server.AuthDev {
+			if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+				t.Errorf("dev server, rebound name: %v %v, want 403", resp, err)
+			}
+		} else if err != nil {
+			t.Errorf("token server, same-host origin: %v", err)
+		}
+		if err == nil {
+			ws.Close()
+		}
+		h = http.Header{"Origin": {"http://localhost:" + port}, "Host": {"localhost:" + port}}
+		if ws, _, err := websocket.DefaultDialer.Dial(env.URL, h); err != nil {
+			t.Errorf("%s server, a page of localhost: %v", mode, err)
+		} else {
+			ws.Close()
 		}
 	}
 }

@@ -53,6 +53,7 @@ func TestMetricsFollowTraffic(t *testing.T) {
 		c.Gateway.RateLimit = 0.001
 		c.Gateway.RateBurst = 6
 		c.Gateway.RateWait = 0
+		c.MetricsCache = time.Nanosecond // count the pending rows at every scrape
 	})
 	before := scrape(t, env)
 	alice := env.Dial(t, "alice", "laptop")

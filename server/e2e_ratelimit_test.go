@@ -225,3 +225,24 @@ func TestPreHelloLimits(t *testing.T) {
 		t.Fatalf("an upgrade from the address that failed too often: %v %v, want 429", resp, err)
 	}
 }
+
+// A create retried with its key makes nothing new and costs nothing; a
+// refused create costs nothing either.
+func TestGroupQuotaSparesRetries(t *testing.T) {
+	env := servertest.Start(t, func(c *server.Config) {
+		c.Quotas = chat.Quotas{GroupCreates: 2, GroupChanges: 3, Window: time.Hour}
+	})
+	alice := env.Dial(t, "alice", "laptop")
+	first := alice.RequestOK(&protocol.CreateGroup{Title: "one", Members: []string{"bob"}, Key: "k1"}).(*protocol.Group)
+	for range 3 {
+		again := alice.RequestOK(&protocol.CreateGroup{Title: "one", Members: []string{"bob"}, Key: "k1"}).(*protocol.Group)
+		if again.Conv != first.Conv {
+			t.Fatalf("a retry with the key made %s, want %s", again.Conv, first.Conv)
+		}
+	}
+	// Over the member quota (1 of 3 spent): refused, and the create it
+	// would have been is not charged.
+	alice.RequestError(&protocol.CreateGroup{Title: "big", Members: []string{"carol", "dave", "erin"}}, protocol.CodeRateLimited)
+	alice.RequestOK(&protocol.CreateGroup{Title: "two", Members: []string{"carol"}, Key: "k2"})
+	alice.RequestError(&protocol.CreateGroup{Title: "three", Members: []string{"dave"}}, protocol.CodeRateLimited)
+}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,9 @@ type Config struct {
 	// Now is the clock for server timestamps; time.Now when nil. Tests use
 	// it to move time (mute expiry) or step it back.
 	Now func() time.Time
+	// MetricsCache is how long a count /metrics reads from the store (the
+	// pending rows: a scan) is served again; 10 s when zero.
+	MetricsCache time.Duration
 	// StoreMaxPages caps the database's size in pages (see
 	// sqlitestore.Options.MaxPages); for tests of a full disk.
 	StoreMaxPages int
@@ -80,6 +84,17 @@ type Server struct {
 	http    *http.Server
 	ready   atomic.Bool
 	failing atomic.Bool // the store's last commit hit a storage fault
+
+	probedAt atomic.Int64 // unix ns of the last probe write /readyz made
+	pending  pendingCache
+}
+
+// pendingCache keeps the pending-row count read for /metrics for a while:
+// counting is a scan, and /metrics is anyone's to ask.
+type pendingCache struct {
+	mu    sync.Mutex
+	at    time.Time
+	value float64
 }
 
 // New locks and opens the data directory and builds a server ready to
@@ -93,6 +108,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Quotas == (chat.Quotas{}) {
 		cfg.Quotas = chat.DefaultQuotas
+	}
+	if cfg.MetricsCache <= 0 {
+		cfg.MetricsCache = 10 * time.Second
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = time.Minute
@@ -149,6 +167,7 @@ func (s *Server) build() error {
 	svc := chat.New(st, s.hub, userlock.NewLocal(), cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
 	gwCfg := cfg.Gateway
 	gwCfg.Metrics = s.metrics
+	gwCfg.DevAuth = cfg.Auth == AuthDev
 	s.gw = gateway.New(gwCfg, svc, s.hub, authn, cfg.Logger)
 
 	mux := http.NewServeMux()
@@ -164,6 +183,7 @@ func (s *Server) build() error {
 		ReadTimeout:       cfg.Gateway.HelloTimeout,
 		WriteTimeout:      30 * time.Second, // /metrics and friends; a WebSocket clears it
 		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    32 << 10, // a WebSocket upgrade needs a few hundred bytes
 		ConnContext:       gateway.ConnContext,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
@@ -179,6 +199,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	limited := netlimit.Listen(ln, netlimit.Config{
 		MaxConns:  s.cfg.MaxConns,
 		MaxPerIP:  s.cfg.MaxConnsPerIP,
+		Proxies:   s.cfg.Gateway.Proxies,
 		Penalized: s.gw.Penalized,
 		OnRefuse:  s.metrics.Refuse,
 	})
@@ -224,15 +245,23 @@ func (s *Server) observeCommit(ops int, took time.Duration, err error) {
 	}
 }
 
-// pendingRows reads the pending-delivery count for its gauge.
+// pendingRows reads the pending-delivery count for its gauge, at most
+// once per MetricsCache.
 func (s *Server) pendingRows() float64 {
+	c := &s.pending
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < s.cfg.MetricsCache {
+		return c.value
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	n, err := s.store.PendingCount(ctx)
 	if err != nil {
 		return -1
 	}
-	return float64(n)
+	c.at, c.value = time.Now(), float64(n)
+	return c.value
 }
 
 // healthz answers whether the process serves (liveness).
@@ -252,12 +281,32 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
 		return
 	}
-	if err := s.store.Health(); err != nil {
+	if err := s.storeHealth(); err != nil {
 		http.Error(w, "the store is failing: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	fmt.Fprintln(w, "ready")
+}
+
+// probeEvery bounds how often /readyz makes a probe write.
+const probeEvery = time.Second
+
+// storeHealth returns the store's fault, nil when it commits. A failing
+// store is probed with a small write (at most once per probeEvery): once a
+// load balancer stops sending traffic, nothing else would commit, and a
+// store that recovered (space freed on the disk) would stay unready.
+func (s *Server) storeHealth() error {
+	if s.store.Health() == nil {
+		return nil
+	}
+	now := time.Now().UnixNano()
+	if last := s.probedAt.Load(); now-last >= int64(probeEvery) && s.probedAt.CompareAndSwap(last, now) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.store.Probe(ctx)
+		cancel()
+	}
+	return s.store.Health()
 }
 
 // IsLoopback reports whether addr is a loopback address.

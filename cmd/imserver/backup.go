@@ -44,10 +44,13 @@ func restore(args []string) error {
 	}
 	defer unlock()
 	path := filepath.Join(*dataDir, server.DatabaseFile)
-	id, err := sqlitestore.Restore(context.Background(), src, path)
+	id, kept, err := sqlitestore.Restore(context.Background(), src, path)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("restored %s from %s (database %s); start the server to serve it\n", path, src, id)
+	if kept != "" {
+		fmt.Printf("the database it replaced is kept as %s (remove it once the restore is confirmed)\n", kept)
+	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/chat"
+	"github.com/imcore/im/server/clientaddr"
 	"github.com/imcore/im/server/gateway"
 )
 
@@ -52,6 +53,7 @@ func serve(args []string) error {
 	shutdownGrace := fs.Duration("shutdown-grace", 15*time.Second, "how long a graceful shutdown (SIGINT, SIGTERM) may take")
 	fs.IntVar(&gw.MaxConnsPerUser, "max-conns-per-user", gw.MaxConnsPerUser, "connections one user may hold (0: no bound)")
 	fs.IntVar(&gw.MaxHandshakes, "max-handshakes", gw.MaxHandshakes, "connections between their upgrade and their hello (0: no bound)")
+	fs.IntVar(&gw.MaxHandshakesPerIP, "max-handshakes-per-ip", gw.MaxHandshakesPerIP, "connections of one address between their upgrade and their hello (0: no bound)")
 	fs.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", 1000, "TCP connections one IP address may hold (0: no bound)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "TCP connections held at once (0: the file-descriptor limit less a reserve)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", time.Minute, "closes an HTTP connection idle between requests (not a WebSocket)")
@@ -59,6 +61,7 @@ func serve(args []string) error {
 	fs.IntVar(&cfg.Quotas.GroupChanges, "group-changes", cfg.Quotas.GroupChanges, "group members one user may add or remove per hour, creations included; a rename counts one (0: no bound)")
 	fs.DurationVar(&cfg.Quotas.TypingInterval, "typing-interval", cfg.Quotas.TypingInterval, "least time between two typing indicators of a user in a conversation that are relayed (0: all)")
 	fs.DurationVar(&cfg.MaxTokenTTL, "max-token-ttl", 30*24*time.Hour, "tokens expiring further ahead are refused (token auth)")
+	proxies := fs.String("trusted-proxies", "", `comma-separated addresses or networks of reverse proxies (e.g. "10.0.0.0/8"): limits per address count the client each forwards for (X-Forwarded-For)`)
 	origins := fs.String("allowed-origins", "", `comma-separated web origins (e.g. "https://app.example.com", or "*") allowed to open a WebSocket besides the server's own host`)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
@@ -72,9 +75,13 @@ func serve(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	var err error
 	gw.RateLimit = rate.Limit(*rateLimit)
 	gw.PreHelloRate = rate.Limit(*preHelloRate)
 	gw.AllowedOrigins = splitList(*origins)
+	if gw.Proxies, err = clientaddr.ParseProxies(splitList(*proxies)); err != nil {
+		return fmt.Errorf("-trusted-proxies: %w", err)
+	}
 	if err := checkLimits(&cfg); err != nil {
 		return err
 	}
@@ -131,7 +138,8 @@ func checkLimits(cfg *server.Config) error {
 		"-max-frame": gw.MaxFrame, "-max-hello-frame": gw.MaxHelloFrame,
 		"-queue": int64(gw.QueueLen), "-queue-bytes": int64(gw.QueueBytes),
 		"-rate-burst": int64(gw.RateBurst), "-prehello-frames": int64(gw.PreHelloFrames),
-		"-hello-timeout": int64(gw.HelloTimeout), "-max-token-ttl": int64(cfg.MaxTokenTTL),
+		"-prehello-burst": int64(gw.PreHelloBurst),
+		"-hello-timeout":  int64(gw.HelloTimeout), "-max-token-ttl": int64(cfg.MaxTokenTTL),
 		"-idle-timeout": int64(cfg.IdleTimeout), "-ping-interval": int64(gw.PingInterval),
 		"-pong-wait": int64(gw.PongWait), "-write-timeout": int64(gw.WriteTimeout),
 		"-reject-burst": int64(gw.RejectBurst),
@@ -146,7 +154,7 @@ func checkLimits(cfg *server.Config) error {
 		"-max-conns-per-user": int64(gw.MaxConnsPerUser), "-max-handshakes": int64(gw.MaxHandshakes),
 		"-group-creates": int64(cfg.Quotas.GroupCreates), "-group-changes": int64(cfg.Quotas.GroupChanges),
 		"-typing-interval": int64(cfg.Quotas.TypingInterval), "-rate-wait": int64(gw.RateWait),
-		"-prehello-burst": int64(gw.PreHelloBurst),
+		"-max-handshakes-per-ip": int64(gw.MaxHandshakesPerIP),
 	}
 	for name, v := range nonNegative {
 		if v < 0 {

@@ -27,9 +27,12 @@ type Authenticator interface {
 // authenticators whose identities can be revoked while connected.
 type Revocations interface {
 	// RevokedSince returns the users whose tokens were revoked after
-	// revision since, with their new epochs, and the newest revision (to
-	// pass as since next time; since 0 returns only that, no users).
+	// revision since (0: every revocation ever made), with their new
+	// epochs, and the newest revision, to pass as since next time.
 	RevokedSince(ctx context.Context, since int64) ([]Revocation, int64, error)
+	// Revalidate checks an identity authenticated earlier against the
+	// revocations made since: unauthorized when its token was revoked.
+	Revalidate(ctx context.Context, id Identity) *protocol.Error
 }
 
 // Revocation is a user whose tokens minted before Epoch are revoked.

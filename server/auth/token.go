@@ -45,7 +45,8 @@ var (
 type Epochs interface {
 	// TokenEpoch returns user's current epoch (0 until a first revocation).
 	TokenEpoch(ctx context.Context, user string) (int64, error)
-	Revocations
+	// RevokedSince is Revocations.RevokedSince.
+	RevokedSince(ctx context.Context, since int64) ([]Revocation, int64, error)
 }
 
 // Tokens mints and verifies tokens "v2:<user>:<epoch>:<expiry ms>:<signature>",
@@ -137,16 +138,26 @@ func (t *Tokens) Authenticate(ctx context.Context, h *protocol.Hello) (Identity,
 	if h.User != "" && h.User != id.User {
 		return Identity{}, protocol.Errorf(protocol.CodeUnauthorized, "the token is not for user %q", h.User)
 	}
-	if t.Epochs != nil {
-		current, err := t.Epochs.TokenEpoch(ctx, id.User)
-		if err != nil {
-			return Identity{}, protocol.Errorf(protocol.CodeInternal, "could not check the token; try again")
-		}
-		if id.TokenEpoch < current {
-			return Identity{}, protocol.Errorf(protocol.CodeUnauthorized, "%v", ErrRevokedToken)
-		}
+	if perr := t.Revalidate(ctx, id); perr != nil {
+		return Identity{}, perr
 	}
 	return id, nil
+}
+
+// Revalidate implements Revocations: the identity's token must not have
+// been revoked since it was minted.
+func (t *Tokens) Revalidate(ctx context.Context, id Identity) *protocol.Error {
+	if t.Epochs == nil {
+		return nil
+	}
+	current, err := t.Epochs.TokenEpoch(ctx, id.User)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "could not check the token; try again")
+	}
+	if id.TokenEpoch < current {
+		return protocol.Errorf(protocol.CodeUnauthorized, "%v", ErrRevokedToken)
+	}
+	return nil
 }
 
 // RevokedSince implements Revocations through Epochs (none without).

@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"golang.org/x/time/rate"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/auth"
@@ -21,11 +21,6 @@ type conn struct {
 	g  *Gateway
 	ws *websocket.Conn
 	ip string
-	// rejects bounds the rate_limited answers this connection gets: a
-	// client whose refused frames come faster than the frames it is
-	// allowed, for longer than RejectBurst of them, is ignoring the answers
-	// and is disconnected. A client that backs off never gets there.
-	rejects *rate.Limiter
 
 	id           auth.Identity // set by hello, then read-only
 	user, device string        // likewise
@@ -55,7 +50,6 @@ func newConn(g *Gateway, ws *websocket.Conn, ip string) *conn {
 		g:          g,
 		ws:         ws,
 		ip:         ip,
-		rejects:    rate.NewLimiter(g.cfg.RateLimit, max(1, g.cfg.RejectBurst)),
 		q:          newOutQueue(g.cfg.QueueLen, g.cfg.QueueBytes, func(d int) { g.metrics.QueueBytes.Add(float64(d)) }),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -85,6 +79,7 @@ func (c *conn) run(started time.Time, handshakeDone func()) {
 	defer cancel()
 	go c.writeLoop()
 	c.ws.SetReadLimit(c.g.cfg.MaxHelloFrame)
+	c.ws.SetPingHandler(c.ping)
 
 	welcome := c.hello(ctx, started.Add(c.g.cfg.HelloTimeout))
 	handshakeDone()
@@ -95,6 +90,12 @@ func (c *conn) run(started time.Time, handshakeDone func()) {
 		// replay is done: none is missed, none comes before the welcome.
 		c.replaying = true
 		c.g.hub.Register(c)
+		if !c.stillWelcome(ctx, welcome) {
+			c.g.hub.Unregister(c)
+			c.close(c.closeCode, c.closeText)
+			<-c.writerDone
+			return
+		}
 		c.reply(ctx, welcome)
 		replayDone := make(chan struct{})
 		go func() {
@@ -111,6 +112,42 @@ func (c *conn) run(started time.Time, handshakeDone func()) {
 	<-c.writerDone
 }
 
+// ping answers a client's ping with a pong, as the WebSocket library would,
+// when its user's frame rate allows: pings are frames too. Before the
+// hello there is no user, and no pong.
+func (c *conn) ping(data string) error {
+	if c.user == "" || !c.g.frames.Allow(c.user) {
+		return nil
+	}
+	err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.g.cfg.WriteTimeout))
+	if err == websocket.ErrCloseSent {
+		return nil
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return nil
+	}
+	return err
+}
+
+// stillWelcome checks, once the device is registered, what may have
+// changed since its hello was accepted: the server started shutting down
+// (Shutdown closes only the devices it finds registered), or the user's
+// tokens were revoked (the revocation watcher closes only registered
+// devices). Either way the connection is closed, and false returned.
+func (c *conn) stillWelcome(ctx context.Context, welcome *protocol.Welcome) bool {
+	if c.g.Draining() {
+		c.close(websocket.CloseGoingAway, "server shutting down")
+		return false
+	}
+	if r, ok := c.g.auth.(auth.Revocations); ok {
+		if perr := r.Revalidate(ctx, c.id); perr != nil {
+			c.refuse(ctx, perr.Frame(welcome.ID))
+			return false
+		}
+	}
+	return true
+}
+
 // hello reads frames until a valid hello, returning the welcome to send, or
 // until the connection must close (nil): at the deadline, after too many
 // frames, or when frames that fail come too fast from the client's address.
@@ -119,6 +156,11 @@ func (c *conn) hello(ctx context.Context, deadline time.Time) *protocol.Welcome 
 	for n := 1; ; n++ {
 		frame, id, perr, err := c.readFrame()
 		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				// A connection that never says hello failed too: charge
+				// its address, or holding upgrades open would be free.
+				c.g.preHello.Take(c.ip, 1)
+			}
 			return nil
 		}
 		if n > c.g.cfg.PreHelloFrames {
@@ -153,7 +195,9 @@ func (c *conn) hello(ctx context.Context, deadline time.Time) *protocol.Welcome 
 		}
 		ident, perr := c.g.auth.Authenticate(ctx, h)
 		if perr != nil {
-			c.failedBeforeHello(ctx, h.ID)
+			if perr.Code != protocol.CodeInternal { // the server's failure is not the client's
+				c.failedBeforeHello(ctx, h.ID)
+			}
 			c.refuse(ctx, perr.Frame(h.ID))
 			return nil
 		}
@@ -244,7 +288,7 @@ func (c *conn) admit(ctx context.Context, id string) bool {
 	}
 	c.g.metrics.Limited(metrics.ScopeFrames)
 	c.reply(ctx, protocol.RateLimited(wait, "too many frames from %s; slow down", c.user).Frame(id))
-	if !c.rejects.Allow() {
+	if !c.g.rejects.Allow(c.user) {
 		c.g.metrics.Disconnect(metrics.RateLimit)
 		c.g.log.Warn("disconnecting a client that ignores rate_limited", "user", c.user, "device", c.device, "remote", c.ip)
 		c.close(websocket.ClosePolicyViolation, "rate limit exceeded")

@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -24,6 +23,7 @@ import (
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/chat"
+	"github.com/imcore/im/server/clientaddr"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/ratelimit"
@@ -57,12 +57,22 @@ type Config struct {
 	// MaxConnsPerUser bounds one user's connections (0: no bound).
 	MaxConnsPerUser int
 	// MaxHandshakes bounds the connections between their upgrade and
-	// their hello (0: no bound); more are answered 503.
-	MaxHandshakes int
+	// their hello (0: no bound), and MaxHandshakesPerIP those of one
+	// address; more are answered 503.
+	MaxHandshakes      int
+	MaxHandshakesPerIP int
+	// DevAuth says the server trusts the user a hello names (dev auth): a
+	// web page's Origin naming the server's own host is then accepted only
+	// for a loopback host, since DNS rebinding can make any site's name
+	// point at 127.0.0.1.
+	DevAuth bool
 	// AllowedOrigins lists the web origins ("https://app.example.com", or
 	// "*" for any) allowed to open a WebSocket besides the server's own
 	// host; an upgrade without an Origin header is always allowed.
 	AllowedOrigins []string
+	// Proxies are trusted reverse proxies: the limits per address count
+	// the clients they forward for (X-Forwarded-For), not them.
+	Proxies clientaddr.Proxies
 	// RevokeCheck is how often connected devices' tokens are checked for a
 	// revocation (token mode); 0 never.
 	RevokeCheck time.Duration
@@ -73,25 +83,26 @@ type Config struct {
 // DefaultConfig returns the limits of PROTOCOL.md and docs/PROTOCOL.md 12.
 func DefaultConfig() Config {
 	return Config{
-		MaxFrame:        protocol.DefaultMaxFrame,
-		MaxHelloFrame:   4 << 10,
-		Limits:          protocol.DefaultLimits,
-		QueueLen:        1024,
-		QueueBytes:      4 << 20,
-		HelloTimeout:    10 * time.Second,
-		PingInterval:    30 * time.Second,
-		PongWait:        60 * time.Second,
-		WriteTimeout:    10 * time.Second,
-		RateLimit:       200,
-		RateBurst:       400,
-		RateWait:        250 * time.Millisecond,
-		RejectBurst:     100,
-		PreHelloFrames:  4,
-		PreHelloRate:    20,
-		PreHelloBurst:   100,
-		MaxConnsPerUser: 64,
-		MaxHandshakes:   1024,
-		RevokeCheck:     5 * time.Second,
+		MaxFrame:           protocol.DefaultMaxFrame,
+		MaxHelloFrame:      4 << 10,
+		Limits:             protocol.DefaultLimits,
+		QueueLen:           1024,
+		QueueBytes:         4 << 20,
+		HelloTimeout:       10 * time.Second,
+		PingInterval:       30 * time.Second,
+		PongWait:           60 * time.Second,
+		WriteTimeout:       10 * time.Second,
+		RateLimit:          200,
+		RateBurst:          400,
+		RateWait:           250 * time.Millisecond,
+		RejectBurst:        100,
+		PreHelloFrames:     4,
+		PreHelloRate:       20,
+		PreHelloBurst:      100,
+		MaxConnsPerUser:    64,
+		MaxHandshakes:      1024,
+		MaxHandshakesPerIP: 64,
+		RevokeCheck:        5 * time.Second,
 	}
 }
 
@@ -105,15 +116,17 @@ type Gateway struct {
 	metrics  *metrics.Metrics
 	upgrader websocket.Upgrader
 
-	frames     *ratelimit.Set // per user
-	preHello   *ratelimit.Set // per IP
-	handshakes atomic.Int64
+	frames   *ratelimit.Set // per user
+	rejects  *ratelimit.Set // refused frames, per user
+	preHello *ratelimit.Set // per IP
 
-	mu        sync.Mutex
-	draining  bool
-	userConns map[string]int
-	conns     sync.WaitGroup
-	stop      chan struct{} // closed by Shutdown
+	mu         sync.Mutex
+	draining   bool
+	userConns  map[string]int
+	handshakes map[string]int // per address
+	handshaken int            // in all
+	conns      sync.WaitGroup
+	stop       chan struct{} // closed by Shutdown
 }
 
 // New returns a Gateway dispatching to svc and registering devices in h.
@@ -122,16 +135,18 @@ func New(cfg Config, svc *chat.Service, h *hub.Hub, a auth.Authenticator, log *s
 		cfg.Metrics = metrics.New()
 	}
 	g := &Gateway{
-		cfg:       cfg,
-		svc:       svc,
-		hub:       h,
-		auth:      a,
-		log:       log,
-		metrics:   cfg.Metrics,
-		frames:    ratelimit.NewSet(cfg.RateLimit, cfg.RateBurst),
-		preHello:  ratelimit.NewSet(cfg.PreHelloRate, cfg.PreHelloBurst),
-		userConns: make(map[string]int),
-		stop:      make(chan struct{}),
+		cfg:        cfg,
+		svc:        svc,
+		hub:        h,
+		auth:       a,
+		log:        log,
+		metrics:    cfg.Metrics,
+		frames:     ratelimit.NewSet(cfg.RateLimit, cfg.RateBurst),
+		rejects:    ratelimit.NewSet(cfg.RateLimit, max(1, cfg.RejectBurst)),
+		preHello:   ratelimit.NewSet(cfg.PreHelloRate, cfg.PreHelloBurst),
+		userConns:  make(map[string]int),
+		handshakes: make(map[string]int),
+		stop:       make(chan struct{}),
 	}
 	g.upgrader = websocket.Upgrader{
 		ReadBufferSize:   4096,
@@ -176,15 +191,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Unlock()
 	defer g.conns.Done()
 
-	if n := g.handshakes.Add(1); g.cfg.MaxHandshakes > 0 && n > int64(g.cfg.MaxHandshakes) {
-		g.handshakes.Add(-1)
+	ip, proxied := g.cfg.Proxies.OfRequest(r)
+	if proxied && g.Penalized(ip) {
+		// The listener turns penalized addresses away at accept; one
+		// behind a proxy is known only now.
+		g.metrics.Refuse(metrics.Penalty)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many failed connections from "+ip+"; slow down", http.StatusTooManyRequests)
+		return
+	}
+	if refusal := g.startHandshake(ip); refusal != "" {
 		g.metrics.Refuse(metrics.Handshakes)
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, fmt.Sprintf("too many connections starting at once (%d); try again", g.cfg.MaxHandshakes), http.StatusServiceUnavailable)
+		http.Error(w, refusal, http.StatusServiceUnavailable)
 		return
 	}
 	var handshakeOnce sync.Once
-	handshakeDone := func() { handshakeOnce.Do(func() { g.handshakes.Add(-1) }) }
+	handshakeDone := func() { handshakeOnce.Do(func() { g.endHandshake(ip) }) }
 	defer handshakeDone()
 
 	ws, err := g.upgrader.Upgrade(w, r, nil)
@@ -193,12 +216,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	g.metrics.Connections.Inc()
 	defer g.metrics.Connections.Dec()
-	c := newConn(g, ws, clientIP(r))
+	c := newConn(g, ws, ip)
 	c.run(started, handshakeDone)
 }
 
-// Penalized reports whether an address has spent its failed frames before
-// hello: until its bucket refills, the listener turns its connections
+// Penalized reports whether an address (its clientaddr key) has spent its
+// failed frames before hello: until its bucket refills, the listener turns its connections
 // away at accept, which keeps reconnecting in a loop cheap for the server.
 func (g *Gateway) Penalized(ip string) bool { return g.preHello.Empty(ip) }
 
@@ -215,21 +238,57 @@ func (g *Gateway) checkOrigin(r *http.Request) bool {
 			return true
 		}
 	}
-	if u, err := url.Parse(origin); err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) {
+	if u, err := url.Parse(origin); err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) &&
+		(!g.cfg.DevAuth || isLoopbackHost(u.Hostname())) {
 		return true
 	}
 	g.metrics.Refuse(metrics.Origin)
-	g.log.Warn("cross-site upgrade refused", "origin", origin, "host", r.Host, "remote", r.RemoteAddr)
+	g.log.Warn("cross-site upgrade refused", "origin", truncate(origin, 200), "host", truncate(r.Host, 200), "remote", r.RemoteAddr)
 	return false
 }
 
-// clientIP is the address a request comes from, without its port.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// isLoopbackHost reports whether host names this machine: localhost or a
+// loopback address.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
 	}
-	return host
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// truncate shortens s to n bytes for a log line.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// startHandshake counts a connection from ip between its upgrade and its
+// hello, or says why it is refused.
+func (g *Gateway) startHandshake(ip string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.cfg.MaxHandshakesPerIP > 0 && g.handshakes[ip] >= g.cfg.MaxHandshakesPerIP:
+		return fmt.Sprintf("too many connections starting at once from %s (%d); try again", ip, g.cfg.MaxHandshakesPerIP)
+	case g.cfg.MaxHandshakes > 0 && g.handshaken >= g.cfg.MaxHandshakes:
+		return fmt.Sprintf("too many connections starting at once (%d); try again", g.cfg.MaxHandshakes)
+	}
+	g.handshakes[ip]++
+	g.handshaken++
+	return ""
+}
+
+// endHandshake forgets a connection startHandshake counted.
+func (g *Gateway) endHandshake(ip string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.handshaken--
+	if g.handshakes[ip]--; g.handshakes[ip] <= 0 {
+		delete(g.handshakes, ip)
+	}
 }
 
 // admitUser counts a new connection of user, or says why it is refused.
@@ -251,6 +310,13 @@ func (g *Gateway) releaseUser(user string) {
 	if g.userConns[user]--; g.userConns[user] <= 0 {
 		delete(g.userConns, user)
 	}
+}
+
+// Draining reports whether Shutdown has begun.
+func (g *Gateway) Draining() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.draining
 }
 
 // Shutdown closes every connection with "going away" and waits until they

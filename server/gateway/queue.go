@@ -7,8 +7,10 @@ import (
 
 // outQueue is one connection's outgoing frames, bounded both in frames and
 // in bytes, so that what a connection holds in memory has a ceiling
-// whatever its client does. A nil frame is a drain barrier (waitDrained);
-// it takes a frame's place and no bytes.
+// whatever its client does. The bytes count the frames queued and those
+// the writer has taken and not yet written (release), so a writer stuck on
+// a slow client does not double what the connection holds. A nil frame is
+// a drain barrier (waitDrained); it takes a frame's place and no bytes.
 type outQueue struct {
 	maxFrames, maxBytes int
 	// onBytes, when set, is told of every change of the bytes held (for
@@ -17,7 +19,7 @@ type outQueue struct {
 
 	mu     sync.Mutex
 	frames [][]byte
-	bytes  int
+	bytes  int // queued and taken, not yet released
 	closed bool
 	ready  chan struct{} // holds a token while frames wait for the writer
 	room   chan struct{} // closed, and replaced, whenever room is made
@@ -91,14 +93,14 @@ func (q *outQueue) pushWait(ctx context.Context, frame []byte) error {
 	}
 }
 
-// take removes and returns up to max frames, oldest first, and wakes
-// whoever waits for room.
-func (q *outQueue) take(max int) [][]byte {
+// take removes and returns up to max frames, oldest first, and their size
+// in bytes, which stays counted until the writer releases it.
+func (q *outQueue) take(max int) (frames [][]byte, size int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := min(max, len(q.frames))
 	if n == 0 {
-		return nil
+		return nil, 0
 	}
 	out := make([][]byte, n)
 	copy(out, q.frames)
@@ -112,17 +114,32 @@ func (q *outQueue) take(max int) [][]byte {
 		default:
 		}
 	}
-	freed := 0
 	for _, f := range out {
-		freed += len(f)
+		size += len(f)
 	}
-	q.bytes -= freed
-	if q.onBytes != nil && freed > 0 {
-		q.onBytes(-freed)
+	q.wakeLocked() // a frame's place is free
+	return out, size
+}
+
+// release uncounts size bytes of frames taken and now written (or given
+// up), and wakes whoever waits for room.
+func (q *outQueue) release(size int) {
+	if size == 0 {
+		return
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.bytes -= size
+	if q.onBytes != nil {
+		q.onBytes(-size)
+	}
+	q.wakeLocked()
+}
+
+// wakeLocked wakes every waiter for room.
+func (q *outQueue) wakeLocked() {
 	close(q.room)
 	q.room = make(chan struct{})
-	return out
 }
 
 // close makes the queue refuse frames from now on and wakes every waiter;
@@ -132,18 +149,22 @@ func (q *outQueue) close(discard bool) {
 	defer q.mu.Unlock()
 	if !q.closed {
 		q.closed = true
-		close(q.room)
-		q.room = make(chan struct{})
+		q.wakeLocked()
 	}
-	if discard && q.bytes > 0 {
-		if q.onBytes != nil {
-			q.onBytes(-q.bytes)
+	if discard {
+		queued := 0
+		for _, f := range q.frames {
+			queued += len(f)
 		}
-		q.frames, q.bytes = nil, 0
+		q.frames = nil
+		q.bytes -= queued // what was taken is released by the writer
+		if q.onBytes != nil && queued > 0 {
+			q.onBytes(-queued)
+		}
 	}
 }
 
-// len returns the frames and bytes queued.
+// len returns the frames queued and the bytes counted.
 func (q *outQueue) len() (frames, bytes int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -73,8 +73,10 @@ func (c *conn) hold(p hub.Push) bool {
 // seeing the connection drop. It may be called while the hub is locked, so
 // it unregisters in the background.
 func (c *conn) cutOff() {
+	if !c.cut.CompareAndSwap(false, true) {
+		return // two pushes found the queue full at once
+	}
 	c.g.metrics.Disconnect(metrics.SlowConsumer)
-	c.cut.Store(true)
 	c.close(websocket.ClosePolicyViolation, slowConsumerReason)
 	c.q.close(true)
 	go c.g.hub.Unregister(c)
@@ -148,10 +150,11 @@ func (c *conn) writeLoop() {
 // writeQueued writes up to writeBatch queued frames, with one system call
 // when the connection can be corked.
 func (c *conn) writeQueued(deadline time.Time) error {
-	frames := c.q.take(writeBatch)
+	frames, size := c.q.take(writeBatch)
 	if len(frames) == 0 {
 		return nil
 	}
+	defer c.q.release(size)
 	cc, corkable := c.ws.NetConn().(*corkConn)
 	if corkable {
 		cc.cork()

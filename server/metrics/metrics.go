@@ -24,12 +24,13 @@ const (
 )
 
 // Reasons a connection is refused before it starts, as the values of the
-// reason label of im_connections_refused_total. The listener's own
-// (per_ip, max_conns, penalty) are netlimit's reasons.
+// reason label of im_connections_refused_total. The listener counts its own
+// with netlimit's reasons (per_ip, max_conns, penalty).
 const (
 	PerUser    = "per_user"   // the user holds its maximum of connections
 	Handshakes = "handshakes" // too many connections between upgrade and hello
 	Origin     = "origin"     // a cross-site upgrade
+	Penalty    = "penalty"    // an address behind a proxy failed too often before hello
 )
 
 // Scopes of a rate_limited answer, as the values of the scope label of

@@ -12,19 +12,25 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/imcore/im/server/clientaddr"
 )
 
 // Config says how many connections a Listener holds.
 type Config struct {
 	// MaxConns bounds the connections open at once; 0 means DefaultMaxConns.
 	MaxConns int
-	// MaxPerIP bounds the connections open at once from one IP address; 0
-	// means no bound.
+	// MaxPerIP bounds the connections open at once from one address (as
+	// clientaddr.Key counts it: an IPv6 /64 is one); 0 means no bound.
 	MaxPerIP int
-	// Penalized, when set, says whether an address is refused for now
-	// (it misbehaved); its connections are answered 429 at once, before
-	// anything of theirs is read.
-	Penalized func(ip string) bool
+	// Proxies are trusted reverse proxies: their connections carry many
+	// clients', so neither MaxPerIP nor Penalized applies to them (the
+	// gateway applies the penalty to the clients they forward for).
+	Proxies clientaddr.Proxies
+	// Penalized, when set, says whether an address (its key) is refused
+	// for now (it misbehaved); its connections are answered 429 at once,
+	// before anything of theirs is read.
+	Penalized func(key string) bool
 	// OnRefuse, when set, is told of each refused connection: PerIP,
 	// Total or Penalty.
 	OnRefuse func(reason string)
@@ -76,45 +82,56 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		ip := remoteIP(c)
-		if l.cfg.Penalized != nil && l.cfg.Penalized(ip) {
-			l.refuse(c, ip, Penalty)
+		ip := clientaddr.OfConn(c)
+		key := clientaddr.Key(ip)
+		proxy := l.cfg.Proxies.Contains(ip)
+		if proxy {
+			key = "" // counted in the total only
+		}
+		if !proxy && l.cfg.Penalized != nil && l.cfg.Penalized(key) {
+			l.refuse(c, key, Penalty)
 			continue
 		}
-		if reason := l.admit(ip); reason != "" {
-			l.refuse(c, ip, reason)
+		if reason := l.admit(key); reason != "" {
+			l.refuse(c, key, reason)
 			continue
 		}
-		return &conn{Conn: c, l: l, ip: ip}, nil
+		return &conn{Conn: c, l: l, key: key}, nil
 	}
 }
 
-// admit counts a new connection from ip, or returns why it is refused.
-func (l *Listener) admit(ip string) string {
+// admit counts a new connection from the address key ("" for a trusted
+// proxy, counted in the total only), or returns why it is refused.
+func (l *Listener) admit(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.open >= l.cfg.MaxConns {
 		return Total
 	}
-	if l.cfg.MaxPerIP > 0 && l.perIP[ip] >= l.cfg.MaxPerIP {
+	if key != "" && l.cfg.MaxPerIP > 0 && l.perIP[key] >= l.cfg.MaxPerIP {
 		return PerIP
 	}
 	l.open++
-	l.perIP[ip]++
+	if key != "" {
+		l.perIP[key]++
+	}
 	return ""
 }
 
-func (l *Listener) release(ip string) {
+func (l *Listener) release(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.open--
-	if l.perIP[ip]--; l.perIP[ip] <= 0 {
-		delete(l.perIP, ip)
+	if key == "" {
+		return
+	}
+	if l.perIP[key]--; l.perIP[key] <= 0 {
+		delete(l.perIP, key)
 	}
 }
 
 // refuse answers a connection over a bound with a 503 and closes it.
-func (l *Listener) refuse(c net.Conn, ip, reason string) {
+func (l *Listener) refuse(c net.Conn, key, reason string) {
 	if l.cfg.OnRefuse != nil {
 		l.cfg.OnRefuse(reason)
 	}
@@ -122,9 +139,9 @@ func (l *Listener) refuse(c net.Conn, ip, reason string) {
 	text := fmt.Sprintf("too many connections: this server holds at most %d\n", l.cfg.MaxConns)
 	switch reason {
 	case PerIP:
-		text = fmt.Sprintf("too many connections from %s: at most %d from one address\n", ip, l.cfg.MaxPerIP)
+		text = fmt.Sprintf("too many connections from %s: at most %d from one address\n", key, l.cfg.MaxPerIP)
 	case Penalty:
-		status, text = "429 Too Many Requests", fmt.Sprintf("too many failed connections from %s; slow down\n", ip)
+		status, text = "429 Too Many Requests", fmt.Sprintf("too many failed connections from %s; slow down\n", key)
 	}
 	c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
 	fmt.Fprintf(c, "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", status, len(text), text)
@@ -135,25 +152,14 @@ func (l *Listener) refuse(c net.Conn, ip, reason string) {
 type conn struct {
 	net.Conn
 	l    *Listener
-	ip   string
+	key  string
 	once sync.Once
 }
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.ip) })
+	c.once.Do(func() { c.l.release(c.key) })
 	return err
-}
-
-func remoteIP(c net.Conn) string {
-	if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		return tcp.IP.String()
-	}
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		return c.RemoteAddr().String()
-	}
-	return host
 }
 
 // DefaultMaxConns is the bound on connections that keeps the process clear

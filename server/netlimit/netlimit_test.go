@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/imcore/im/server/clientaddr"
 )
 
 // serve accepts on a limited listener and keeps every admitted connection
@@ -143,5 +145,19 @@ func TestPenalizedAddressIsTurnedAway(t *testing.T) {
 	}
 	if len(refused) != 1 || refused[0] != Penalty {
 		t.Fatalf("refusals reported: %v", refused)
+	}
+}
+
+func TestTrustedProxiesAreExemptFromPerAddressBounds(t *testing.T) {
+	proxies, _ := clientaddr.ParseProxies([]string{"127.0.0.5"})
+	_, addr := serve(t, Config{MaxConns: 100, MaxPerIP: 1, Proxies: proxies, Penalized: func(string) bool { return true }})
+	// The proxy holds many connections, and is never penalized itself.
+	for range 3 {
+		if _, line := dialFrom(t, "127.0.0.5", addr); line != "hi\n" {
+			t.Fatalf("a trusted proxy got %q", line)
+		}
+	}
+	if _, line := dialFrom(t, "127.0.0.6", addr); !strings.HasPrefix(line, "HTTP/1.1 429") {
+		t.Fatalf("a penalized direct client got %q", line)
 	}
 }

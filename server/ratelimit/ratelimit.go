@@ -2,34 +2,59 @@
 // and conversation), created on first use and forgotten once full again:
 // a full bucket is what a new one would be, so forgetting it loses
 // nothing and memory follows the keys in use, not every key ever seen.
+//
+// The buckets are its own rather than golang.org/x/time/rate's limiters:
+// a quota charged for work that then did not happen must be given back
+// exactly, which a rate.Reservation cancelled after the fact does not do.
+// Only the rate type is shared with x/time/rate (rate.Inf: no bound).
 package ratelimit
 
 import (
+	"hash/maphash"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// sweepEvery is how many lookups pass between sweeps of full buckets.
-const sweepEvery = 1024
+// shards spread the keys over locks, so that users do not queue on one.
+const shards = 16
+
+// sweepInterval is how often a shard forgets its full buckets.
+const sweepInterval = 10 * time.Second
 
 // Set is a token bucket per key, all with the same rate and burst. It is
 // safe for concurrent use.
 type Set struct {
 	limit rate.Limit
-	burst int
+	burst float64
 	now   func() time.Time
+	seed  maphash.Seed
 
-	mu      sync.Mutex
-	buckets map[string]*rate.Limiter
-	lookups int
+	shards [shards]shard
 }
 
-// NewSet returns a Set of buckets refilling at limit per second up to
-// burst. A limit of rate.Inf allows everything.
+type shard struct {
+	mu        sync.Mutex
+	buckets   map[string]*bucket
+	lastSweep time.Time
+}
+
+// bucket holds tokens as of last. Tokens may go below zero: a frame let
+// through ahead of its token (Admit) is owed until the refill pays it.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// NewSet returns a Set of buckets refilling at limit tokens per second up
+// to burst. A limit of rate.Inf allows everything.
 func NewSet(limit rate.Limit, burst int) *Set {
-	return &Set{limit: limit, burst: burst, now: time.Now, buckets: make(map[string]*rate.Limiter)}
+	s := &Set{limit: limit, burst: float64(burst), now: time.Now, seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].buckets = make(map[string]*bucket)
+	}
+	return s
 }
 
 // PerWindow returns the rate that refills n tokens per window.
@@ -53,16 +78,28 @@ func (s *Set) Take(key string, n int) (ok bool, retryAfter time.Duration, undo f
 	if s.limit == rate.Inf {
 		return true, 0, func() {}
 	}
-	now := s.now()
-	r := s.bucket(key, now).ReserveN(now, n)
-	if !r.OK() {
-		return false, s.fillTime(), nil
+	need := float64(n)
+	ok = s.with(key, func(b *bucket) bool {
+		if b.tokens >= need {
+			b.tokens -= need
+			return true
+		}
+		if need > s.burst {
+			retryAfter = s.duration(s.burst)
+		} else {
+			retryAfter = s.duration(need - b.tokens)
+		}
+		return false
+	})
+	if !ok {
+		return false, retryAfter, nil
 	}
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d, nil
+	return true, 0, func() {
+		s.with(key, func(b *bucket) bool {
+			b.tokens = min(s.burst, b.tokens+need)
+			return true
+		})
 	}
-	return true, 0, func() { r.CancelAt(s.now()) }
 }
 
 // Admit takes a token from key's bucket now or, when it is empty, the next
@@ -73,17 +110,18 @@ func (s *Set) Admit(key string, maxWait time.Duration) (wait time.Duration, ok b
 	if s.limit == rate.Inf {
 		return 0, true
 	}
-	now := s.now()
-	r := s.bucket(key, now).ReserveN(now, 1)
-	if !r.OK() {
-		return s.fillTime(), false
-	}
-	d := r.DelayFrom(now)
-	if d > maxWait {
-		r.CancelAt(now)
-		return d, false
-	}
-	return d, true
+	ok = s.with(key, func(b *bucket) bool {
+		if b.tokens >= 1 {
+			b.tokens--
+			return true
+		}
+		if wait = s.duration(1 - b.tokens); wait > maxWait || s.burst < 1 {
+			return false
+		}
+		b.tokens--
+		return true
+	})
+	return wait, ok
 }
 
 // Empty reports whether key's bucket holds less than one token, taking
@@ -92,41 +130,57 @@ func (s *Set) Empty(key string) bool {
 	if s.limit == rate.Inf {
 		return false
 	}
-	now := s.now()
-	return s.bucket(key, now).TokensAt(now) < 1
-}
-
-func (s *Set) fillTime() time.Duration {
-	if s.limit <= 0 {
-		return time.Hour
-	}
-	return time.Duration(float64(s.burst) / float64(s.limit) * float64(time.Second))
-}
-
-// bucket returns key's bucket, creating it; every sweepEvery lookups it
-// forgets the buckets that are full again.
-func (s *Set) bucket(key string, now time.Time) *rate.Limiter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lookups++
-	if s.lookups%sweepEvery == 0 {
-		for k, l := range s.buckets {
-			if l.TokensAt(now) >= float64(s.burst) {
-				delete(s.buckets, k)
-			}
-		}
-	}
-	l := s.buckets[key]
-	if l == nil {
-		l = rate.NewLimiter(s.limit, s.burst)
-		s.buckets[key] = l
-	}
-	return l
+	return s.with(key, func(b *bucket) bool { return b.tokens < 1 })
 }
 
 // Len returns how many buckets are kept (for tests).
 func (s *Set) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.buckets)
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.buckets)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// with runs fn on key's bucket, refilled up to now, under its shard's lock.
+func (s *Set) with(key string, fn func(*bucket) bool) bool {
+	now := s.now()
+	sh := &s.shards[maphash.String(s.seed, key)%shards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if now.Sub(sh.lastSweep) >= sweepInterval {
+		for k, b := range sh.buckets {
+			if s.refill(b, now); b.tokens >= s.burst {
+				delete(sh.buckets, k)
+			}
+		}
+		sh.lastSweep = now
+	}
+	b := sh.buckets[key]
+	if b == nil {
+		b = &bucket{tokens: s.burst, last: now}
+		sh.buckets[key] = b
+	}
+	s.refill(b, now)
+	return fn(b)
+}
+
+// refill adds the tokens earned since the bucket's last look, up to the
+// burst.
+func (s *Set) refill(b *bucket, now time.Time) {
+	if now.After(b.last) {
+		b.tokens = min(s.burst, b.tokens+now.Sub(b.last).Seconds()*float64(s.limit))
+		b.last = now
+	}
+}
+
+// duration is how long the bucket takes to earn tokens.
+func (s *Set) duration(tokens float64) time.Duration {
+	if s.limit <= 0 {
+		return time.Hour
+	}
+	return time.Duration(tokens / float64(s.limit) * float64(time.Second))
 }

@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"fmt"
+	"hash/maphash"
 	"testing"
 	"time"
 
@@ -55,7 +57,7 @@ func TestTakeMoreThanBurst(t *testing.T) {
 }
 
 func TestUndoGivesTokensBack(t *testing.T) {
-	s, _ := newTestSet(1, 3)
+	s, clock := newTestSet(1, 3)
 	ok, _, undo := s.Take("alice", 3)
 	if !ok {
 		t.Fatal("burst refused")
@@ -63,24 +65,46 @@ func TestUndoGivesTokensBack(t *testing.T) {
 	if s.Allow("alice") {
 		t.Fatal("allowed with an empty bucket")
 	}
+	clock.t = clock.t.Add(100 * time.Millisecond) // the undo comes later, as it does for real
 	undo()
 	if ok, _, _ := s.Take("alice", 3); !ok {
 		t.Fatal("tokens not given back by undo")
 	}
+	// Given back, never above the burst.
+	_, _, undo = s.Take("bob", 1)
+	clock.t = clock.t.Add(time.Hour)
+	undo()
+	if ok, _, _ := s.Take("bob", 4); ok {
+		t.Fatal("undo on a full bucket raised it above its burst")
+	}
 }
 
 func TestFullBucketsAreForgotten(t *testing.T) {
-	s, clock := newTestSet(100, 1)
-	for i := range sweepEvery - 1 {
-		s.Allow(string(rune('a'+i%26)) + string(rune('a'+i/26%26)))
+	s, clock := newTestSet(1, 1) // refills a token a second
+	for i := range 100 {
+		s.Allow(fmt.Sprint("user", i)) // drained; full again after a second
 	}
-	if s.Len() == 0 {
-		t.Fatal("no bucket kept")
+	s.with("hog", func(b *bucket) bool { b.tokens = -100; return true }) // deep in debt: not full for long
+	if n := s.Len(); n != 101 {
+		t.Fatalf("%d buckets before the sweep, want 101", n)
 	}
-	clock.t = clock.t.Add(time.Second) // every bucket full again
-	s.Allow("last")                    // the sweepEvery-th lookup sweeps
-	if n := s.Len(); n != 1 {
-		t.Fatalf("%d buckets kept after the sweep, want 1 (the one just used)", n)
+	clock.t = clock.t.Add(sweepInterval)
+	// Look once into every shard: each sweeps its full buckets.
+	probes := map[uint64]string{}
+	for i := 0; len(probes) < shards; i++ {
+		key := fmt.Sprint("probe", i)
+		if _, seen := probes[maphash.String(s.seed, key)%shards]; !seen {
+			probes[maphash.String(s.seed, key)%shards] = key
+		}
+	}
+	for _, key := range probes {
+		s.Empty(key)
+	}
+	if n := s.Len(); n != shards+1 {
+		t.Fatalf("%d buckets after the sweep, want the %d probes and the bucket in debt", n, shards)
+	}
+	if !s.Empty("hog") {
+		t.Fatal("the bucket in debt was forgotten and came back full")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Backup writes a consistent copy of the database at path to dest, while
@@ -36,62 +37,94 @@ func Backup(ctx context.Context, path, dest string) error {
 		os.Remove(dest)
 		return fmt.Errorf("backup of %s to %s: %w", path, dest, err)
 	}
-	return syncFile(dest)
+	if err := syncFile(dest); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dest))
 }
 
 // Restore replaces the database at path with the backup src, for a server
-// that is not running: it checks src (a SQLite database that passes
-// quick_check and has an id), copies it into place durably with the owner's
-// permissions only, drops the old database's WAL and shared-memory files
-// (they belong to the database replaced, not to the backup) and records
-// the backup's id in the marker, so that the server starts on it.
-func Restore(ctx context.Context, src, path string) (id string, err error) {
-	id, err = checkBackup(ctx, src)
+// that is not running. It copies src beside the database first and checks
+// the copy — a SQLite database that passes quick_check and has an id — so
+// that what was checked is what is installed; a src with a hot WAL beside
+// it (a file copied from under a running server) is refused, as its log
+// would not come along. The database replaced is kept, with its WAL, as
+// path.before-restore-TIME (returned in kept); the copy takes its place
+// and its id goes into the marker, so the server starts on it.
+func Restore(ctx context.Context, src, path string) (id, kept string, err error) {
+	info, err := os.Stat(src)
 	if err != nil {
-		return "", err
+		return "", "", fmt.Errorf("backup %s: %w", src, err)
+	}
+	if info.IsDir() {
+		return "", "", fmt.Errorf("backup %s is a directory", src)
+	}
+	if hotWAL(src) {
+		return "", "", fmt.Errorf("%s has a write-ahead log beside it (%s-wal): it was copied from a running database, and the log would not come along; make backups with imserver backup", src, src)
 	}
 	tmp := path + ".restore"
 	if err := copyFile(src, tmp); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("restore %s: %w", src, err)
+		return "", "", fmt.Errorf("restore %s: %w", src, err)
 	}
-	for _, stale := range []string{path + "-wal", path + "-shm"} {
-		if err := os.Remove(stale); err != nil && !errors.Is(err, os.ErrNotExist) {
-			os.Remove(tmp)
-			return "", fmt.Errorf("restore: remove %s: %w", stale, err)
-		}
+	if id, err = checkBackup(ctx, tmp); err != nil {
+		os.Remove(tmp)
+		return "", "", fmt.Errorf("%s is not a usable backup: %w", src, err)
+	}
+	if kept, err = setAside(path); err != nil {
+		os.Remove(tmp)
+		return "", "", err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("restore: %w", err)
+		return "", kept, fmt.Errorf("restore: %w", err)
 	}
 	if err := syncDir(filepath.Dir(path)); err != nil {
-		return "", fmt.Errorf("restore: %w", err)
+		return "", kept, fmt.Errorf("restore: %w", err)
 	}
-	return id, writeMarker(path, id)
+	return id, kept, writeMarker(path, id)
 }
 
-// checkBackup opens src read-only and returns its database id once it has
-// passed quick_check.
-func checkBackup(ctx context.Context, src string) (string, error) {
-	info, err := os.Stat(src)
-	if err != nil {
-		return "", fmt.Errorf("backup %s: %w", src, err)
+// setAside renames the database at path, and its WAL, to
+// path.before-restore-TIME, dropping its shared-memory file; it returns
+// the new name, "" when there was no database.
+func setAside(path string) (string, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		os.Remove(path + "-wal")
+		os.Remove(path + "-shm")
+		return "", nil
 	}
-	if err := checkSize(src, info.Size()); err != nil {
-		return "", fmt.Errorf("%s is not a usable backup: %w", src, err)
+	kept := path + ".before-restore-" + time.Now().UTC().Format("20060102T150405")
+	if err := os.Rename(path+"-wal", kept+"-wal"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("restore: keep the old database's log: %w", err)
 	}
-	db, err := sql.Open("sqlite", "file:"+src+"?mode=ro&_pragma=query_only(ON)")
+	if err := os.Rename(path, kept); err != nil {
+		return "", fmt.Errorf("restore: keep the old database: %w", err)
+	}
+	os.Remove(path + "-shm")
+	return kept, syncDir(filepath.Dir(path))
+}
+
+// checkBackup opens a database file read-only and returns its database id
+// once it has passed the size check and quick_check.
+func checkBackup(ctx context.Context, file string) (string, error) {
+	info, err := os.Stat(file)
 	if err != nil {
-		return "", fmt.Errorf("open %s: %w", src, err)
+		return "", err
+	}
+	if err := checkSize(file, info.Size(), false); err != nil {
+		return "", err
+	}
+	db, err := sql.Open("sqlite", "file:"+file+"?mode=ro&_pragma=query_only(ON)")
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", file, err)
 	}
 	defer db.Close()
-	if err := quickCheck(ctx, db, src); err != nil {
-		return "", fmt.Errorf("%s is not a usable backup: %w", src, err)
+	if err := quickCheck(ctx, db, file); err != nil {
+		return "", err
 	}
 	var id string
 	if err := db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'db_id'").Scan(&id); err != nil {
-		return "", fmt.Errorf("%s is not a backup of an imserver database (no database id): %w", src, err)
+		return "", fmt.Errorf("not a backup of an imserver database (no database id): %w", err)
 	}
 	return id, nil
 }

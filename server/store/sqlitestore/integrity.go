@@ -63,7 +63,7 @@ func prepareFile(path string) (marker string, err error) {
 		return "", fmt.Errorf("stat %s: %w", path, err)
 	}
 	if marker != "" {
-		if err := checkSize(path, info.Size()); err != nil {
+		if err := checkSize(path, info.Size(), hotWAL(path)); err != nil {
 			return "", err
 		}
 	}
@@ -76,9 +76,20 @@ func prepareFile(path string) (marker string, err error) {
 	return marker, nil
 }
 
+// hotWAL reports whether the database has a write-ahead log with content:
+// the log may hold pages the main file does not have yet.
+func hotWAL(path string) bool {
+	info, err := os.Stat(path + "-wal")
+	return err == nil && info.Size() > 0
+}
+
 // checkSize refuses an empty database file, or one shorter than its header
-// says it is.
-func checkSize(path string, size int64) error {
+// says it is — unless a hot WAL is beside it: a checkpoint cut short (a
+// crash, or one running in another process) writes the header's page
+// first and the pages after it, so the file is briefly shorter than its
+// header says while the log still holds everything, and quick_check reads
+// through the log to judge it.
+func checkSize(path string, size int64, hotWAL bool) error {
 	if size == 0 {
 		return fmt.Errorf("%w: %s is empty (0 bytes), but this data directory held a database: %s",
 			ErrIntegrity, path, restoreAdvice(path))
@@ -104,7 +115,7 @@ func checkSize(path string, size int64) error {
 	// The header's page count is valid when its change counter matches
 	// the version-valid-for number.
 	valid := binary.BigEndian.Uint32(header[24:28]) == binary.BigEndian.Uint32(header[92:96])
-	if valid && size < pages*pageSize {
+	if valid && !hotWAL && size < pages*pageSize {
 		return fmt.Errorf("%w: %s is truncated: its header says %d pages of %d bytes, the file holds %d bytes: %s",
 			ErrIntegrity, path, pages, pageSize, size, restoreAdvice(path))
 	}

@@ -193,8 +193,12 @@ func TestBackupAndRestore(t *testing.T) {
 	}
 	s.Close()
 
-	if _, err := Restore(context.Background(), dest, path); err != nil {
+	_, kept, err := Restore(context.Background(), dest, path)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Fatalf("the replaced database was not kept: %v", err)
 	}
 	restored := openAt(t, path, Options{})
 	msgs, _, err := restored.History(context.Background(), "d:alice:bob", store.HistoryQuery{Limit: 10})
@@ -204,8 +208,24 @@ func TestBackupAndRestore(t *testing.T) {
 	// Restoring what is not a backup is refused and changes nothing.
 	junk := filepath.Join(t.TempDir(), "junk.db")
 	os.WriteFile(junk, []byte("not a database at all, not even close"), 0o600)
-	if _, err := Restore(context.Background(), junk, path); err == nil {
+	if _, _, err := Restore(context.Background(), junk, path); err == nil {
 		t.Fatal("restored junk")
+	}
+	// A copy taken from under a running database, with its WAL beside it,
+	// is refused: the log would not come along.
+	hot := filepath.Join(t.TempDir(), "hot.db")
+	copyFile(path, hot)
+	os.WriteFile(hot+"-wal", []byte("log pages"), 0o600)
+	if _, _, err := Restore(context.Background(), hot, path); err == nil || !strings.Contains(err.Error(), "write-ahead log") {
+		t.Fatalf("restoring a hot copy: %v", err)
+	}
+	// And a database with its WAL hot, as a crash leaves it mid-checkpoint,
+	// is not refused for being shorter than its header says.
+	crashed := filledStore(t, 200)
+	db, _ := os.ReadFile(crashed)
+	os.WriteFile(crashed+"-wal", []byte("x"), 0o600)
+	if err := checkSize(crashed, int64(len(db))/2, hotWAL(crashed)); err != nil {
+		t.Fatalf("a short file with a hot WAL: %v", err)
 	}
 }
 
@@ -224,5 +244,33 @@ func TestHealthReportsAFullDisk(t *testing.T) {
 	}
 	if h := s.Health(); h == nil || !strings.Contains(h.Error(), "full") {
 		t.Fatalf("Health() = %v after %v, want the full disk", h, err)
+	}
+}
+
+// A store whose disk filled up and then got room again is healthy again
+// after a probe write, with no traffic.
+func TestProbeFindsTheStoreRecovered(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "im.db"), Options{MaxPages: 30})
+	var err error
+	for i := 0; i < 1000 && err == nil; i++ {
+		_, err = s.Append(context.Background(), store.AppendRequest{
+			Msg:     protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprintf("m%d", i), From: "alice", Body: strings.Repeat("x", 4000)},
+			Members: []string{"alice", "bob"},
+		})
+	}
+	if s.Health() == nil {
+		t.Fatal("no fault after the disk filled")
+	}
+	if err := s.Probe(context.Background()); err == nil || s.Health() == nil {
+		t.Fatalf("a probe on a full disk: %v, health %v", err, s.Health())
+	}
+	if _, err := s.w.Exec("PRAGMA max_page_count = 1000000"); err != nil { // room again
+		t.Fatal(err)
+	}
+	if err := s.Probe(context.Background()); err != nil {
+		t.Fatalf("a probe with room: %v", err)
+	}
+	if h := s.Health(); h != nil {
+		t.Fatalf("Health() = %v after a successful probe", h)
 	}
 }

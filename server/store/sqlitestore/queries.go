@@ -55,7 +55,7 @@ var writerQueries = []string{
 	qMinDelivered, qMinRead, qSetTicks, qDeletePending, qPutPendingForRecipients,
 	qSessionGet, qSessionPut, qLastActive, qTotalAdd, qTotalGet,
 	qAccountGet, qAccountPut, qExpiredMutes, qSendersInRange,
-	qRevokeTokens,
+	qRevokeTokens, qProbeInsert, qProbeDelete,
 	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qSetGroupTitle, qBumpMembers,
 	qJoinMember, qRemoveMember, qMembersOf, qGroupOf, qFormerPut, qFormerDelete, qFormerOf,
 }
@@ -76,6 +76,8 @@ const (
 		RETURNING epoch`
 	qRevokedSince = `SELECT user_id, epoch, rev FROM token_epochs WHERE rev > ? ORDER BY rev`
 	qPendingCount = `SELECT COUNT(*) FROM pending_deliveries`
+	qProbeInsert  = `INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)`
+	qProbeDelete  = `DELETE FROM meta WHERE key = 'probe'`
 )
 
 // Reads.

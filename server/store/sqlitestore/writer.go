@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -192,4 +193,24 @@ func isStorageFault(err error) bool {
 		return true
 	}
 	return false
+}
+
+// probeSize is what a probe writes: a full message's worth, so that it
+// needs new pages as a message does (a write that fits in a page already
+// there would succeed on a full disk).
+const probeSize = 4096
+
+// Probe makes a write of a message's size through the writer, and takes it
+// back in the same transaction, so that a store whose last commit failed
+// and that is otherwise idle finds out whether it commits again (Health
+// follows). It changes nothing else.
+func (s *Store) Probe(ctx context.Context) error {
+	pad := strings.Repeat("p", probeSize)
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := s.execTx(ctx, tx, qProbeInsert, pad); err != nil {
+			return err
+		}
+		_, err := s.execTx(ctx, tx, qProbeDelete)
+		return err
+	})
 }
