@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,9 +97,11 @@ func TestMetricsFollowTraffic(t *testing.T) {
 // /readyz answers 503, and says why, once the store cannot commit (here a
 // full disk: the database capped at its size); /healthz still answers 200.
 func TestReadyzWhenTheStoreFails(t *testing.T) {
+	var logs syncBuffer
 	env := servertest.Start(t, func(c *server.Config) {
 		c.StoreMaxPages = 40
 		c.Gateway.RateLimit = 1e9
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + env.Addr + path)
@@ -133,6 +137,27 @@ func TestReadyzWhenTheStoreFails(t *testing.T) {
 	if code, _ := get("/healthz"); code != 200 {
 		t.Fatalf("/healthz = %d, want 200 (the process is alive)", code)
 	}
+	if log := logs.String(); !strings.Contains(log, "the store is failing") || !strings.Contains(log, "full") {
+		t.Fatalf("the log does not say the store is failing, and why:\n%s", log)
+	}
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // revocableServer is a token-auth server whose tokens can be revoked,
