@@ -180,6 +180,9 @@ type AppendResult struct {
 	// Duplicate is true when (conv, msg_id) was already stored; Msg is then
 	// the original.
 	Duplicate bool
+	// Members are the members the message was stored for (Store.Append
+	// only): whom it is pushed to.
+	Members []string
 	// Ticks is set when the implicit read of the sender raised the
 	// conversation's tick minimum.
 	Ticks *protocol.Ticks
@@ -209,6 +212,9 @@ type SyncQuery struct {
 	Since  int64
 	Limit  int    // at least 1
 	SubBiz string // "" for the main list
+	// Conv, for Backend.SessionPage only, selects that one session,
+	// whatever its list and active_ts.
+	Conv string
 }
 
 // SyncPage is one page of a sync.

@@ -1,0 +1,594 @@
+// Package memstore is a store.Backend in memory: the same promises as the
+// SQLite backend, kept in maps under one lock, lost with the process. It
+// is the second backend that keeps the storage contract honest (both pass
+// the conformance suites), and a fast one for tests. Reopen gives a new
+// handle on the same data, as a restarted process would find a database.
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/server/store"
+)
+
+var _ store.Backend = (*Store)(nil)
+
+// Store is a handle on in-memory data. Its methods are safe for concurrent
+// use.
+type Store struct {
+	d      *data
+	closed atomic.Bool
+}
+
+// data is what the handles share.
+type data struct {
+	mu         sync.Mutex
+	convs      map[string]*conv
+	msgIDs     map[[2]string]int64 // (conv, msg_id) → seq
+	members    map[string]map[string]int64
+	changes    map[string]map[int64]store.GroupRecordChange
+	groupKeys  map[[2]string]string
+	boundaries map[store.MemberKey]*boundary
+	pending    map[store.MemberKey]int64
+	sessions   map[store.MemberKey]session.State
+	totals     map[[2]string]total
+	former     map[store.MemberKey]store.FormerRow
+	accounts   map[string][2]string
+}
+
+type conv struct {
+	kind    protocol.ConvKind
+	title   string
+	version int64
+	derived int64
+	ticks   protocol.Ticks
+	msgs    []protocol.Message // msgs[i].Seq == i+1
+}
+
+type boundary struct{ delivered, read, joined int64 }
+
+type total struct{ value, at int64 }
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{d: &data{
+		convs:      map[string]*conv{},
+		msgIDs:     map[[2]string]int64{},
+		members:    map[string]map[string]int64{},
+		changes:    map[string]map[int64]store.GroupRecordChange{},
+		groupKeys:  map[[2]string]string{},
+		boundaries: map[store.MemberKey]*boundary{},
+		pending:    map[store.MemberKey]int64{},
+		sessions:   map[store.MemberKey]session.State{},
+		totals:     map[[2]string]total{},
+		former:     map[store.MemberKey]store.FormerRow{},
+		accounts:   map[string][2]string{},
+	}}
+}
+
+// Reopen returns a new handle on the same data, open whatever this one
+// is: what a process restarted on the same database would find.
+func (s *Store) Reopen() *Store { return &Store{d: s.d} }
+
+// Close implements store.Backend.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+// lock takes the data's lock, or reports the handle closed.
+func (s *Store) lock() (*data, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	s.d.mu.Lock()
+	return s.d, nil
+}
+
+// Append implements store.Backend.
+func (s *Store) Append(_ context.Context, m protocol.Message) (store.AppendResult, error) {
+	d, err := s.lock()
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	defer d.mu.Unlock()
+	return d.append(m, false)
+}
+
+func (d *data) append(m protocol.Message, system bool) (store.AppendResult, error) {
+	if seq, ok := d.msgIDs[[2]string{m.Conv, m.MsgID}]; ok {
+		if system {
+			return store.AppendResult{}, fmt.Errorf("system message id %s is taken", m.MsgID)
+		}
+		orig := d.convs[m.Conv].msgs[seq-1]
+		if orig.From != m.From {
+			return store.AppendResult{}, store.ErrMsgIDTaken
+		}
+		return store.AppendResult{Msg: orig, Duplicate: true}, nil
+	}
+	c := d.convs[m.Conv]
+	if c == nil {
+		parsed, ok := protocol.ParseConv(m.Conv)
+		if !ok || parsed.Kind != protocol.ConvDirect {
+			return store.AppendResult{}, store.ErrNotFound
+		}
+		c = &conv{kind: parsed.Kind}
+		d.convs[m.Conv] = c
+	}
+	m.Seq = int64(len(c.msgs)) + 1
+	c.msgs = append(c.msgs, m)
+	d.msgIDs[[2]string{m.Conv, m.MsgID}] = m.Seq
+	return store.AppendResult{Msg: m}, nil
+}
+
+// History implements store.Backend.
+func (s *Store) History(_ context.Context, convID string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
+	if q.Limit <= 0 {
+		return nil, false, fmt.Errorf("history of %s: limit %d must be positive", convID, q.Limit)
+	}
+	d, err := s.lock()
+	if err != nil {
+		return nil, false, err
+	}
+	defer d.mu.Unlock()
+	c := d.convs[convID]
+	if c == nil {
+		return []protocol.Message{}, false, nil
+	}
+	// The candidates in the order they are read: from the bound asked
+	// from, outwards.
+	var cands []protocol.Message
+	if q.After {
+		for i := max(q.AfterSeq, q.MinSeq-1); i < int64(len(c.msgs)); i++ {
+			cands = append(cands, c.msgs[i])
+			if len(cands) > q.Limit {
+				break
+			}
+		}
+	} else {
+		top := int64(len(c.msgs))
+		if q.BeforeSeq > 0 {
+			top = min(top, q.BeforeSeq-1)
+		}
+		for seq := top; seq >= max(1, q.MinSeq); seq-- {
+			cands = append(cands, c.msgs[seq-1])
+			if len(cands) > q.Limit {
+				break
+			}
+		}
+	}
+	out := make([]protocol.Message, 0, len(cands))
+	bytes, cut := 0, false
+	for _, m := range cands {
+		if bytes += m.EncodedLen() + 1; q.MaxBytes > 0 && bytes > q.MaxBytes && len(out) > 0 {
+			cut = true
+			break
+		}
+		out = append(out, m)
+	}
+	hasMore := cut || len(out) > q.Limit
+	if len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	if !q.After {
+		slices.Reverse(out)
+	}
+	return out, hasMore, nil
+}
+
+// Message implements store.Backend.
+func (s *Store) Message(_ context.Context, convID string, seq int64) (protocol.Message, error) {
+	d, err := s.lock()
+	if err != nil {
+		return protocol.Message{}, err
+	}
+	defer d.mu.Unlock()
+	c := d.convs[convID]
+	if c == nil || seq < 1 || seq > int64(len(c.msgs)) {
+		return protocol.Message{}, store.ErrNotFound
+	}
+	return c.msgs[seq-1], nil
+}
+
+// Senders implements store.Backend.
+func (s *Store) Senders(_ context.Context, convID string, after, upTo int64) ([]string, error) {
+	d, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer d.mu.Unlock()
+	c := d.convs[convID]
+	var out []string
+	if c == nil {
+		return out, nil
+	}
+	for seq := max(after+1, 1); seq <= min(upTo, int64(len(c.msgs))); seq++ {
+		out = append(out, c.msgs[seq-1].From)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// Conversation implements store.Backend.
+func (s *Store) Conversation(_ context.Context, convID string) (store.ConvRecord, error) {
+	d, err := s.lock()
+	if err != nil {
+		return store.ConvRecord{}, err
+	}
+	defer d.mu.Unlock()
+	c := d.convs[convID]
+	if c == nil {
+		return store.ConvRecord{Conv: convID}, store.ErrNotFound
+	}
+	rec := store.ConvRecord{Conv: convID, Kind: c.kind, Title: c.title, Version: c.version,
+		MaxSeq: int64(len(c.msgs)), DerivedSeq: c.derived, Ticks: c.ticks}
+	parsed, _ := protocol.ParseConv(convID)
+	users := map[string]int64{}
+	if c.kind == protocol.ConvGroup {
+		users = d.members[convID]
+	} else {
+		users[parsed.A], users[parsed.B] = 1, 1
+	}
+	for u, joined := range users {
+		m := store.MemberRecord{User: u, JoinedSeq: joined}
+		k := store.MemberKey{User: u, Conv: convID}
+		if b := d.boundaries[k]; b != nil {
+			m.DeliveredSeq, m.ReadSeq, m.HasBoundaries = b.delivered, b.read, true
+		}
+		if first, ok := d.pending[k]; ok {
+			m.IsPending, m.FirstUndelivered = true, first
+		}
+		rec.Members = append(rec.Members, m)
+	}
+	slices.SortFunc(rec.Members, func(a, b store.MemberRecord) int { return cmp.Compare(a.User, b.User) })
+	return rec, nil
+}
+
+// Unrepaired implements store.Backend.
+func (s *Store) Unrepaired(context.Context) ([]string, error) {
+	d, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer d.mu.Unlock()
+	var out []string
+	for id, c := range d.convs {
+		if c.derived < int64(len(c.msgs)) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ChangeGroup implements store.Backend.
+func (s *Store) ChangeGroup(_ context.Context, ch store.GroupRecordChange) (store.GroupRecordResult, error) {
+	d, err := s.lock()
+	if err != nil {
+		return store.GroupRecordResult{}, err
+	}
+	defer d.mu.Unlock()
+	if ch.Create {
+		if ch.Key != "" {
+			if existing, ok := d.groupKeys[[2]string{ch.Creator, ch.Key}]; ok {
+				return store.GroupRecordResult{Group: d.group(existing), Existing: true}, nil
+			}
+		}
+		if d.convs[ch.Conv] != nil {
+			return store.GroupRecordResult{}, fmt.Errorf("group %s exists", ch.Conv)
+		}
+	} else {
+		c := d.convs[ch.Conv]
+		switch {
+		case c == nil || c.kind != protocol.ConvGroup:
+			return store.GroupRecordResult{}, store.ErrNotFound
+		case c.version != ch.Version:
+			return store.GroupRecordResult{}, store.ErrStaleMembers
+		}
+		for _, u := range ch.Remove {
+			if _, ok := d.members[ch.Conv][u]; !ok {
+				return store.GroupRecordResult{}, fmt.Errorf("remove %s: not a member", u)
+			}
+		}
+		for _, u := range ch.Add {
+			if _, ok := d.members[ch.Conv][u]; ok {
+				return store.GroupRecordResult{}, fmt.Errorf("add %s: already a member", u)
+			}
+		}
+	}
+	// Checked: from here nothing fails, so nothing is half done.
+	if ch.Create {
+		if _, taken := d.msgIDs[[2]string{ch.Conv, ch.Msg.MsgID}]; taken {
+			return store.GroupRecordResult{}, fmt.Errorf("system message id %s is taken", ch.Msg.MsgID)
+		}
+		if ch.Key != "" {
+			d.groupKeys[[2]string{ch.Creator, ch.Key}] = ch.Conv
+		}
+		d.convs[ch.Conv] = &conv{kind: protocol.ConvGroup, title: ch.Title}
+		d.members[ch.Conv] = map[string]int64{}
+	}
+	appended, err := d.append(ch.Msg, true)
+	if err != nil {
+		return store.GroupRecordResult{}, err
+	}
+	seq := appended.Msg.Seq
+	c := d.convs[ch.Conv]
+	for _, u := range ch.Remove {
+		delete(d.members[ch.Conv], u)
+	}
+	for _, u := range ch.Add {
+		d.members[ch.Conv][u] = seq
+	}
+	if len(ch.Add)+len(ch.Remove) > 0 && !ch.Create {
+		c.version++
+	}
+	if ch.Title != "" && !ch.Create {
+		c.title = ch.Title
+	}
+	if d.changes[ch.Conv] == nil {
+		d.changes[ch.Conv] = map[int64]store.GroupRecordChange{}
+	}
+	d.changes[ch.Conv][seq] = store.GroupRecordChange{Conv: ch.Conv, Create: ch.Create, Title: ch.Title,
+		Add: slices.Clone(ch.Add), Remove: slices.Clone(ch.Remove)}
+	return store.GroupRecordResult{Group: d.group(ch.Conv), Msg: appended.Msg}, nil
+}
+
+// group is a group's state.
+func (d *data) group(convID string) store.GroupState {
+	c := d.convs[convID]
+	g := store.GroupState{Conv: convID, Title: c.title, Version: c.version, Members: []string{}}
+	for u := range d.members[convID] {
+		g.Members = append(g.Members, u)
+	}
+	slices.Sort(g.Members)
+	return g
+}
+
+// GroupChangeAt implements store.Backend.
+func (s *Store) GroupChangeAt(_ context.Context, convID string, seq int64) (store.GroupRecordChange, error) {
+	d, err := s.lock()
+	if err != nil {
+		return store.GroupRecordChange{}, err
+	}
+	defer d.mu.Unlock()
+	ch, ok := d.changes[convID][seq]
+	if !ok {
+		return store.GroupRecordChange{}, store.ErrNotFound
+	}
+	ch.Add, ch.Remove = slices.Clone(ch.Add), slices.Clone(ch.Remove)
+	return ch, nil
+}
+
+// Apply implements store.Backend, with the semantics of store.Derived.
+func (s *Store) Apply(_ context.Context, der store.Derived) error {
+	d, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer d.mu.Unlock()
+	for _, g := range der.Gone {
+		k := store.MemberKey{User: g.User, Conv: g.Conv}
+		if b := d.boundaries[k]; b != nil && b.joined < g.Before {
+			delete(d.boundaries, k)
+		}
+	}
+	for _, r := range der.Boundaries {
+		k := store.MemberKey{User: r.User, Conv: r.Conv}
+		b := d.boundaries[k]
+		delivered := max(r.DeliveredSeq, r.ReadSeq)
+		switch {
+		case b == nil:
+			d.boundaries[k] = &boundary{delivered: delivered, read: r.ReadSeq, joined: r.JoinedSeq}
+		case r.Join && r.JoinedSeq > b.joined:
+			*b = boundary{delivered: delivered, read: r.ReadSeq, joined: r.JoinedSeq}
+		default:
+			b.delivered, b.read = max(b.delivered, delivered), max(b.read, r.ReadSeq)
+		}
+	}
+	for _, p := range der.Pending {
+		k := store.MemberKey{User: p.User, Conv: p.Conv}
+		if first, ok := d.pending[k]; ok && p.Clear > 0 && first <= p.Clear {
+			delete(d.pending, k)
+		}
+		if _, ok := d.pending[k]; !ok && p.FirstUndelivered > 0 {
+			d.pending[k] = p.FirstUndelivered
+		}
+	}
+	for _, st := range der.Sessions {
+		k := store.MemberKey{User: st.User, Conv: st.Conv}
+		if old, ok := d.sessions[k]; !ok || st.ActiveTS > old.ActiveTS {
+			d.sessions[k] = st
+		}
+	}
+	for _, t := range der.Totals {
+		k := [2]string{t.User, t.List}
+		if old, ok := d.totals[k]; !ok || t.At > old.at {
+			d.totals[k] = total{value: t.Total, at: t.At}
+		}
+	}
+	for _, cd := range der.Convs {
+		if c := d.convs[cd.Conv]; c != nil {
+			c.ticks = c.ticks.Merge(cd.Ticks)
+			c.derived = max(c.derived, cd.DerivedSeq)
+		}
+	}
+	for _, f := range der.Former {
+		k := store.MemberKey{User: f.User, Conv: f.Conv}
+		if f.Delete {
+			delete(d.former, k)
+		} else {
+			d.former[k] = f
+		}
+	}
+	return nil
+}
+
+// User implements store.Backend.
+func (s *Store) User(_ context.Context, user string) (store.UserRecord, error) {
+	d, err := s.lock()
+	if err != nil {
+		return store.UserRecord{}, err
+	}
+	defer d.mu.Unlock()
+	rec := store.UserRecord{Totals: map[string]int64{}}
+	for k, st := range d.sessions {
+		if k.User == user {
+			rec.Clock = max(rec.Clock, st.ActiveTS)
+		}
+	}
+	for k, t := range d.totals {
+		if k[0] == user {
+			rec.Totals[k[1]] = t.value
+		}
+	}
+	return rec, nil
+}
+
+// Sessions implements store.Backend.
+func (s *Store) Sessions(_ context.Context, convID string, users []string) (map[string]session.State, error) {
+	d, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer d.mu.Unlock()
+	out := map[string]session.State{}
+	for _, u := range users {
+		if st, ok := d.sessions[store.MemberKey{User: u, Conv: convID}]; ok {
+			out[u] = st
+		}
+	}
+	return out, nil
+}
+
+// TimedMutes implements store.Backend.
+func (s *Store) TimedMutes(_ context.Context, user string, now int64) ([]string, error) {
+	d, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer d.mu.Unlock()
+	var out []string
+	for k, st := range d.sessions {
+		if k.User == user && st.Muted && st.MuteUntil > 0 && st.MuteUntil <= now {
+			out = append(out, k.Conv)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// SessionPage implements store.Backend.
+func (s *Store) SessionPage(_ context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
+	if q.Limit <= 0 {
+		return nil, 0, fmt.Errorf("sessions of %s: limit %d must be positive", user, q.Limit)
+	}
+	d, err := s.lock()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer d.mu.Unlock()
+	var states []session.State
+	for k, st := range d.sessions {
+		if k.User != user {
+			continue
+		}
+		if q.Conv != "" {
+			if k.Conv == q.Conv {
+				states = append(states, st)
+			}
+			continue
+		}
+		if st.SubBiz == q.SubBiz && st.ActiveTS > q.Since {
+			states = append(states, st)
+		}
+	}
+	slices.SortFunc(states, func(a, b session.State) int { return cmp.Compare(a.ActiveTS, b.ActiveTS) })
+	states = states[:min(len(states), q.Limit+1)]
+	rows := make([]store.SessionRow, 0, len(states))
+	for _, st := range states {
+		rows = append(rows, d.row(st))
+	}
+	return rows, d.totals[[2]string{user, q.SubBiz}].value, nil
+}
+
+// row is a session with what it shows of its conversation.
+func (d *data) row(st session.State) store.SessionRow {
+	row := store.SessionRow{State: st}
+	if st.LastSeq > 0 {
+		if c := d.convs[st.LastConv]; c != nil && st.LastSeq <= int64(len(c.msgs)) {
+			m := c.msgs[st.LastSeq-1]
+			row.LastMsg = &m
+		}
+	}
+	c := d.convs[st.Conv]
+	if c == nil {
+		return row
+	}
+	row.Title, row.Ticks = c.title, c.ticks
+	if c.kind != protocol.ConvGroup {
+		return row
+	}
+	if _, in := d.members[st.Conv][st.User]; in {
+		row.Members = d.group(st.Conv).Members
+		return row
+	}
+	row.Left = true
+	if f, ok := d.former[store.MemberKey{User: st.User, Conv: st.Conv}]; ok {
+		row.Title, row.Ticks = f.Title, f.Ticks
+	}
+	return row
+}
+
+// Pending implements store.Backend.
+func (s *Store) Pending(_ context.Context, user string) ([]store.PendingDelivery, error) {
+	d, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer d.mu.Unlock()
+	var out []store.PendingDelivery
+	for k, first := range d.pending {
+		if k.User != user {
+			continue
+		}
+		p := store.PendingDelivery{Conv: k.Conv, FirstUndelivered: first}
+		if b := d.boundaries[k]; b != nil {
+			p.LastDeliveredSeq = b.delivered
+		}
+		if c := d.convs[k.Conv]; c != nil {
+			p.NewestSeq = int64(len(c.msgs))
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b store.PendingDelivery) int { return cmp.Compare(a.Conv, b.Conv) })
+	return out, nil
+}
+
+// Account implements store.Backend.
+func (s *Store) Account(_ context.Context, user string) (string, string, error) {
+	d, err := s.lock()
+	if err != nil {
+		return "", "", err
+	}
+	defer d.mu.Unlock()
+	a := d.accounts[user]
+	return a[0], a[1], nil
+}
+
+// SetAccount implements store.Backend.
+func (s *Store) SetAccount(_ context.Context, user, category, subBiz string) error {
+	d, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer d.mu.Unlock()
+	d.accounts[user] = [2]string{category, subBiz}
+	return nil
+}
