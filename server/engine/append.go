@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/server/store"
+)
+
+// Append implements store.Store: the message is appended to the log
+// (durable when Append returns), then its derived state is applied in
+// memory and written behind.
+func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
+	dctx, err := e.begin(ctx)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	cs, err := e.convs.get(ctx, e.be, req.Msg.Conv)
+	if err != nil {
+		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
+	}
+	if cs.isGroup() {
+		// Shared with other sends, exclusive of membership changes: the
+		// members checked here are the members when the message is stored.
+		cs.gate.RLock()
+		defer cs.gate.RUnlock()
+		cs.mu.Lock()
+		exists, version := cs.exists, cs.version
+		cs.mu.Unlock()
+		switch {
+		case !exists:
+			return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, store.ErrNotFound)
+		case version != req.MembersVersion:
+			return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, store.ErrStaleMembers)
+		}
+	}
+	msg := req.Msg
+	msg.ServerTS = e.nowMS()
+	res, err := e.be.Append(ctx, msg)
+	if err != nil {
+		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
+	}
+	if res.Duplicate {
+		return res, nil
+	}
+	// Stored: its derivation goes to its end whatever the caller does.
+	d, err := e.deriveMessage(dctx, cs, res.Msg, nil)
+	if err != nil {
+		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
+	}
+	res.Members = d.members
+	if d.rise != nil {
+		res.Ticks = &d.rise.next
+	}
+	return res, nil
+}
+
+// derivation is what deriving a message found.
+type derivation struct {
+	members []string // the members the message was derived for
+	rise    *rise
+}
+
+// deriveMessage applies what stored message m implies — the sender's
+// implicit read, the other members' pending rows, the tick minimum, every
+// member's session and the sessions of those whose messages a tick rise
+// covers — and then moves the conversation's derived watermark past it.
+// before, when set, runs first in the conversation's critical section
+// (a group change applies its membership there). It is idempotent: a
+// message derived twice changes nothing the second time but timestamps.
+func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Message, before func(cs *convState)) (derivation, error) {
+	cs.mu.Lock()
+	if before != nil {
+		before(cs)
+	}
+	cs.exists = true
+	cs.maxSeq = max(cs.maxSeq, m.Seq)
+	var boundaries []store.BoundaryRow
+	var puts []store.PendingRow
+	if s := cs.members[m.From]; s != nil {
+		s.delivered, s.read = max(s.delivered, m.Seq), max(s.read, m.Seq)
+		boundaries = append(boundaries, store.BoundaryRow{User: m.From, Conv: cs.conv, DeliveredSeq: s.delivered, ReadSeq: s.read})
+		if s.pending && s.delivered >= cs.maxSeq {
+			s.pending = false
+			puts = append(puts, store.PendingRow{User: m.From, Conv: cs.conv, Clear: s.delivered})
+		}
+		cs.recordOwn(m.From, m.Seq)
+	}
+	for _, u := range cs.sorted {
+		if mm := cs.members[u]; u != m.From && !mm.pending && mm.delivered < m.Seq {
+			mm.pending, mm.first = true, mm.delivered+1
+			puts = append(puts, store.PendingRow{User: u, Conv: cs.conv, FirstUndelivered: mm.first})
+		}
+	}
+	r := cs.raiseTicks()
+	members := slices.Clone(cs.sorted)
+	head := cs.head()
+	e.flush.put(func(b *batch) {
+		for _, row := range boundaries {
+			b.boundary(row)
+		}
+		for _, p := range puts {
+			if p.Clear > 0 {
+				b.clearPending(p.User, p.Conv, p.Clear)
+			} else {
+				b.putPending(p.User, p.Conv, p.FirstUndelivered)
+			}
+		}
+		b.conv(head)
+	})
+	cs.mu.Unlock()
+
+	covered, err := e.coveredBy(ctx, r)
+	if err != nil {
+		return derivation{}, err
+	}
+	now := e.nowMS()
+	err = e.retryMissing(ctx, sessionNeeds(cs.conv, members), func() error {
+		return e.withUsers(members, func(u *userState) error {
+			_, _, err := e.changeSession(u, now, cs.conv, true, func(st *session.State) session.Moves {
+				return st.OnMessage(m.Seq, m.From)
+			})
+			return err
+		})
+	})
+	if err != nil {
+		return derivation{}, err
+	}
+	if r != nil {
+		if err := e.touch(ctx, cs.conv, covered, r.next, now); err != nil {
+			return derivation{}, err
+		}
+	}
+	e.derived(cs, m.Seq)
+	return derivation{members: members, rise: r}, nil
+}
+
+// derived moves the conversation's watermark past seq, once every row seq
+// implies is put.
+func (e *Engine) derived(cs *convState, seq int64) {
+	cs.mu.Lock()
+	cs.markDerived(seq)
+	head := cs.head()
+	e.flush.put(func(b *batch) { b.conv(head) })
+	cs.mu.Unlock()
+}
+
+// coveredBy returns the members whose own messages a tick rise covers,
+// asking the backend about seqs older than the conversation's memory.
+func (e *Engine) coveredBy(ctx context.Context, r *rise) ([]string, error) {
+	if r == nil {
+		return nil, nil
+	}
+	covered := slices.Clone(r.covered)
+	if r.floor > 0 {
+		for _, rg := range r.ranges() {
+			if rg[0] >= r.floor {
+				continue
+			}
+			senders, err := e.be.Senders(ctx, r.conv, rg[0], min(rg[1], r.floor))
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range senders {
+				if _, member := slices.BinarySearch(r.members, s); member {
+					covered = append(covered, s)
+				}
+			}
+		}
+	}
+	slices.Sort(covered)
+	return slices.Compact(covered), nil
+}
+
+// touch moves active_ts of the sessions of users in conv, whose messages a
+// tick rise to ticks covers, so their offline devices learn the new ticks.
+func (e *Engine) touch(ctx context.Context, conv string, users []string, ticks protocol.Ticks, now int64) error {
+	if len(users) == 0 {
+		return nil
+	}
+	return e.retryMissing(ctx, sessionNeeds(conv, users), func() error {
+		return e.withUsers(users, func(u *userState) error {
+			_, _, err := e.changeSession(u, now, conv, false, func(st *session.State) session.Moves { return st.OnTicks() })
+			return err
+		})
+	})
+}
+
+// retryMissing loads needs and runs apply, again as long as apply finds an
+// entry forgotten since (rare: only a full cache forgets).
+func (e *Engine) retryMissing(ctx context.Context, needs []need, apply func() error) error {
+	for {
+		if err := e.load(ctx, needs); err != nil {
+			return err
+		}
+		err := apply()
+		if !errors.Is(err, errMissing) {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// sessionNeeds names the sessions of users in conv.
+func sessionNeeds(conv string, users []string) []need {
+	out := make([]need, len(users))
+	for i, u := range users {
+		out[i] = need{u, conv}
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+// Package engine is the messaging domain's state, written once above
+// storage: it implements store.Store on any store.Backend.
+//
+// A send is one atomic append to the log (Backend.Append: the message, its
+// seq, its idempotency key). Everything the message implies for each member
+// — the sender's implicit read, the other members' pending-delivery rows,
+// every member's session with its timestamps and unread totals, the
+// conversation's tick minimum and the sessions whose ticks it covers — is
+// derived by the engine from the message, in memory, and written behind as
+// idempotent rows (Backend.Apply), many operations' rows coalesced into one
+// write per (user, conversation). Marks, session operations and group
+// changes work the same way; a mark or an operation is answered once its
+// rows are written.
+//
+// # Hot state
+//
+// The engine keeps what it needs in memory, hydrated from the backend on
+// first use: each conversation's head (newest seq, tick minimum, members
+// with their boundaries and pending rows) and each user's clock, unread
+// totals and sessions. In one process this cache is the truth and the
+// backend its durable copy; nothing in the hot path reads the backend.
+//
+// # Locks
+//
+// Every write to a user's sessions, clock or totals happens in that user's
+// critical section (users.go), and every write to a conversation's members'
+// boundaries and pending rows in that conversation's (convs.go); no code
+// holds one while taking another, and none holds one across I/O. A message
+// to a group of a thousand takes each member's critical section briefly,
+// grouped by shard: a handful of short locks, never a lock per member held
+// around the append. A group's membership is read under a gate that sends
+// share and changes hold alone, so a member removed while it sends is
+// either in before the removal or refused after it.
+//
+// # Crash repair
+//
+// Each conversation's derived watermark (ConvRecord.DerivedSeq) says up to
+// which seq every message's derived rows are written; it is written with
+// those rows, never ahead of them. A crash between an append and the write
+// of its derived rows leaves the watermark behind the newest seq. New runs
+// Repair before serving: for every such conversation (Backend.Unrepaired)
+// it derives each message after the watermark again from the log — group
+// changes from the change recorded with their system message — and writes
+// the rows. Every derived row is idempotent (max-merges, put-if-absent,
+// newer-wins), so deriving a message twice changes nothing the first time
+// did not.
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/imcore/im/server/store"
+)
+
+var _ store.Store = (*Engine)(nil)
+
+// Engine is the domain state over a backend. Its methods are safe for
+// concurrent use.
+type Engine struct {
+	closed atomic.Bool
+	be     store.Backend
+	now    func() time.Time
+	log    *slog.Logger
+	users  *userTable
+	convs  *convTable
+	flush  *flusher
+}
+
+// Options tune an Engine. The zero value is the production setting.
+type Options struct {
+	// Now is the clock for server timestamps; time.Now when nil.
+	Now func() time.Time
+	// Logger receives the engine's diagnostics; slog.Default when nil.
+	Logger *slog.Logger
+	// MaxSessions bounds the sessions kept in memory (clean ones beyond it
+	// are forgotten, least recently used first); 200,000 when zero.
+	MaxSessions int
+	// SkipRepair leaves Repair to the caller (tests that inspect the state
+	// a crash left).
+	SkipRepair bool
+}
+
+// New returns an engine over be, after repairing what a crash may have
+// cut short (see Repair).
+func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 200_000
+	}
+	e := &Engine{
+		be:    be,
+		now:   opts.Now,
+		log:   opts.Logger,
+		users: newUserTable(opts.MaxSessions),
+		convs: newConvTable(),
+	}
+	e.flush = newFlusher(be, opts.Logger)
+	if !opts.SkipRepair {
+		if err := e.Repair(ctx); err != nil {
+			e.flush.close()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Close writes what is not written yet and closes the backend.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	errFlush := e.flush.close()
+	return errors.Join(errFlush, e.be.Close())
+}
+
+// begin starts an operation: it refuses one on a closed engine, or whose
+// context is already done, and returns the context the operation goes on
+// with once it has changed something — detached from the caller's, since a
+// change made (a message stored, a mark applied in memory) is carried
+// through to its end whatever becomes of the caller.
+func (e *Engine) begin(ctx context.Context) (context.Context, error) {
+	if e.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
+// Backend returns the engine's backend (for tools that inspect it).
+func (e *Engine) Backend() store.Backend { return e.be }
+
+// nowMS is the clock in Unix milliseconds.
+func (e *Engine) nowMS() int64 { return e.now().UnixMilli() }

@@ -1,0 +1,360 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/server/store"
+)
+
+// errFlusherClosed is returned by a barrier after Close.
+var errFlusherClosed = fmt.Errorf("engine: %w", store.ErrClosed)
+
+// flushRetry is the wait before writing again a batch the backend refused.
+const flushRetry = 100 * time.Millisecond
+
+// flusher writes derived rows behind: the engine puts rows as it derives
+// them, coalesced by key into the current batch; one goroutine hands each
+// batch to Backend.Apply, while the next one fills. A batch the backend
+// refuses is merged back under the rows put since and written again.
+type flusher struct {
+	be  store.Backend
+	log *slog.Logger
+
+	mu      sync.Mutex
+	cur     *batch
+	gen     uint64        // generation of cur
+	done    uint64        // every generation up to it is written
+	failed  uint64        // the newest generation whose write failed (and err)
+	err     error         // the failure reported to that generation's waiters
+	changed chan struct{} // closed and replaced when done or failed moves
+	kick    chan struct{}
+	closing chan struct{}
+	stopped chan struct{}
+	closed  bool
+}
+
+func newFlusher(be store.Backend, log *slog.Logger) *flusher {
+	f := &flusher{
+		be:      be,
+		log:     log,
+		cur:     newBatch(),
+		gen:     1,
+		changed: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	go f.loop()
+	return f
+}
+
+// put adds rows to the current batch (fn runs under the flusher's lock)
+// and wakes the writer; it returns the batch's generation.
+func (f *flusher) put(fn func(b *batch)) uint64 {
+	f.mu.Lock()
+	fn(f.cur)
+	g := f.gen
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+	return g
+}
+
+// written returns the newest generation written (every one up to it is).
+func (f *flusher) written() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.done
+}
+
+// barrier returns once every row put before the call is written, or the
+// write that carried them failed.
+func (f *flusher) barrier(ctx context.Context) error {
+	f.mu.Lock()
+	target := f.gen
+	f.mu.Unlock()
+	return f.wait(ctx, target)
+}
+
+// wait returns once generation g is written, or its write failed.
+func (f *flusher) wait(ctx context.Context, g uint64) error {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+	for {
+		f.mu.Lock()
+		done, failed, err, changed, closed := f.done, f.failed, f.err, f.changed, f.closed
+		f.mu.Unlock()
+		switch {
+		case done >= g:
+			return nil
+		case failed >= g:
+			return err
+		case closed:
+			return errFlusherClosed
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-f.stopped:
+		}
+	}
+}
+
+// loop writes batches until closed, then writes what is left.
+func (f *flusher) loop() {
+	defer close(f.stopped)
+	for {
+		select {
+		case <-f.kick:
+		case <-f.closing:
+			for f.writeOne() {
+			}
+			return
+		}
+		for f.writeOne() {
+		}
+	}
+}
+
+// writeOne writes the current batch and reports whether there was one.
+func (f *flusher) writeOne() bool {
+	f.mu.Lock()
+	b, g := f.cur, f.gen
+	if b.empty() {
+		// Nothing put since: this generation is written as it is; what is
+		// put from now on belongs to the next.
+		if f.done < g {
+			f.done, f.gen = g, g+1
+			close(f.changed)
+			f.changed = make(chan struct{})
+		}
+		f.mu.Unlock()
+		return false
+	}
+	f.cur, f.gen = newBatch(), g+1
+	f.mu.Unlock()
+
+	err := f.be.Apply(context.Background(), b.derived())
+
+	f.mu.Lock()
+	if err != nil {
+		f.log.Error("writing derived state failed; retrying", "err", err)
+		b.merge(f.cur) // what was put since is newer
+		f.cur = b
+		f.failed, f.err = g, err
+	} else {
+		f.done = g
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+	if err != nil {
+		select {
+		case <-time.After(flushRetry):
+		case <-f.closing:
+			return false
+		}
+	}
+	return true
+}
+
+// close writes what is left and stops the writer.
+func (f *flusher) close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.mu.Unlock()
+	close(f.closing)
+	<-f.stopped
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	close(f.changed)
+	f.changed = make(chan struct{})
+	if !f.cur.empty() {
+		return errors.New("engine closed with derived state not written: it is repaired from the log at the next start")
+	}
+	return nil
+}
+
+// batch is a set of derived rows coalesced by key.
+type batch struct {
+	members  map[store.MemberKey]*memberOp
+	pending  map[store.MemberKey]*store.PendingRow
+	sessions map[store.MemberKey]session.State
+	totals   map[[2]string]store.TotalRow
+	convs    map[string]store.ConvDerived
+	former   map[store.MemberKey]store.FormerRow
+}
+
+// memberOp is what a batch does to one boundary row: merge (or join) it,
+// or delete it.
+type memberOp struct {
+	row  store.BoundaryRow
+	gone int64 // > 0: delete the row if its joined seq is below this
+}
+
+func newBatch() *batch {
+	return &batch{
+		members:  map[store.MemberKey]*memberOp{},
+		pending:  map[store.MemberKey]*store.PendingRow{},
+		sessions: map[store.MemberKey]session.State{},
+		totals:   map[[2]string]store.TotalRow{},
+		convs:    map[string]store.ConvDerived{},
+		former:   map[store.MemberKey]store.FormerRow{},
+	}
+}
+
+func (b *batch) empty() bool {
+	return len(b.members)+len(b.pending)+len(b.sessions)+len(b.totals)+len(b.convs)+len(b.former) == 0
+}
+
+// boundary merges a boundary row (Join replacing what came before).
+func (b *batch) boundary(r store.BoundaryRow) {
+	k := store.MemberKey{User: r.User, Conv: r.Conv}
+	op := b.members[k]
+	if op == nil || r.Join || op.gone > 0 {
+		if op != nil && op.gone > 0 && !r.Join {
+			// A merge after a delete of the old row: keep the delete, the
+			// merge belongs to a row that no longer exists.
+			return
+		}
+		b.members[k] = &memberOp{row: r}
+		return
+	}
+	op.row.DeliveredSeq = max(op.row.DeliveredSeq, r.DeliveredSeq)
+	op.row.ReadSeq = max(op.row.ReadSeq, r.ReadSeq)
+}
+
+// gone deletes a member's boundary row for a membership that ended at
+// seq before.
+func (b *batch) gone(user, conv string, before int64) {
+	b.members[store.MemberKey{User: user, Conv: conv}] = &memberOp{gone: before}
+}
+
+// putPending puts a pending row if absent.
+func (b *batch) putPending(user, conv string, first int64) {
+	k := store.MemberKey{User: user, Conv: conv}
+	p := b.pending[k]
+	if p == nil {
+		b.pending[k] = &store.PendingRow{User: user, Conv: conv, FirstUndelivered: first}
+		return
+	}
+	if p.FirstUndelivered == 0 || p.FirstUndelivered <= p.Clear {
+		p.FirstUndelivered = first
+	}
+}
+
+// clearPending deletes a pending row whose first undelivered seq is at most
+// upTo.
+func (b *batch) clearPending(user, conv string, upTo int64) {
+	k := store.MemberKey{User: user, Conv: conv}
+	p := b.pending[k]
+	if p == nil {
+		b.pending[k] = &store.PendingRow{User: user, Conv: conv, Clear: upTo}
+		return
+	}
+	p.Clear = max(p.Clear, upTo)
+	if p.FirstUndelivered <= p.Clear {
+		p.FirstUndelivered = 0
+	}
+}
+
+func (b *batch) session(st session.State) {
+	k := store.MemberKey{User: st.User, Conv: st.Conv}
+	if old, ok := b.sessions[k]; ok && old.ActiveTS > st.ActiveTS {
+		return
+	}
+	b.sessions[k] = st
+}
+
+func (b *batch) total(r store.TotalRow) {
+	k := [2]string{r.User, r.List}
+	if old, ok := b.totals[k]; ok && old.At > r.At {
+		return
+	}
+	b.totals[k] = r
+}
+
+func (b *batch) conv(c store.ConvDerived) {
+	old := b.convs[c.Conv]
+	c.Ticks = old.Ticks.Merge(c.Ticks)
+	c.DerivedSeq = max(old.DerivedSeq, c.DerivedSeq)
+	b.convs[c.Conv] = c
+}
+
+func (b *batch) formerView(r store.FormerRow) {
+	b.former[store.MemberKey{User: r.User, Conv: r.Conv}] = r
+}
+
+// merge applies newer's rows after b's.
+func (b *batch) merge(newer *batch) {
+	for k, op := range newer.members {
+		if op.gone > 0 {
+			b.gone(k.User, k.Conv, op.gone)
+		} else {
+			b.boundary(op.row)
+		}
+	}
+	for _, p := range newer.pending {
+		if p.Clear > 0 {
+			b.clearPending(p.User, p.Conv, p.Clear)
+		}
+		if p.FirstUndelivered > 0 {
+			b.putPending(p.User, p.Conv, p.FirstUndelivered)
+		}
+	}
+	for _, st := range newer.sessions {
+		b.session(st)
+	}
+	for _, t := range newer.totals {
+		b.total(t)
+	}
+	for _, c := range newer.convs {
+		b.conv(c)
+	}
+	for _, f := range newer.former {
+		b.formerView(f)
+	}
+}
+
+// derived is the batch as the backend takes it.
+func (b *batch) derived() store.Derived {
+	var d store.Derived
+	for k, op := range b.members {
+		if op.gone > 0 {
+			d.Gone = append(d.Gone, store.MemberGone{User: k.User, Conv: k.Conv, Before: op.gone})
+		} else {
+			d.Boundaries = append(d.Boundaries, op.row)
+		}
+	}
+	for _, p := range b.pending {
+		d.Pending = append(d.Pending, *p)
+	}
+	for _, st := range b.sessions {
+		d.Sessions = append(d.Sessions, st)
+	}
+	for _, t := range b.totals {
+		d.Totals = append(d.Totals, t)
+	}
+	for _, c := range b.convs {
+		d.Convs = append(d.Convs, c)
+	}
+	for _, f := range b.former {
+		d.Former = append(d.Former, f)
+	}
+	return d
+}

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/server/store"
+)
+
+// Group implements store.Store, from memory.
+func (e *Engine) Group(ctx context.Context, conv string) (store.GroupState, error) {
+	cs, err := e.group(ctx, conv)
+	if err != nil {
+		return store.GroupState{}, err
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if !cs.exists {
+		return store.GroupState{Conv: conv}, store.ErrNotFound
+	}
+	return cs.groupState(), nil
+}
+
+// Membership implements store.Store, from memory.
+func (e *Engine) Membership(ctx context.Context, conv, user string) (store.Membership, error) {
+	cs, err := e.group(ctx, conv)
+	if err != nil {
+		return store.Membership{}, err
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	m := cs.members[user]
+	if !cs.exists || m == nil {
+		return store.Membership{}, store.ErrNotFound
+	}
+	return store.Membership{JoinedSeq: m.joined}, nil
+}
+
+// group returns the state of a group conversation id (ErrNotFound for any
+// other id).
+func (e *Engine) group(ctx context.Context, conv string) (*convState, error) {
+	if e.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if c, ok := protocol.ParseConv(conv); !ok || c.Kind != protocol.ConvGroup {
+		return nil, store.ErrNotFound
+	}
+	cs, err := e.convs.get(ctx, e.be, conv)
+	if err != nil {
+		return nil, fmt.Errorf("group %s: %w", conv, err)
+	}
+	return cs, nil
+}
+
+// ChangeGroup implements store.Store: the change and its system message are
+// recorded in one atomic step of the backend; what they imply for each
+// member is derived as for any message.
+func (e *Engine) ChangeGroup(ctx context.Context, req store.GroupChange) (store.GroupResult, error) {
+	if _, err := e.begin(ctx); err != nil {
+		return store.GroupResult{}, err
+	}
+	res, err := e.changeGroup(ctx, req)
+	if err != nil {
+		return store.GroupResult{}, fmt.Errorf("change group %s: %w", req.Conv, err)
+	}
+	return res, nil
+}
+
+func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.GroupResult, error) {
+	cs, err := e.group(ctx, req.Conv)
+	if err != nil {
+		return store.GroupResult{}, err
+	}
+	cs.gate.Lock()
+	defer cs.gate.Unlock()
+	cs.mu.Lock()
+	exists, version := cs.exists, cs.version
+	cs.mu.Unlock()
+	switch {
+	case !req.Create && !exists:
+		return store.GroupResult{}, store.ErrNotFound
+	case !req.Create && version != req.Version:
+		return store.GroupResult{}, store.ErrStaleMembers
+	}
+	msg := req.Msg
+	msg.Conv, msg.Kind, msg.ServerTS = req.Conv, protocol.KindSystem, e.nowMS()
+	change := store.GroupRecordChange{Conv: req.Conv, Create: req.Create, Creator: req.Creator, Key: req.Key,
+		Version: req.Version, Title: req.Title, Add: req.Add, Remove: req.Remove, Msg: msg}
+	rec, err := e.be.ChangeGroup(ctx, change)
+	if err != nil {
+		return store.GroupResult{}, err
+	}
+	if rec.Existing {
+		return store.GroupResult{Group: rec.Group, Existing: true}, nil
+	}
+	// Recorded: its derivation goes to its end whatever the caller does.
+	d, err := e.deriveChange(context.WithoutCancel(ctx), cs, change, rec.Msg)
+	if err != nil {
+		return store.GroupResult{}, err
+	}
+	res := store.GroupResult{Group: rec.Group, Msg: rec.Msg, Cursors: map[string]int64{}}
+	if d.rise != nil {
+		res.Ticks = &d.rise.next
+	}
+	for _, u := range append(slices.Clone(d.members), req.Remove...) {
+		res.Cursors[u] = e.clockOf(u)
+	}
+	return res, nil
+}
+
+// deriveChange applies a recorded group change — the members it removes
+// keep their sessions as they were (with the title and ticks of when they
+// left) and lose their boundaries and pending rows; the members it adds
+// start with both boundaries at the seq before the message and nothing
+// unread before it — and then derives its system message m like any
+// message.
+func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.GroupRecordChange, m protocol.Message) (derivation, error) {
+	before := m.Seq - 1
+	now := e.nowMS()
+	cs.mu.Lock()
+	title, ticks := cs.title, cs.ticks
+	cs.mu.Unlock()
+	// The sessions first: of those leaving as they were, of those joining
+	// with nothing unread before the message.
+	err := e.retryMissing(ctx, sessionNeeds(cs.conv, append(slices.Clone(change.Remove), change.Add...)), func() error {
+		if err := e.withUsers(change.Remove, func(u *userState) error {
+			_, _, err := e.changeSession(u, now, cs.conv, false, func(st *session.State) session.Moves { return st.OnLeave() })
+			return err
+		}); err != nil {
+			return err
+		}
+		return e.withUsers(change.Add, func(u *userState) error {
+			_, _, err := e.changeSession(u, now, cs.conv, true, func(st *session.State) session.Moves { return st.OnJoin(before) })
+			return err
+		})
+	})
+	if err != nil {
+		return derivation{}, err
+	}
+	return e.deriveMessage(ctx, cs, m, func(cs *convState) {
+		cs.exists = true
+		for _, u := range change.Remove {
+			mm := cs.members[u]
+			delete(cs.members, u)
+			delete(cs.own, u)
+			pending := mm != nil && mm.pending
+			e.flush.put(func(b *batch) {
+				b.gone(u, cs.conv, m.Seq)
+				if pending {
+					b.clearPending(u, cs.conv, m.Seq)
+				}
+				b.formerView(store.FormerRow{User: u, Conv: cs.conv, Title: title, Ticks: ticks})
+			})
+		}
+		for _, u := range change.Add {
+			cs.members[u] = &member{joined: m.Seq, delivered: before, read: before}
+			e.flush.put(func(b *batch) {
+				b.boundary(store.BoundaryRow{User: u, Conv: cs.conv, DeliveredSeq: before, ReadSeq: before, Join: true, JoinedSeq: m.Seq})
+				b.formerView(store.FormerRow{User: u, Conv: cs.conv, Delete: true})
+			})
+		}
+		if change.Title != "" {
+			cs.title = change.Title
+		}
+		if !change.Create && len(change.Add)+len(change.Remove) > 0 {
+			cs.version++
+		}
+		cs.resort()
+	})
+}

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/server/store"
+)
+
+// Mark implements store.Store. It returns once the marks' rows are
+// written.
+func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, error) {
+	if kind != store.MarkDelivered && kind != store.MarkRead {
+		return store.MarkResult{}, fmt.Errorf("unknown mark kind %d", kind)
+	}
+	ctx, err := e.begin(ctx)
+	if err != nil {
+		return store.MarkResult{}, err
+	}
+	var res store.MarkResult
+	now := e.nowMS()
+	for _, m := range highestPerConv(marks) {
+		change, sessionChanged, err := e.markOne(ctx, now, user, kind, m)
+		if err != nil {
+			return store.MarkResult{}, fmt.Errorf("mark %s: %w", m.Conv, err)
+		}
+		if change != nil {
+			res.Ticks = append(res.Ticks, *change)
+		}
+		res.SessionsChanged = res.SessionsChanged || sessionChanged
+	}
+	if res.SessionsChanged {
+		res.Cursor = e.clockOf(user)
+	}
+	if err := e.flush.barrier(ctx); err != nil {
+		return store.MarkResult{}, fmt.Errorf("mark: %w", err)
+	}
+	return res, nil
+}
+
+// highestPerConv keeps one mark per conversation, the highest, in the order
+// the conversations first appear.
+func highestPerConv(marks []protocol.Mark) []protocol.Mark {
+	out := make([]protocol.Mark, 0, len(marks))
+	index := make(map[string]int, len(marks))
+	for _, m := range marks {
+		if i, ok := index[m.Conv]; ok {
+			out[i].Seq = max(out[i].Seq, m.Seq)
+			continue
+		}
+		index[m.Conv] = len(out)
+		out = append(out, m)
+	}
+	return out
+}
+
+// markOne applies one mark: the session read first (a read), then the
+// boundary's max-merge, clamped to the newest seq, the pending row once
+// the delivered boundary reaches the newest seq, and a rise of the tick
+// minimum with the sessions it covers.
+func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, error) {
+	cs, err := e.convs.get(ctx, e.be, m.Conv)
+	if err != nil {
+		return nil, false, err
+	}
+	cs.mu.Lock()
+	exists, maxSeq := cs.exists, cs.maxSeq
+	_, member := cs.members[user]
+	cs.mu.Unlock()
+	if !exists {
+		// No message yet: every mark clamps to 0. A read is still the
+		// session read of a session an operation created (it clears
+		// marked_unread).
+		if kind != store.MarkRead {
+			return nil, false, nil
+		}
+		changed, err := e.readSession(ctx, now, user, m.Conv, 0, false)
+		return nil, changed, err
+	}
+	if !member {
+		return nil, false, nil // the caller checks membership
+	}
+	target := min(m.Seq, maxSeq)
+	sessionChanged := false
+	if kind == store.MarkRead {
+		if sessionChanged, err = e.readSession(ctx, now, user, m.Conv, target, true); err != nil {
+			return nil, false, err
+		}
+	}
+
+	cs.mu.Lock()
+	mm := cs.members[user]
+	if mm == nil { // removed meanwhile
+		cs.mu.Unlock()
+		return nil, sessionChanged, nil
+	}
+	cur := protocol.Ticks{DeliveredSeq: mm.delivered, ReadSeq: mm.read}
+	var next protocol.Ticks
+	if kind == store.MarkDelivered {
+		next = cur.Merge(protocol.Ticks{DeliveredSeq: target})
+	} else {
+		next = cur.Merge(protocol.Ticks{ReadSeq: target})
+	}
+	if next == cur {
+		cs.mu.Unlock()
+		return nil, sessionChanged, nil
+	}
+	mm.delivered, mm.read = next.DeliveredSeq, next.ReadSeq
+	clear := int64(0)
+	if mm.pending && mm.delivered >= cs.maxSeq {
+		mm.pending, clear = false, mm.delivered
+	}
+	r := cs.raiseTicks()
+	row := store.BoundaryRow{User: user, Conv: m.Conv, DeliveredSeq: mm.delivered, ReadSeq: mm.read}
+	head := cs.head()
+	e.flush.put(func(b *batch) {
+		b.boundary(row)
+		if clear > 0 {
+			b.clearPending(user, m.Conv, clear)
+		}
+		b.conv(head)
+	})
+	cs.mu.Unlock()
+	if r == nil {
+		return nil, sessionChanged, nil
+	}
+	covered, err := e.coveredBy(ctx, r)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := e.touch(ctx, m.Conv, covered, r.next, now); err != nil {
+		return nil, false, err
+	}
+	return &store.TickChange{Conv: m.Conv, Ticks: r.next}, sessionChanged, nil
+}
+
+// readSession is the session read of user in conv up to seq.
+func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, seq int64, create bool) (bool, error) {
+	var changed bool
+	err := e.retryMissing(ctx, []need{{user, conv}}, func() error {
+		return e.withUsers([]string{user}, func(u *userState) error {
+			var err error
+			_, changed, err = e.changeSession(u, now, conv, create, func(st *session.State) session.Moves {
+				return st.OnRead(seq)
+			})
+			return err
+		})
+	})
+	return changed, err
+}
+
+// clockOf returns user's newest session timestamp (0 for a user the engine
+// does not hold).
+func (e *Engine) clockOf(user string) int64 {
+	sh := e.users.shard(user)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if u := sh.m[user]; u != nil {
+		return u.clock
+	}
+	return 0
+}

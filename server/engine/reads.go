@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+)
+
+// History implements store.Store: messages are durable before they are
+// answered sent, so the log is read as it is.
+func (e *Engine) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
+	return e.be.History(ctx, conv, q)
+}
+
+// Pending implements store.Store, once the rows put before it are written.
+func (e *Engine) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
+	if e.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := e.flush.barrier(ctx); err != nil {
+		return nil, fmt.Errorf("pending of %s: %w", user, err)
+	}
+	return e.be.Pending(ctx, user)
+}
+
+// Receipts implements store.Store, from memory.
+func (e *Engine) Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error) {
+	if e.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	cs, err := e.convs.get(ctx, e.be, conv)
+	if err != nil {
+		return nil, fmt.Errorf("receipts of %s: %w", conv, err)
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if !cs.exists {
+		return []protocol.MemberReceipt{}, nil
+	}
+	return cs.receipts(), nil
+}

@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"hash/maphash"
+	"slices"
+	"sync"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/server/store"
+)
+
+// userShards spread the users over locks. A user's critical section is
+// its shard's lock: an operation on many users (a message to a group)
+// takes each shard's lock once, not each user's.
+const userShards = 64
+
+// errMissing says a cached entry an operation loaded was forgotten before
+// the operation used it; the operation loads again.
+var errMissing = errors.New("cache entry forgotten")
+
+// userTable holds the users the engine has touched: each one's session
+// clock, unread totals and the sessions it has loaded.
+type userTable struct {
+	seed        maphash.Seed
+	maxPerShard int
+	shards      [userShards]userShard
+}
+
+type userShard struct {
+	mu     sync.Mutex
+	m      map[string]*userState
+	cached int    // sessions cached in the shard
+	uses   uint64 // a counter stamped on entries as they are used
+}
+
+// userState is one user's state; it changes only under its shard's lock.
+type userState struct {
+	user   string
+	clock  int64            // the last session timestamp given
+	totals map[string]int64 // unread total by list
+	// sessions holds the user's sessions the engine has loaded, present or
+	// known absent.
+	sessions map[string]*sessEntry
+	gen      uint64 // flusher generation of the last total written
+}
+
+// sessEntry is one cached session, or the knowledge that it does not exist
+// yet, with how it would be filed when created.
+type sessEntry struct {
+	st            session.State
+	exists        bool
+	category, biz string // an absent session's filing (its peer's account)
+	used          uint64
+	gen           uint64 // flusher generation holding its last write
+}
+
+func newUserTable(maxSessions int) *userTable {
+	t := &userTable{seed: maphash.MakeSeed(), maxPerShard: max(16, maxSessions/userShards)}
+	for i := range t.shards {
+		t.shards[i].m = map[string]*userState{}
+	}
+	return t
+}
+
+func (t *userTable) shard(user string) *userShard {
+	return &t.shards[maphash.String(t.seed, user)%userShards]
+}
+
+// need names a session an operation reads or changes.
+type need struct{ user, conv string }
+
+// load makes sure the users of needs and their sessions are in memory,
+// with the gateway sessions of those filed under a sub-business: it reads
+// from the backend what is missing, outside every lock.
+func (e *Engine) load(ctx context.Context, needs []need) error {
+	for round := 0; round < 3 && len(needs) > 0; round++ {
+		missingUsers, missing := e.users.missing(needs)
+		if len(missingUsers)+len(missing) == 0 {
+			needs = e.users.gatewaysOf(needs)
+			continue
+		}
+		if err := e.hydrate(ctx, missingUsers, missing); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// missing lists the users whose state, and the sessions, not in memory.
+func (t *userTable) missing(needs []need) (users []string, sessions []need) {
+	for _, n := range needs {
+		sh := t.shard(n.user)
+		sh.mu.Lock()
+		u := sh.m[n.user]
+		switch {
+		case u == nil:
+			users = append(users, n.user)
+			sessions = append(sessions, n)
+		case u.sessions[n.conv] == nil:
+			sessions = append(sessions, n)
+		default:
+			sh.uses++
+			u.sessions[n.conv].used = sh.uses
+		}
+		sh.mu.Unlock()
+	}
+	slices.Sort(users)
+	return slices.Compact(users), sessions
+}
+
+// gatewaysOf returns the gateway sessions of the needed sessions filed
+// under a sub-business (to load next).
+func (t *userTable) gatewaysOf(needs []need) []need {
+	var out []need
+	for _, n := range needs {
+		sh := t.shard(n.user)
+		sh.mu.Lock()
+		if u := sh.m[n.user]; u != nil {
+			if ent := u.sessions[n.conv]; ent != nil {
+				biz := ent.biz
+				if ent.exists {
+					biz = ent.st.SubBiz
+				}
+				if gw := gatewayConv(biz); biz != "" && u.sessions[gw] == nil {
+					out = append(out, need{n.user, gw})
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// gatewayConv is the gateway session's conversation id of a sub-business.
+func gatewayConv(biz string) string {
+	return protocol.Conv{Kind: protocol.ConvBiz, Name: biz}.String()
+}
+
+// hydrate reads users and sessions from the backend and installs what is
+// still missing once read.
+func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) error {
+	records := map[string]store.UserRecord{}
+	for _, u := range users {
+		rec, err := e.be.User(ctx, u)
+		if err != nil {
+			return err
+		}
+		records[u] = rec
+	}
+	byConv := map[string][]string{}
+	for _, n := range sessions {
+		byConv[n.conv] = append(byConv[n.conv], n.user)
+	}
+	found := map[need]session.State{}
+	filing := map[need][2]string{}
+	for conv, us := range byConv {
+		states, err := e.be.Sessions(ctx, conv, us)
+		if err != nil {
+			return err
+		}
+		c, _ := protocol.ParseConv(conv)
+		for _, u := range us {
+			if st, ok := states[u]; ok {
+				found[need{u, conv}] = st
+				continue
+			}
+			if c.Kind == protocol.ConvDirect {
+				category, biz, err := e.be.Account(ctx, c.Peer(u))
+				if err != nil {
+					return err
+				}
+				filing[need{u, conv}] = [2]string{category, biz}
+			}
+		}
+	}
+	for _, u := range users {
+		sh := e.users.shard(u)
+		sh.mu.Lock()
+		if sh.m[u] == nil {
+			rec := records[u]
+			totals := rec.Totals
+			if totals == nil {
+				totals = map[string]int64{}
+			}
+			sh.m[u] = &userState{user: u, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}}
+		}
+		sh.mu.Unlock()
+	}
+	for _, n := range sessions {
+		sh := e.users.shard(n.user)
+		sh.mu.Lock()
+		u := sh.m[n.user]
+		if u != nil && u.sessions[n.conv] == nil {
+			ent := &sessEntry{st: session.State{User: n.user, Conv: n.conv}}
+			if st, ok := found[n]; ok {
+				ent.st, ent.exists = st, true
+			} else {
+				f := filing[n]
+				ent.category, ent.biz = f[0], f[1]
+			}
+			sh.uses++
+			ent.used = sh.uses
+			u.sessions[n.conv] = ent
+			sh.cached++
+		}
+		e.evict(sh)
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// evict forgets the least recently used sessions of a shard over its
+// share of the cache that are written; the caller holds the shard's lock.
+func (e *Engine) evict(sh *userShard) {
+	if sh.cached <= e.users.maxPerShard {
+		return
+	}
+	done := e.flush.written()
+	type cand struct {
+		u    *userState
+		conv string
+		used uint64
+	}
+	var cands []cand
+	for _, u := range sh.m {
+		for conv, ent := range u.sessions {
+			if ent.gen <= done {
+				cands = append(cands, cand{u, conv, ent.used})
+			}
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
+	drop := sh.cached - e.users.maxPerShard*9/10
+	for _, c := range cands[:min(drop, len(cands))] {
+		delete(c.u.sessions, c.conv)
+		sh.cached--
+		if len(c.u.sessions) == 0 && c.u.gen <= done {
+			delete(sh.m, c.u.user)
+		}
+	}
+}
+
+// withUsers runs fn for each of users in its critical section, taking
+// each shard's lock once, and reports errMissing when a user's state was
+// forgotten since load (the caller loads again and retries; what fn did
+// for the others is idempotent).
+func (e *Engine) withUsers(users []string, fn func(u *userState) error) error {
+	byShard := map[*userShard][]string{}
+	for _, u := range users {
+		sh := e.users.shard(u)
+		byShard[sh] = append(byShard[sh], u)
+	}
+	for sh, us := range byShard {
+		if err := e.withShard(sh, us, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) withShard(sh *userShard, users []string, fn func(u *userState) error) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for _, user := range users {
+		u := sh.m[user]
+		if u == nil {
+			return errMissing
+		}
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionRule changes a session and says which timestamps move.
+type sessionRule func(st *session.State) session.Moves
+
+// changeSession applies rule to u's session of conv at time now (ms),
+// creating the session when create is set and it does not exist, and
+// keeps what derives from it in step: the user's clock, its unread totals
+// and the gateway of a sub-business. It returns the new state and whether anything changed; the
+// caller holds u's shard lock.
+func (e *Engine) changeSession(u *userState, now int64, conv string, create bool, rule sessionRule) (session.State, bool, error) {
+	ent := u.sessions[conv]
+	if ent == nil {
+		return session.State{}, false, errMissing
+	}
+	st := ent.st
+	if !ent.exists {
+		if !create {
+			return st, false, nil
+		}
+		st = session.State{User: u.user, Conv: conv, Category: ent.category, SubBiz: ent.biz}
+	}
+	old := st
+	expired := st.ExpireMute(now)
+	moves := rule(&st)
+	if !moves.Changed() && !expired && ent.exists {
+		return st, false, nil
+	}
+	ts := max(now, u.clock+1)
+	u.clock = ts
+	st.ActiveTS = ts
+	if moves.Write {
+		st.WriteTS = ts
+	}
+	existed := ent.exists
+	ent.st, ent.exists = st, true
+	ent.gen = e.flush.put(func(b *batch) { b.session(st) })
+	e.settleTotals(u, old, st, existed, ts)
+	if st.SubBiz != "" {
+		newMessage := st.LastConv != old.LastConv || st.LastSeq != old.LastSeq
+		if err := e.refreshGateway(u, now, st, moves.Write, newMessage); err != nil {
+			return st, true, err
+		}
+	}
+	return st, true, nil
+}
+
+// settleTotals moves a session's contribution to its list's unread total
+// from what it was to what it is.
+func (e *Engine) settleTotals(u *userState, old, cur session.State, existed bool, ts int64) {
+	var before int64
+	if existed {
+		before = old.UnreadContribution()
+	}
+	after := cur.UnreadContribution()
+	var changed []string
+	if old.SubBiz == cur.SubBiz || !existed {
+		if after == before {
+			return
+		}
+		u.totals[cur.SubBiz] += after - before
+		changed = []string{cur.SubBiz}
+	} else {
+		u.totals[old.SubBiz] -= before
+		u.totals[cur.SubBiz] += after
+		changed = []string{old.SubBiz, cur.SubBiz}
+	}
+	u.gen = e.flush.put(func(b *batch) {
+		for _, list := range changed {
+			b.total(store.TotalRow{User: u.user, List: list, Total: u.totals[list], At: ts})
+		}
+	})
+}
+
+// refreshGateway brings the gateway session of member's sub-business up to
+// date: its unread count is the nested list's total; a member that moved in
+// the list moves the gateway too; a member's new message is the gateway's
+// last message and brings a deleted gateway back.
+func (e *Engine) refreshGateway(u *userState, now int64, member session.State, moved, newMessage bool) error {
+	total := u.totals[member.SubBiz]
+	_, _, err := e.changeSession(u, now, gatewayConv(member.SubBiz), true, func(g *session.State) session.Moves {
+		var moves session.Moves
+		if g.UnreadCount != total {
+			g.UnreadCount = total
+			moves.Active = true
+		}
+		if newMessage {
+			g.LastConv, g.LastSeq = member.LastConv, member.LastSeq
+			g.Deleted = false
+		}
+		if moved || newMessage {
+			moves = session.Moves{Active: true, Write: true}
+		}
+		return moves
+	})
+	return err
+}
