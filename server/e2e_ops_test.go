@@ -172,7 +172,7 @@ func revocableServer(t *testing.T) (*servertest.Env, *auth.Tokens, *sqlitestore.
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := env.Server.Store().(*sqlitestore.Store)
+	st := env.Server.Backend().(*sqlitestore.Store)
 	return env, &auth.Tokens{Secret: secret, Epochs: st}, st
 }
 

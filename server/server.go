@@ -19,13 +19,13 @@ import (
 
 	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/chat"
+	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/netlimit"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/sqlitestore"
-	"github.com/imcore/im/server/userlock"
 )
 
 // Auth modes.
@@ -64,6 +64,10 @@ type Config struct {
 	// Now is the clock for server timestamps; time.Now when nil. Tests use
 	// it to move time (mute expiry) or step it back.
 	Now func() time.Time
+	// Backend, when set, is the storage the server runs on instead of the
+	// SQLite database in DataDir (tests run the server on memstore). The
+	// server closes it.
+	Backend store.Backend
 	// MetricsCache is how long a count /metrics reads from the store (the
 	// pending rows: a scan) is served again; 10 s when zero.
 	MetricsCache time.Duration
@@ -77,7 +81,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	unlock  func()
-	store   *sqlitestore.Store
+	store   *engine.Engine
+	be      store.Backend
 	hub     *hub.Hub
 	gw      *gateway.Gateway
 	metrics *metrics.Metrics
@@ -132,6 +137,8 @@ func New(cfg Config) (*Server, error) {
 	if err := s.build(); err != nil {
 		if s.store != nil {
 			s.store.Close()
+		} else if s.be != nil {
+			s.be.Close()
 		}
 		unlock()
 		return nil, err
@@ -143,28 +150,41 @@ func New(cfg Config) (*Server, error) {
 // surface.
 func (s *Server) build() error {
 	cfg := s.cfg
-	st, err := sqlitestore.Open(filepath.Join(cfg.DataDir, DatabaseFile), sqlitestore.Options{
-		Now:      cfg.Now,
-		MaxPages: cfg.StoreMaxPages,
-		OnCommit: s.observeCommit,
-	})
+	s.be = cfg.Backend
+	if s.be == nil {
+		db, err := sqlitestore.Open(filepath.Join(cfg.DataDir, DatabaseFile), sqlitestore.Options{
+			MaxPages: cfg.StoreMaxPages,
+			OnCommit: s.observeCommit,
+		})
+		if err != nil {
+			return err
+		}
+		s.be = db
+	}
+	eng, err := engine.New(context.Background(), s.be, engine.Options{Now: cfg.Now, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
-	s.store = st
+	s.store = eng
 	var authn auth.Authenticator = auth.Dev{}
 	if cfg.Auth == AuthToken {
 		secret, err := auth.LoadOrCreateSecret(cfg.DataDir)
 		if err != nil {
 			return err
 		}
-		authn = &auth.Tokens{Secret: secret, MaxTTL: cfg.MaxTokenTTL, Epochs: st}
+		tokens := &auth.Tokens{Secret: secret, MaxTTL: cfg.MaxTokenTTL}
+		if epochs, ok := s.be.(auth.Epochs); ok {
+			tokens.Epochs = epochs
+		}
+		authn = tokens
 	}
-	s.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "im_pending_deliveries",
-		Help: "Pending-delivery rows: (user, conversation) pairs with messages no device of the user acknowledged.",
-	}, s.pendingRows))
-	svc := chat.New(st, s.hub, userlock.NewLocal(), cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
+	if _, ok := s.be.(pendingCounter); ok {
+		s.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "im_pending_deliveries",
+			Help: "Pending-delivery rows: (user, conversation) pairs with messages no device of the user acknowledged.",
+		}, s.pendingRows))
+	}
+	svc := chat.New(eng, s.hub, cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
 	gwCfg := cfg.Gateway
 	gwCfg.Metrics = s.metrics
 	gwCfg.DevAuth = cfg.Auth == AuthDev
@@ -228,6 +248,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Store returns the server's store, for tests and tools that inspect it.
 func (s *Server) Store() store.Store { return s.store }
 
+// Backend returns the storage the server runs on.
+func (s *Server) Backend() store.Backend { return s.be }
+
+// What the server uses of a backend when it offers it.
+type (
+	// healthReporter reports the storage's last fault (nil while it
+	// commits) and can probe it with a write.
+	healthReporter interface {
+		Health() error
+		Probe(ctx context.Context) error
+	}
+	// pendingCounter counts the pending-delivery rows.
+	pendingCounter interface {
+		PendingCount(ctx context.Context) (int64, error)
+	}
+)
+
 // OnlineDevices returns how many devices are connected.
 func (s *Server) OnlineDevices() int { return s.hub.Count() }
 
@@ -235,7 +272,7 @@ func (s *Server) OnlineDevices() int { return s.hub.Count() }
 // moments the store starts and stops failing.
 func (s *Server) observeCommit(ops int, took time.Duration, err error) {
 	s.metrics.ObserveCommit(ops, took, err)
-	fault := s.store.Health()
+	fault := s.health()
 	if was := s.failing.Swap(fault != nil); was != (fault != nil) {
 		if fault != nil {
 			s.log.Error("the store is failing: /readyz answers 503 until a commit succeeds", "err", fault)
@@ -256,7 +293,7 @@ func (s *Server) pendingRows() float64 {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := s.store.PendingCount(ctx)
+	n, err := s.be.(pendingCounter).PendingCount(ctx)
 	if err != nil {
 		return -1
 	}
@@ -297,16 +334,25 @@ const probeEvery = time.Second
 // load balancer stops sending traffic, nothing else would commit, and a
 // store that recovered (space freed on the disk) would stay unready.
 func (s *Server) storeHealth() error {
-	if s.store.Health() == nil {
+	h, ok := s.be.(healthReporter)
+	if !ok || h.Health() == nil {
 		return nil
 	}
 	now := time.Now().UnixNano()
 	if last := s.probedAt.Load(); now-last >= int64(probeEvery) && s.probedAt.CompareAndSwap(last, now) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s.store.Probe(ctx)
+		h.Probe(ctx)
 		cancel()
 	}
-	return s.store.Health()
+	return h.Health()
+}
+
+// health is the storage's last fault, nil when it commits or cannot say.
+func (s *Server) health() error {
+	if h, ok := s.be.(healthReporter); ok {
+		return h.Health()
+	}
+	return nil
 }
 
 // IsLoopback reports whether addr is a loopback address.

@@ -35,12 +35,7 @@ func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateG
 	if perr != nil {
 		return nil, perr
 	}
-	var res store.GroupResult
-	err := s.withUserLocks(ctx, members, func() error {
-		var err error
-		res, err = s.store.ChangeGroup(ctx, change)
-		return err
-	})
+	res, err := s.store.ChangeGroup(ctx, change)
 	if err != nil {
 		undo()
 		return nil, s.groupChangeError(change.Conv, err)
@@ -67,39 +62,37 @@ func (s *Service) GroupOp(ctx context.Context, c Caller, f *protocol.GroupOp) (*
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
 	var (
-		state     store.GroupState
-		change    *store.GroupChange
-		res       store.GroupResult
-		undoQuota = func() {}
+		state  store.GroupState
+		change *store.GroupChange
+		res    store.GroupResult
+		refuse *protocol.Error // the plan's own refusal
 	)
-	// The change writes the sessions of the members and of those it adds.
-	plan := func(m memberList) ([]string, *protocol.Error) {
+	// The change is planned from the members as read; should they change
+	// before it is written, it is planned again (withMembers).
+	written, perr := s.withMembers(ctx, conv, c.User, func(m memberList) error {
 		state = store.GroupState{Conv: f.Conv, Title: m.title, Members: m.users, Version: m.version}
-		var perr *protocol.Error
-		change, perr = s.planGroupOp(c.User, f, state)
-		if perr != nil || change == nil {
-			return nil, perr
+		change, refuse = s.planGroupOp(c.User, f, state)
+		if refuse != nil || change == nil {
+			return nil
 		}
-		if undoQuota, perr = s.takeGroupQuota(c.User, 0, groupChangeCost(f.Op, change)); perr != nil {
-			change = nil
-			return nil, perr
-		}
-		return change.Add, nil
-	}
-	locked, perr := s.withMemberLocks(ctx, conv, c.User, plan, func(memberList) error {
-		if change == nil {
+		undoQuota, perr := s.takeGroupQuota(c.User, 0, groupChangeCost(f.Op, change))
+		if perr != nil {
+			refuse, change = perr, nil
 			return nil
 		}
 		var err error
-		res, err = s.store.ChangeGroup(ctx, *change)
+		if res, err = s.store.ChangeGroup(ctx, *change); err != nil {
+			undoQuota()
+		}
 		return err
 	})
 	switch {
 	case perr != nil:
 		return nil, perr
-	case locked.err != nil:
-		undoQuota()
-		return nil, s.groupChangeError(f.Conv, locked.err)
+	case refuse != nil:
+		return nil, refuse
+	case written.err != nil:
+		return nil, s.groupChangeError(f.Conv, written.err)
 	case change == nil:
 		return groupFrame(f.Ref, state), nil
 	}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/chat"
+	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/sqlitestore"
-	"github.com/imcore/im/server/userlock"
 )
 
 // countingPusher stands in for the hub: every member is online on one
@@ -29,14 +29,18 @@ func (p *countingPusher) Push(string, hub.Push, hub.Device) int {
 // of n members, u0000 its creator.
 func newGroupService(b *testing.B, n int) (*chat.Service, *countingPusher, string, []chat.Caller) {
 	b.Helper()
-	st, err := sqlitestore.Open(filepath.Join(b.TempDir(), "im.db"), sqlitestore.Options{})
+	db, err := sqlitestore.Open(filepath.Join(b.TempDir(), "im.db"), sqlitestore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := engine.New(b.Context(), db, engine.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
 	pusher := &countingPusher{}
 	limits := protocol.DefaultLimits
-	svc := chat.New(st, pusher, userlock.NewLocal(), limits, nil)
+	svc := chat.New(st, pusher, limits, nil)
 	callers := make([]chat.Caller, n)
 	users := make([]string, n)
 	for i := range callers {

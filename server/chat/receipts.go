@@ -27,12 +27,7 @@ func (s *Service) Mark(ctx context.Context, c Caller, kind store.MarkKind, marks
 		}
 		checked[m.Conv] = true
 	}
-	var res store.MarkResult
-	err := s.withUserLock(ctx, c.User, func() error {
-		var err error
-		res, err = s.store.Mark(ctx, c.User, kind, marks)
-		return err
-	})
+	res, err := s.store.Mark(ctx, c.User, kind, marks)
 	if err != nil {
 		return s.internal("mark", err, "user", c.User)
 	}

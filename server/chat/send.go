@@ -17,8 +17,7 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
 	var res store.AppendResult
-	// The append writes every member's session: hold their locks.
-	members, perr := s.withMemberLocks(ctx, conv, c.User, nil, func(members memberList) error {
+	members, perr := s.withMembers(ctx, conv, c.User, func(members memberList) error {
 		var err error
 		res, err = s.store.Append(ctx, store.AppendRequest{
 			Msg:            protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS},
@@ -37,9 +36,13 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 		return nil, s.internal("send", err, "conv", f.Conv, "msg_id", f.MsgID)
 	}
 	if !res.Duplicate {
-		s.fanOut(c, res.Msg, members.users)
+		to := res.Members // the members the message was stored for
+		if to == nil {
+			to = members.users
+		}
+		s.fanOut(c, res.Msg, to)
 		if res.Ticks != nil {
-			s.pushStatus(f.Conv, members.users, *res.Ticks)
+			s.pushStatus(f.Conv, to, *res.Ticks)
 		}
 	}
 	return &protocol.Sent{Ref: f.Ref, Conv: f.Conv, MsgID: f.MsgID, Seq: res.Msg.Seq, ServerTS: res.Msg.ServerTS}, nil

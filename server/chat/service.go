@@ -12,7 +12,6 @@ import (
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/store"
-	"github.com/imcore/im/server/userlock"
 )
 
 // Pusher reaches the online devices of users. *hub.Hub is the in-process
@@ -37,22 +36,21 @@ type Caller struct {
 type Service struct {
 	store  store.Store
 	push   Pusher
-	locks  userlock.Locker
 	limits protocol.Limits
 	quotas quotaSets
 	log    *slog.Logger
 }
 
-// New returns a Service storing in st, pushing through p, and holding a
-// user's lock from locks around every write to that user's sessions.
-func New(st store.Store, p Pusher, locks userlock.Locker, limits protocol.Limits, log *slog.Logger) *Service {
+// New returns a Service storing in st (which keeps each user's state
+// consistent, see package engine) and pushing through p.
+func New(st store.Store, p Pusher, limits protocol.Limits, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
 	if limits.MaxPageBytes <= 0 {
 		limits.MaxPageBytes = protocol.DefaultMaxPageBytes
 	}
-	return &Service{store: st, push: p, locks: locks, limits: limits, quotas: newQuotaSets(DefaultQuotas), log: log}
+	return &Service{store: st, push: p, limits: limits, quotas: newQuotaSets(DefaultQuotas), log: log}
 }
 
 // members returns the members of conv after checking that user is one of

@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/hub"
@@ -33,13 +32,7 @@ func (s *Service) Sync(ctx context.Context, c Caller, f *protocol.Sync) (*protoc
 	case limit > MaxSyncLimit:
 		limit = MaxSyncLimit
 	}
-	var page store.SyncPage
-	// Sync may turn expired mutes off: a write to the caller's sessions.
-	err := s.withUserLock(ctx, c.User, func() error {
-		var err error
-		page, err = s.store.Sync(ctx, c.User, store.SyncQuery{Since: f.Since, Limit: limit, SubBiz: f.SubBiz})
-		return err
-	})
+	page, err := s.store.Sync(ctx, c.User, store.SyncQuery{Since: f.Since, Limit: limit, SubBiz: f.SubBiz})
 	if err != nil {
 		return nil, s.internal("sync", err, "user", c.User)
 	}
@@ -66,12 +59,7 @@ func (s *Service) SessionOp(ctx context.Context, c Caller, f *protocol.SessionOp
 	if perr := session.Validate(op, args); perr != nil {
 		return nil, perr
 	}
-	var res store.SessionResult
-	err := s.withUserLock(ctx, c.User, func() error {
-		var err error
-		res, err = s.store.SessionOp(ctx, c.User, f.Conv, op, args)
-		return err
-	})
+	res, err := s.store.SessionOp(ctx, c.User, f.Conv, op, args)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, protocol.Errorf(protocol.CodeNotFound, "no session %s", f.Conv)
 	}
@@ -87,30 +75,4 @@ func (s *Service) SessionOp(ctx context.Context, c Caller, f *protocol.SessionOp
 // nudge tells every device of user that its sessions changed.
 func (s *Service) nudge(user string, cursor int64) {
 	s.push.Push(user, hub.Push{Frame: protocol.MustEncode(&protocol.SessionSync{Cursor: cursor})}, nil)
-}
-
-// withUserLocks runs fn holding the locks of every user, taken in sorted
-// order.
-func (s *Service) withUserLocks(ctx context.Context, users []string, fn func() error) error {
-	sorted := slices.Clone(users)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
-	for _, u := range sorted {
-		unlock, err := s.locks.Lock(ctx, u)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-	}
-	return fn()
-}
-
-// withUserLock runs fn holding user's lock.
-func (s *Service) withUserLock(ctx context.Context, user string, fn func() error) error {
-	unlock, err := s.locks.Lock(ctx, user)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return fn()
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/store"
-	"github.com/imcore/im/server/userlock"
 )
 
 // panickingStore fails every history read with a panic, as a bug would.
@@ -34,7 +33,7 @@ func (panickingStore) Pending(context.Context, string) ([]store.PendingDelivery,
 func TestHandlerPanicIsAnsweredInternal(t *testing.T) {
 	h := hub.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := chat.New(panickingStore{}, h, userlock.NewLocal(), protocol.DefaultLimits, log)
+	svc := chat.New(panickingStore{}, h, protocol.DefaultLimits, log)
 	srv := httptest.NewServer(gateway.New(gateway.DefaultConfig(), svc, h, auth.Dev{}, log))
 	defer srv.Close()
 	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)

@@ -17,7 +17,6 @@ import (
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
-	"github.com/imcore/im/server/userlock"
 )
 
 // racingAuth accepts every hello, and lets a test act between the hello's
@@ -53,7 +52,7 @@ func serveGateway(t *testing.T, a auth.Authenticator) (*gateway.Gateway, string)
 	t.Helper()
 	h := hub.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc := chat.New(panickingStore{}, h, userlock.NewLocal(), protocol.DefaultLimits, log)
+	svc := chat.New(panickingStore{}, h, protocol.DefaultLimits, log)
 	g := gateway.New(gateway.DefaultConfig(), svc, h, a, log)
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)

@@ -10,14 +10,14 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// The per-user session clock lives in the writer's memory; after a restart
+// The per-user session clock lives in the engine's memory; after a restart
 // it continues from the sessions on disk, even when the wall clock is now
 // behind the timestamps already given.
 func TestSessionClockContinuesAfterReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "im.db")
 	ctx := context.Background()
 	future := time.UnixMilli(1_900_000_000_000)
-	s := openAt(t, path, Options{Now: func() time.Time { return future }})
+	s := openEngine(t, path, func() time.Time { return future })
 	mustAppend(t, s, message("d:alice:bob", "alice", "m1"))
 	before, err := s.Sync(ctx, "bob", store.SyncQuery{Limit: 10})
 	if err != nil || len(before.Sessions) != 1 {
@@ -28,7 +28,7 @@ func TestSessionClockContinuesAfterReopen(t *testing.T) {
 	}
 
 	past := time.UnixMilli(1_700_000_000_000) // the clock stepped back
-	s = openAt(t, path, Options{Now: func() time.Time { return past }})
+	s = openEngine(t, path, func() time.Time { return past })
 	res, err := s.SessionOp(ctx, "bob", "d:alice:bob", session.OpPin, session.OpArgs{})
 	if err != nil {
 		t.Fatal(err)

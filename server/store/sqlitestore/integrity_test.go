@@ -24,10 +24,7 @@ func filledStore(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	for i := range n {
-		_, err := s.Append(context.Background(), store.AppendRequest{
-			Msg:     protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprintf("m%d", i), From: "alice", Body: strings.Repeat("b", 1000)},
-			Members: []string{"alice", "bob"},
-		})
+		_, err := s.Append(context.Background(), protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprintf("m%d", i), From: "alice", Body: strings.Repeat("b", 1000), ServerTS: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,10 +141,7 @@ func TestDatabaseWithoutIDGetsOne(t *testing.T) {
 func TestFilesAreTheOwnersOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "im.db")
 	s := openAt(t, path, Options{})
-	if _, err := s.Append(context.Background(), store.AppendRequest{
-		Msg:     protocol.Message{Conv: "d:alice:bob", MsgID: "m", From: "alice", Body: "x"},
-		Members: []string{"alice", "bob"},
-	}); err != nil {
+	if _, err := s.Append(context.Background(), protocol.Message{Conv: "d:alice:bob", MsgID: "m", From: "alice", Body: "x", ServerTS: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{path, path + "-wal", path + "-shm", path + MarkerSuffix} {
@@ -185,10 +179,7 @@ func TestBackupAndRestore(t *testing.T) {
 		t.Error("a backup over an existing file succeeded")
 	}
 	// Written after the backup: not in it.
-	if _, err := s.Append(context.Background(), store.AppendRequest{
-		Msg:     protocol.Message{Conv: "d:alice:bob", MsgID: "late", From: "alice", Body: "x"},
-		Members: []string{"alice", "bob"},
-	}); err != nil {
+	if _, err := s.Append(context.Background(), protocol.Message{Conv: "d:alice:bob", MsgID: "late", From: "alice", Body: "x", ServerTS: 1}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -234,10 +225,7 @@ func TestHealthReportsAFullDisk(t *testing.T) {
 	s := openAt(t, filepath.Join(t.TempDir(), "im.db"), Options{MaxPages: 30})
 	var err error
 	for i := 0; i < 1000 && err == nil; i++ {
-		_, err = s.Append(context.Background(), store.AppendRequest{
-			Msg:     protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprintf("m%d", i), From: "alice", Body: strings.Repeat("x", 4000)},
-			Members: []string{"alice", "bob"},
-		})
+		_, err = s.Append(context.Background(), protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprintf("m%d", i), From: "alice", Body: strings.Repeat("x", 4000), ServerTS: 1})
 	}
 	if err == nil {
 		t.Fatal("1000 appends of 4 KB fitted in 30 pages")
@@ -253,10 +241,7 @@ func TestProbeFindsTheStoreRecovered(t *testing.T) {
 	s := openAt(t, filepath.Join(t.TempDir(), "im.db"), Options{MaxPages: 30})
 	var err error
 	for i := 0; i < 1000 && err == nil; i++ {
-		_, err = s.Append(context.Background(), store.AppendRequest{
-			Msg:     protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprintf("m%d", i), From: "alice", Body: strings.Repeat("x", 4000)},
-			Members: []string{"alice", "bob"},
-		})
+		_, err = s.Append(context.Background(), protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprintf("m%d", i), From: "alice", Body: strings.Repeat("x", 4000), ServerTS: 1})
 	}
 	if s.Health() == nil {
 		t.Fatal("no fault after the disk filled")

@@ -17,15 +17,13 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var _ store.Backend = (*Store)(nil)
 
 // Store is a store.Store on one SQLite database file.
 type Store struct {
-	w   *sql.DB // the writer: a single connection
-	r   *sql.DB // readers
-	now func() time.Time
+	w *sql.DB // the writer: a single connection
+	r *sql.DB // readers
 
-	clocks     map[string]int64 // user → last session timestamp; writer goroutine only
 	writeStmts *stmtCache
 	readStmts  *stmtCache
 
@@ -45,8 +43,6 @@ type Store struct {
 
 // Options tune a Store. The zero value is the production setting.
 type Options struct {
-	// Now is the clock for server timestamps; time.Now when nil.
-	Now func() time.Time
 	// Readers is the size of the reader pool; 4 when zero.
 	Readers int
 	// MaxPages, when positive, caps the database at that many pages
@@ -63,9 +59,6 @@ type Options struct {
 // be there, whole and intact (PRAGMA quick_check), or Open refuses it with
 // an error wrapping ErrIntegrity that says what to do.
 func Open(path string, opts Options) (*Store, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	if opts.Readers <= 0 {
 		opts.Readers = 4
 	}
@@ -108,8 +101,6 @@ func Open(path string, opts Options) (*Store, error) {
 	s := &Store{
 		w:          w,
 		r:          r,
-		now:        opts.Now,
-		clocks:     make(map[string]int64),
 		writeStmts: writeStmts,
 		readStmts:  readStmts,
 		ops:        make(chan *writeOp, 4*maxBatch),

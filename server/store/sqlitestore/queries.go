@@ -1,71 +1,134 @@
 package sqlitestore
 
-// Every statement the store runs, all prepared when the store opens (see
-// stmtCache): the writer's on its one connection, the readers' on the pool.
+// Every statement the store runs often, all prepared when the store opens
+// (see stmtCache): the writer's on its one connection, the readers' on the
+// pool. Reads built from a variable list (a batch of users) are not
+// prepared.
 
 const messageColumns = `conv, seq, msg_id, sender, body, client_ts, server_ts, kind`
 
+// The writer's transaction control.
 const (
 	qSavepoint   = `SAVEPOINT op`
 	qRollbackTo  = `ROLLBACK TO op`
 	qReleaseSave = `RELEASE op`
+)
 
+// The log.
+const (
 	qSeqOfMsgID    = `SELECT seq FROM message_ids WHERE conv = ? AND msg_id = ?`
 	qMessageAt     = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq = ?`
 	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertMsgID   = `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`
 	qSetMaxSeq     = `UPDATE conversations SET max_seq = ? WHERE conv = ?`
-	qConversation  = `SELECT max_seq, tick_delivered, tick_read, members_version, title FROM conversations WHERE conv = ?`
+	qConvHead      = `SELECT kind, max_seq, members_version FROM conversations WHERE conv = ?`
 	qInsertConv    = `INSERT INTO conversations (conv, kind, created_ts) VALUES (?, ?, ?)`
-	qInsertMember  = `INSERT OR IGNORE INTO message_status (user_id, conv) VALUES (?, ?)`
-	qBoundaries    = `SELECT last_delivered_seq, last_read_seq FROM message_status WHERE user_id = ? AND conv = ?`
-	qSetBoundaries = `UPDATE message_status SET last_delivered_seq = ?, last_read_seq = ? WHERE user_id = ? AND conv = ?`
-	qMinDelivered  = `SELECT COALESCE(MIN(last_delivered_seq), 0) FROM message_status WHERE conv = ?`
-	qMinRead       = `SELECT COALESCE(MIN(last_read_seq), 0) FROM message_status WHERE conv = ?`
-	qSetTicks      = `UPDATE conversations SET tick_delivered = ?, tick_read = ? WHERE conv = ?`
-	qDeletePending = `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ?`
-	// Every member but the sender gets a row, if it has none, at its own
-	// first undelivered seq: the seq after its delivered boundary.
-	qPutPendingForRecipients = `INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq)
-		SELECT user_id, conv, last_delivered_seq + 1 FROM message_status WHERE conv = ? AND user_id <> ?`
+	qHistoryAfter  = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
+	qHistoryBefore = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`
+	qSenders       = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
 )
 
-// Groups.
+// Conversations and groups.
 const (
+	qConversation = `SELECT kind, title, members_version, max_seq, derived_seq, tick_delivered, tick_read
+		FROM conversations WHERE conv = ?`
+	// The members of a group with their boundary and pending rows.
+	qGroupMembers = `SELECT gm.user_id, gm.joined_seq,
+			COALESCE(ms.last_delivered_seq, 0), COALESCE(ms.last_read_seq, 0), ms.user_id IS NOT NULL,
+			p.first_undelivered_seq IS NOT NULL, COALESCE(p.first_undelivered_seq, 0)
+		FROM group_members gm
+		LEFT JOIN message_status ms ON ms.user_id = gm.user_id AND ms.conv = gm.conv
+		LEFT JOIN pending_deliveries p ON p.receiver = gm.user_id AND p.conv = gm.conv
+		WHERE gm.conv = ? ORDER BY gm.user_id`
+	// A direct chat's member rows, looked up for each of its two users.
+	qDirectMember = `SELECT COALESCE((SELECT last_delivered_seq FROM message_status WHERE user_id = ?1 AND conv = ?2), 0),
+			COALESCE((SELECT last_read_seq FROM message_status WHERE user_id = ?1 AND conv = ?2), 0),
+			EXISTS (SELECT 1 FROM message_status WHERE user_id = ?1 AND conv = ?2),
+			EXISTS (SELECT 1 FROM pending_deliveries WHERE receiver = ?1 AND conv = ?2),
+			COALESCE((SELECT first_undelivered_seq FROM pending_deliveries WHERE receiver = ?1 AND conv = ?2), 0)`
+	qMemberNames   = `SELECT user_id FROM group_members WHERE conv = ? ORDER BY user_id`
+	qUnrepaired    = `SELECT conv FROM conversations WHERE derived_seq < max_seq`
 	qGroupKeyGet   = `SELECT conv FROM group_keys WHERE creator = ? AND key = ?`
 	qGroupKeyPut   = `INSERT INTO group_keys (creator, key, conv) VALUES (?, ?, ?)`
 	qInsertGroup   = `INSERT INTO conversations (conv, kind, title, created_ts) VALUES (?, 'group', ?, ?)`
+	qGroupOf       = `SELECT title, members_version FROM conversations WHERE conv = ? AND kind = 'group'`
 	qSetGroupTitle = `UPDATE conversations SET title = ? WHERE conv = ?`
 	qBumpMembers   = `UPDATE conversations SET members_version = members_version + 1 WHERE conv = ?`
-	qJoinMember    = `INSERT INTO message_status (user_id, conv, last_delivered_seq, last_read_seq, joined_seq) VALUES (?, ?, ?, ?, ?)`
-	qRemoveMember  = `DELETE FROM message_status WHERE user_id = ? AND conv = ?`
-	qMembersOf     = `SELECT user_id FROM message_status WHERE conv = ? ORDER BY user_id`
-	qMembershipOf  = `SELECT joined_seq FROM message_status WHERE conv = ? AND user_id = ?`
-	qGroupOf       = `SELECT title, members_version FROM conversations WHERE conv = ? AND kind = 'group'`
-	qFormerPut     = `INSERT OR REPLACE INTO former_members (user_id, conv, title, tick_delivered, tick_read) VALUES (?, ?, ?, ?, ?)`
-	qFormerDelete  = `DELETE FROM former_members WHERE user_id = ? AND conv = ?`
-	qFormerOf      = `SELECT title, tick_delivered, tick_read FROM former_members WHERE user_id = ? AND conv = ?`
+	qJoinGroup     = `INSERT INTO group_members (conv, user_id, joined_seq) VALUES (?, ?, ?)`
+	qLeaveGroup    = `DELETE FROM group_members WHERE conv = ? AND user_id = ?`
+	qRecordChange  = `INSERT INTO group_changes (conv, seq, change) VALUES (?, ?, ?)`
+	qChangeAt      = `SELECT change FROM group_changes WHERE conv = ? AND seq = ?`
 )
 
-// writerQueries are prepared on the writer's connection at open.
-var writerQueries = []string{
-	qSavepoint, qRollbackTo, qReleaseSave,
-	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qSetMaxSeq,
-	qConversation, qInsertConv, qInsertMember, qBoundaries, qSetBoundaries,
-	qMinDelivered, qMinRead, qSetTicks, qDeletePending, qPutPendingForRecipients,
-	qSessionGet, qSessionPut, qLastActive, qTotalAdd, qTotalGet,
-	qAccountGet, qAccountPut, qExpiredMutes, qSendersInRange,
-	qRevokeTokens, qProbeInsert, qProbeDelete,
-	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qSetGroupTitle, qBumpMembers,
-	qJoinMember, qRemoveMember, qMembersOf, qGroupOf, qFormerPut, qFormerDelete, qFormerOf,
-}
+// Derived state, written behind (Apply): every statement an idempotent
+// update.
+const (
+	qBoundaryMerge = `INSERT INTO message_status (user_id, conv, last_delivered_seq, last_read_seq) VALUES (?1, ?2, max(?3, ?4), ?4)
+		ON CONFLICT (user_id, conv) DO UPDATE SET
+			last_delivered_seq = max(last_delivered_seq, excluded.last_delivered_seq),
+			last_read_seq = max(last_read_seq, excluded.last_read_seq)`
+	qBoundaryJoin = `INSERT INTO message_status (user_id, conv, last_delivered_seq, last_read_seq, joined_seq) VALUES (?1, ?2, max(?3, ?4), ?4, ?5)
+		ON CONFLICT (user_id, conv) DO UPDATE SET
+			last_delivered_seq = CASE WHEN excluded.joined_seq > joined_seq THEN excluded.last_delivered_seq ELSE max(last_delivered_seq, excluded.last_delivered_seq) END,
+			last_read_seq = CASE WHEN excluded.joined_seq > joined_seq THEN excluded.last_read_seq ELSE max(last_read_seq, excluded.last_read_seq) END,
+			joined_seq = max(joined_seq, excluded.joined_seq)`
+	qBoundaryGone = `DELETE FROM message_status WHERE user_id = ? AND conv = ? AND joined_seq < ?`
+	qPendingPut   = `INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq) VALUES (?, ?, ?)`
+	qPendingClear = `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ? AND first_undelivered_seq <= ?`
+	qSessionPut   = `INSERT INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, conv) DO UPDATE SET
+			read_seq = excluded.read_seq, write_seq = excluded.write_seq, unread_count = excluded.unread_count,
+			active_ts = excluded.active_ts, write_ts = excluded.write_ts, muted = excluded.muted,
+			mute_until = excluded.mute_until, priority = excluded.priority, deleted = excluded.deleted,
+			marked_unread = excluded.marked_unread, category = excluded.category, sub_biz = excluded.sub_biz,
+			last_conv = excluded.last_conv, last_seq = excluded.last_seq
+		WHERE excluded.active_ts > sessions.active_ts`
+	qTotalPut = `INSERT INTO unread_totals (user_id, sub_biz, total, at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (user_id, sub_biz) DO UPDATE SET total = excluded.total, at = excluded.at
+		WHERE excluded.at > unread_totals.at`
+	qConvDerived = `UPDATE conversations SET tick_delivered = max(tick_delivered, ?), tick_read = max(tick_read, ?),
+		derived_seq = max(derived_seq, ?) WHERE conv = ?`
+	qFormerPut    = `INSERT OR REPLACE INTO former_members (user_id, conv, title, tick_delivered, tick_read) VALUES (?, ?, ?, ?, ?)`
+	qFormerDelete = `DELETE FROM former_members WHERE user_id = ? AND conv = ?`
+)
 
-// readerQueries are prepared on the reader pool at open.
-var readerQueries = []string{
-	qHistoryAfter, qHistoryBefore, qPendingOf, qReceiptsOf, qSyncPage, qTotalGet,
-	qExpiredMutes, qGroupOf, qMembersOf, qMembershipOf, qFormerOf,
-	qTokenEpoch, qRevokedSince, qPendingCount,
-}
+// Users and sessions.
+const sessionColumns = `user_id, conv, read_seq, write_seq, unread_count, active_ts, write_ts, muted, mute_until,
+	priority, deleted, marked_unread, category, sub_biz, last_conv, last_seq`
+
+const sessionColumnsS = `s.user_id, s.conv, s.read_seq, s.write_seq, s.unread_count, s.active_ts, s.write_ts, s.muted,
+	s.mute_until, s.priority, s.deleted, s.marked_unread, s.category, s.sub_biz, s.last_conv, s.last_seq`
+
+const (
+	qLastActive   = `SELECT COALESCE(MAX(active_ts), 0) FROM sessions WHERE user_id = ?`
+	qTotalsOf     = `SELECT sub_biz, total FROM unread_totals WHERE user_id = ?`
+	qTotalGet     = `SELECT COALESCE((SELECT total FROM unread_totals WHERE user_id = ? AND sub_biz = ?), 0)`
+	qAccountGet   = `SELECT category, sub_biz FROM accounts WHERE user_id = ?`
+	qAccountPut   = `INSERT OR REPLACE INTO accounts (user_id, category, sub_biz) VALUES (?, ?, ?)`
+	qExpiredMutes = `SELECT conv FROM sessions WHERE user_id = ? AND muted = 1 AND mute_until > 0 AND mute_until <= ?`
+	qPendingOf    = `SELECT p.conv, p.first_undelivered_seq, COALESCE(st.last_delivered_seq, 0), c.max_seq
+		FROM pending_deliveries p
+		JOIN conversations c ON c.conv = p.conv
+		LEFT JOIN message_status st ON st.user_id = p.receiver AND st.conv = p.conv
+		WHERE p.receiver = ?
+		ORDER BY p.conv`
+	qFormerOf = `SELECT title, tick_delivered, tick_read FROM former_members WHERE user_id = ? AND conv = ?`
+	qIsMember = `SELECT EXISTS (SELECT 1 FROM group_members WHERE conv = ? AND user_id = ?)`
+)
+
+// qSessionRows reads sessions with each one's last message and what it
+// shows of its conversation; qSyncPage and qOneSession complete it.
+const qSessionRows = `SELECT ` + sessionColumnsS + `,
+		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind,
+		COALESCE(c.title, ''), COALESCE(c.tick_delivered, 0), COALESCE(c.tick_read, 0)
+	FROM sessions s
+	LEFT JOIN messages m ON m.conv = s.last_conv AND m.seq = s.last_seq
+	LEFT JOIN conversations c ON c.conv = s.conv`
+
+const (
+	qSyncPage   = qSessionRows + ` WHERE s.user_id = ? AND s.sub_biz = ? AND s.active_ts > ? ORDER BY s.active_ts LIMIT ?`
+	qOneSession = qSessionRows + ` WHERE s.user_id = ? AND s.conv = ?`
+)
 
 // Token revocation and operations.
 const (
@@ -80,48 +143,22 @@ const (
 	qProbeDelete  = `DELETE FROM meta WHERE key = 'probe'`
 )
 
-// Reads.
-const (
-	qHistoryAfter  = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
-	qHistoryBefore = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`
-	qPendingOf     = `SELECT p.conv, p.first_undelivered_seq, COALESCE(st.last_delivered_seq, 0), c.max_seq
-		FROM pending_deliveries p
-		JOIN conversations c ON c.conv = p.conv
-		LEFT JOIN message_status st ON st.user_id = p.receiver AND st.conv = p.conv
-		WHERE p.receiver = ?
-		ORDER BY p.conv`
-	qReceiptsOf = `SELECT user_id, last_delivered_seq, last_read_seq FROM message_status WHERE conv = ? ORDER BY user_id`
-)
+// writerQueries are prepared on the writer's connection at open.
+var writerQueries = []string{
+	qSavepoint, qRollbackTo, qReleaseSave,
+	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qSetMaxSeq, qConvHead, qInsertConv,
+	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qGroupOf, qSetGroupTitle, qBumpMembers,
+	qJoinGroup, qLeaveGroup, qRecordChange, qMemberNames, qIsMember,
+	qBoundaryMerge, qBoundaryJoin, qBoundaryGone, qPendingPut, qPendingClear,
+	qSessionPut, qTotalPut, qConvDerived, qFormerPut, qFormerDelete,
+	qAccountPut, qRevokeTokens, qProbeInsert, qProbeDelete,
+}
 
-// Sessions.
-const sessionColumns = `user_id, conv, read_seq, write_seq, unread_count, active_ts, write_ts, muted, mute_until,
-	priority, deleted, marked_unread, category, sub_biz, last_conv, last_seq`
-
-const (
-	qSessionGet = `SELECT ` + sessionColumns + ` FROM sessions WHERE user_id = ? AND conv = ?`
-	qSessionPut = `INSERT OR REPLACE INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qLastActive = `SELECT COALESCE(MAX(active_ts), 0) FROM sessions WHERE user_id = ?`
-	qTotalAdd   = `INSERT INTO unread_totals (user_id, sub_biz, total) VALUES (?, ?, ?)
-		ON CONFLICT (user_id, sub_biz) DO UPDATE SET total = total + excluded.total`
-	qTotalGet       = `SELECT COALESCE((SELECT total FROM unread_totals WHERE user_id = ? AND sub_biz = ?), 0)`
-	qAccountGet     = `SELECT category, sub_biz FROM accounts WHERE user_id = ?`
-	qAccountPut     = `INSERT OR REPLACE INTO accounts (user_id, category, sub_biz) VALUES (?, ?, ?)`
-	qExpiredMutes   = `SELECT conv FROM sessions WHERE user_id = ? AND muted = 1 AND mute_until > 0 AND mute_until <= ?`
-	qSendersInRange = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?
-		AND sender IN (SELECT user_id FROM message_status WHERE conv = ?)`
-)
-
-// qSyncPage reads one page of a list with each session's last message and
-// its conversation's ticks.
-const qSyncPage = `SELECT ` + sessionColumnsS + `,
-		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind,
-		COALESCE(c.tick_delivered, 0), COALESCE(c.tick_read, 0), COALESCE(c.title, '')
-	FROM sessions s
-	LEFT JOIN messages m ON m.conv = s.last_conv AND m.seq = s.last_seq
-	LEFT JOIN conversations c ON c.conv = s.conv
-	WHERE s.user_id = ? AND s.sub_biz = ? AND s.active_ts > ?
-	ORDER BY s.active_ts
-	LIMIT ?`
-
-const sessionColumnsS = `s.user_id, s.conv, s.read_seq, s.write_seq, s.unread_count, s.active_ts, s.write_ts, s.muted,
-	s.mute_until, s.priority, s.deleted, s.marked_unread, s.category, s.sub_biz, s.last_conv, s.last_seq`
+// readerQueries are prepared on the reader pool at open.
+var readerQueries = []string{
+	qMessageAt, qHistoryAfter, qHistoryBefore, qSenders,
+	qConversation, qGroupMembers, qDirectMember, qUnrepaired, qChangeAt,
+	qLastActive, qTotalsOf, qTotalGet, qAccountGet, qExpiredMutes, qPendingOf, qFormerOf, qMemberNames,
+	qSyncPage, qOneSession,
+	qTokenEpoch, qRevokedSince, qPendingCount,
+}

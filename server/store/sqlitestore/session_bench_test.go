@@ -38,13 +38,9 @@ func sessBenchConv(i int) string { return fmt.Sprintf("d:%s:p%05d", sessBenchUse
 // sessBenchStore opens a store in which sessBenchUser has n sessions, one per
 // direct conversation, each holding one message from the peer. The appends
 // run from many goroutines so that group commit batches them.
-func sessBenchStore(b *testing.B, n int) *Store {
+func sessBenchStore(b *testing.B, n int) store.Store {
 	b.Helper()
-	s, err := Open(filepath.Join(b.TempDir(), "sessions.db"), Options{})
-	if err != nil {
-		b.Fatalf("open: %v", err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := openEngine(b, filepath.Join(b.TempDir(), "sessions.db"), nil)
 	ctx := context.Background()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -79,7 +75,7 @@ func sessBenchStore(b *testing.B, n int) *Store {
 
 // sessBenchFullSync pages through the whole main list of sessBenchUser by
 // 1,000 and returns how many sessions it holds and the final cursor.
-func sessBenchFullSync(ctx context.Context, s *Store) (int, int64, error) {
+func sessBenchFullSync(ctx context.Context, s store.Store) (int, int64, error) {
 	var since int64
 	count := 0
 	for {
@@ -104,7 +100,7 @@ func sessBenchFullSync(ctx context.Context, s *Store) (int, int64, error) {
 // sessBenchSetup builds a store with n sessions, remembers the cursor, then
 // pins sessBenchChanged of them spread over the list: a sync since the
 // cursor returns exactly those.
-func sessBenchSetup(b *testing.B, n int) (*Store, int64) {
+func sessBenchSetup(b *testing.B, n int) (store.Store, int64) {
 	b.Helper()
 	s := sessBenchStore(b, n)
 	ctx := context.Background()

@@ -1,0 +1,182 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+)
+
+// Append implements store.Backend: one write of the writer's next batch.
+func (s *Store) Append(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+	var res store.AppendResult
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		res, err = s.appendTx(ctx, tx, msg, false)
+		return err
+	})
+	if err != nil {
+		return store.AppendResult{}, fmt.Errorf("append to %s: %w", msg.Conv, err)
+	}
+	return res, nil
+}
+
+// appendTx stores msg at its conversation's next seq inside the writer's
+// transaction. A group must exist; a direct chat is created on its first
+// message. system says the message tells of a group change (whose
+// msg_id is the server's: a duplicate is an error, not an answer).
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, system bool) (store.AppendResult, error) {
+	var seq int64
+	err := s.queryRowTx(ctx, tx, qSeqOfMsgID, m.Conv, m.MsgID).Scan(&seq)
+	switch {
+	case err == nil:
+		if system {
+			return store.AppendResult{}, fmt.Errorf("system message id %s is taken", m.MsgID)
+		}
+		orig, err := scanMessage(s.queryRowTx(ctx, tx, qMessageAt, m.Conv, seq))
+		if err != nil {
+			return store.AppendResult{}, fmt.Errorf("read original of %s: %w", m.MsgID, err)
+		}
+		if orig.From != m.From {
+			return store.AppendResult{}, store.ErrMsgIDTaken
+		}
+		return store.AppendResult{Msg: orig, Duplicate: true}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return store.AppendResult{}, err
+	}
+	var kind string
+	var maxSeq, version int64
+	err = s.queryRowTx(ctx, tx, qConvHead, m.Conv).Scan(&kind, &maxSeq, &version)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		parsed, ok := protocol.ParseConv(m.Conv)
+		if !ok || parsed.Kind != protocol.ConvDirect {
+			return store.AppendResult{}, store.ErrNotFound
+		}
+		if _, err := s.execTx(ctx, tx, qInsertConv, m.Conv, parsed.Kind.String(), m.ServerTS); err != nil {
+			return store.AppendResult{}, err
+		}
+	case err != nil:
+		return store.AppendResult{}, err
+	}
+	m.Seq = maxSeq + 1
+	for _, st := range []struct {
+		query string
+		args  []any
+	}{
+		{qInsertMessage, []any{m.Conv, m.Seq, m.MsgID, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind}},
+		{qInsertMsgID, []any{m.Conv, m.MsgID, m.Seq}},
+		{qSetMaxSeq, []any{m.Seq, m.Conv}},
+	} {
+		if _, err := s.execTx(ctx, tx, st.query, st.args...); err != nil {
+			return store.AppendResult{}, err
+		}
+	}
+	return store.AppendResult{Msg: m}, nil
+}
+
+// History implements store.Backend.
+func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
+	if q.Limit <= 0 {
+		return nil, false, fmt.Errorf("history of %s: limit %d must be positive", conv, q.Limit)
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, false, err
+	}
+	var rows *sql.Rows
+	var err error
+	if q.After {
+		rows, err = s.query(ctx, qHistoryAfter, conv, max(q.AfterSeq, q.MinSeq-1), q.Limit+1)
+	} else {
+		before := q.BeforeSeq
+		if before <= 0 {
+			before = 1<<63 - 1
+		}
+		rows, err = s.query(ctx, qHistoryBefore, conv, before, q.MinSeq, q.Limit+1)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", conv, err)
+	}
+	defer rows.Close()
+	msgs := make([]protocol.Message, 0, min(q.Limit+1, 64))
+	bytes, cut := 0, false
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, false, fmt.Errorf("history of %s: %w", conv, err)
+		}
+		// Rows come from the bound asked from: stop at the byte budget.
+		if bytes += m.EncodedLen() + 1; q.MaxBytes > 0 && bytes > q.MaxBytes && len(msgs) > 0 {
+			cut = true
+			break
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", conv, err)
+	}
+	hasMore := cut || len(msgs) > q.Limit
+	if len(msgs) > q.Limit {
+		msgs = msgs[:q.Limit]
+	}
+	if !q.After {
+		for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
+			msgs[i], msgs[j] = msgs[j], msgs[i]
+		}
+	}
+	return msgs, hasMore, nil
+}
+
+// Message implements store.Backend.
+func (s *Store) Message(ctx context.Context, conv string, seq int64) (protocol.Message, error) {
+	if err := s.checkOpen(); err != nil {
+		return protocol.Message{}, err
+	}
+	st, err := s.readStmts.get(ctx, qMessageAt)
+	if err != nil {
+		return protocol.Message{}, err
+	}
+	m, err := scanMessage(st.QueryRowContext(ctx, conv, seq))
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, store.ErrNotFound
+	}
+	return m, err
+}
+
+// Senders implements store.Backend.
+func (s *Store) Senders(ctx context.Context, conv string, after, upTo int64) ([]string, error) {
+	return s.strings(ctx, qSenders, conv, after, upTo)
+}
+
+// strings runs a read returning one string column.
+func (s *Store) strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	rows, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanMessage(sc scanner) (protocol.Message, error) {
+	var m protocol.Message
+	err := sc.Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind)
+	return m, err
+}
