@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // A group's members are its message_status rows: joining inserts one (with

@@ -8,8 +8,8 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // SessionOp implements store.Store.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/session"
 )
 
 // A write transaction changes sessions only through changeSession, which

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/session"
 )
 
 const (
