@@ -112,7 +112,7 @@ func updateGateway(tx *sql.Tx, subBiz string, delta int64, msg *protocol.Message
 	if subBiz == "" || (delta == 0 && msg == nil) {
 		return nil
 	}
-	gw, ok, err := getSession(tx, "biz:"+subBiz)
+	gw, ok, err := getSession(tx, protocol.GatewayConv(subBiz))
 	if err != nil || !ok {
 		return err
 	}

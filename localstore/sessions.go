@@ -128,18 +128,20 @@ func (s *Store) TotalUnread(subBiz string) (int64, error) {
 // SubBizLists returns the names of the nested lists the main list has a
 // gateway session for.
 func (s *Store) SubBizLists() ([]string, error) {
-	rows, err := s.r.Query(`SELECT substr(conv, 5) FROM sessions WHERE sub_biz = '' AND conv LIKE 'biz:%' ORDER BY conv`)
+	rows, err := s.r.Query(`SELECT conv FROM sessions WHERE sub_biz = '' AND conv LIKE ? ORDER BY conv`, protocol.GatewayConv("")+"%")
 	if err != nil {
 		return nil, fmt.Errorf("sub-business lists: %w", err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
+		var conv string
+		if err := rows.Scan(&conv); err != nil {
 			return nil, err
 		}
-		out = append(out, name)
+		if name, ok := protocol.IsGateway(conv); ok {
+			out = append(out, name)
+		}
 	}
 	return out, rows.Err()
 }

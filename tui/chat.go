@@ -337,7 +337,7 @@ func (c *chatModel) subtitle(me string) string {
 	if c.group {
 		return itoa(int64(len(c.sess.Members))) + " members: " + strings.Join(c.sess.Members, ", ")
 	}
-	if strings.HasPrefix(c.conv, "biz:") {
+	if _, ok := protocol.IsGateway(c.conv); ok {
 		return "business"
 	}
 	return "direct chat"

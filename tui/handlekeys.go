@@ -2,11 +2,12 @@ package tui
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/imcore/im/protocol"
 )
 
 // onKey routes a key press.
@@ -258,7 +259,7 @@ func (m *Model) openRow() tea.Cmd {
 		m.list.push(listLevel{subBiz: m.list.level().subBiz, category: r.folder, title: r.folder})
 		return nil
 	case rowGateway:
-		name := strings.TrimPrefix(r.sess.Conv, "biz:")
+		name, _ := protocol.IsGateway(r.sess.Conv)
 		title := oneLine(r.sess.Title)
 		if title == "" {
 			title = name

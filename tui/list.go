@@ -124,7 +124,7 @@ func (l *listModel) rebuild() {
 			continue
 		}
 		kind := rowSession
-		if strings.HasPrefix(s.Conv, "biz:") {
+		if _, ok := protocol.IsGateway(s.Conv); ok {
 			kind = rowGateway
 		}
 		rows = append(rows, listRow{kind: kind, sess: s})

@@ -192,7 +192,7 @@ func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick
 	}
 	lm := s.LastMsg
 	if lm == nil {
-		if strings.HasPrefix(s.Conv, "biz:") {
+		if _, ok := protocol.IsGateway(s.Conv); ok {
 			return "business messages", 0, false, c.st.dim
 		}
 		return "", 0, false, c.st.dim
