@@ -2,19 +2,21 @@ package client
 
 import (
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // Sessions returns the list subBiz ("" the main list) from the profile's
 // store, as it is shown (sorted, deleted sessions hidden), and the list's
-// total unread count. It works offline.
+// total unread count by the session rules. It works offline.
 func (c *Client) Sessions(subBiz string) ([]protocol.Session, int64, error) {
 	list, err := c.store.Sessions(subBiz)
 	if err != nil {
 		return nil, 0, err
 	}
-	total, err := c.store.TotalUnread(subBiz)
-	if err != nil {
-		return nil, 0, err
+	now := c.now().UnixMilli()
+	var total int64
+	for i := range list {
+		total += session.ObjectUnread(&list[i], now)
 	}
 	return list, total, nil
 }

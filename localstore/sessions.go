@@ -8,6 +8,7 @@ import (
 	json "github.com/go-json-experiment/json"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // PutSessions stores sessions from a sync page or an operation's answer.
@@ -47,17 +48,22 @@ func (s *Store) PutSessions(sessions []protocol.Session) error {
 }
 
 // keepLiveState carries into a newer session from the server what the
-// stored one learned live and the server's copy may predate: a newer
-// message, a further read, higher ticks.
+// stored one learned live and the server's copy may predate, by the rules
+// the server will apply when it learns them too: a newer message, a further
+// read, higher ticks.
 func keepLiveState(in, old protocol.Session) protocol.Session {
-	if old.WriteSeq > in.WriteSeq || old.ReadSeq > in.ReadSeq {
-		if old.WriteSeq > in.WriteSeq {
-			in.WriteSeq, in.LastMsg, in.Deleted = old.WriteSeq, old.LastMsg, false
-			in.WriteTS = max(in.WriteTS, old.WriteTS)
-		}
-		in.ReadSeq = max(in.ReadSeq, old.ReadSeq)
-		in.UnreadCount = max(0, in.WriteSeq-in.ReadSeq)
+	st := session.FromObject(nobody, &in)
+	if old.WriteSeq > in.WriteSeq {
+		// If the message was the user's own, the read it implied is in
+		// old's read_seq, which the read below carries over.
+		st.OnMessage(old.WriteSeq, "")
+		in.LastMsg = old.LastMsg
+		st.WriteTS = max(st.WriteTS, old.WriteTS)
 	}
+	if old.ReadSeq > st.ReadSeq {
+		st.OnRead(old.ReadSeq)
+	}
+	st.ToObject(&in)
 	in.Ticks = in.Ticks.Merge(old.Ticks)
 	return in
 }
@@ -112,13 +118,10 @@ func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
 }
 
 // TotalUnread returns the unread count of the list subBiz ("" the main
-// list): the sum over sessions neither deleted nor muted (a mute whose
-// until has passed no longer counts as muted).
+// list) by the session rules: the sum over sessions neither deleted nor
+// muted (a mute whose until has passed no longer counts as muted).
 func (s *Store) TotalUnread(subBiz string) (int64, error) {
-	var n int64
-	err := s.r.QueryRow(`SELECT COALESCE(SUM(unread_count), 0) FROM sessions
-		WHERE sub_biz = ? AND deleted = 0 AND (muted = 0 OR (mute_until > 0 AND mute_until <= ?))`,
-		subBiz, s.now().UnixMilli()).Scan(&n)
+	n, err := listTotal(s.r, subBiz, s.now().UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("total unread of %q: %w", subBiz, err)
 	}
