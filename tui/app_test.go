@@ -17,7 +17,7 @@ func TestHelpScreenListsEveryBinding(t *testing.T) {
 	h := newHarness(t, newFixture(), 160, 60)
 	h.press("?")
 	h.contains("Keys", "Chats", "Chat actions", "Writing", "Reading history", "Everywhere", "Dialogs")
-	for _, s := range h.m.keys.helpSections() {
+	for _, s := range h.m.com.keys.helpSections() {
 		for _, b := range s.keys {
 			h.contains(b.Help().Key, b.Help().Desc)
 		}
@@ -173,7 +173,7 @@ func TestSplitPaneKeepsChatOpenOnEsc(t *testing.T) {
 	h := newHarness(t, f, 120, 30)
 	openBob(h)
 	h.press("esc")
-	if h.m.focus != focusList || h.m.chat == nil {
+	if h.m.focusArea() != focusList || h.m.chat.c == nil {
 		t.Fatal("esc in split view should focus the list and keep the chat")
 	}
 	// The chat is still on screen, so new messages are read.
@@ -184,21 +184,21 @@ func TestSplitPaneKeepsChatOpenOnEsc(t *testing.T) {
 	}
 	// tab cycles list → input → history → list.
 	h.press("tab")
-	if h.m.focus != focusInput {
-		t.Fatalf("focus %v, want input", h.m.focus)
+	if h.m.focusArea() != focusInput {
+		t.Fatalf("focus %v, want input", h.m.focusArea())
 	}
 	h.press("tab")
-	if h.m.focus != focusHistory {
-		t.Fatalf("focus %v, want history", h.m.focus)
+	if h.m.focusArea() != focusHistory {
+		t.Fatalf("focus %v, want history", h.m.focusArea())
 	}
 	h.press("tab")
-	if h.m.focus != focusList {
-		t.Fatalf("focus %v, want list", h.m.focus)
+	if h.m.focusArea() != focusList {
+		t.Fatalf("focus %v, want list", h.m.focusArea())
 	}
 	// A click on a row opens that chat.
 	h.send(tea.MouseClickMsg{Button: tea.MouseLeft, X: 5, Y: 1 + 2*3}) // row 3: carol
-	if h.m.chat == nil || h.m.chat.conv != "d:alice:carol" {
-		t.Fatalf("click opened %v", h.m.chat)
+	if h.m.chat.c == nil || h.m.chat.c.conv != "d:alice:carol" {
+		t.Fatalf("click opened %v", h.m.chat.c)
 	}
 }
 
@@ -303,8 +303,8 @@ func TestNewChatAndGroup(t *testing.T) {
 	}
 	h.typeText("zed")
 	h.press("enter")
-	if h.m.chat == nil || h.m.chat.conv != "d:alice:zed" {
-		t.Fatalf("new chat opened %+v", h.m.chat)
+	if h.m.chat.c == nil || h.m.chat.c.conv != "d:alice:zed" {
+		t.Fatalf("new chat opened %+v", h.m.chat.c)
 	}
 	h.contains("zed", "No messages yet")
 	h.typeText("hi zed")
@@ -337,8 +337,8 @@ func TestNewChatAndGroup(t *testing.T) {
 
 	// The server's answer opens the new group's chat.
 	h.event(client.GroupChanged{Conv: "g:party1", Title: "party", Members: []string{"alice", "bob", "carol", "dave"}})
-	if h.m.chat == nil || h.m.chat.conv != "g:party1" {
-		t.Fatalf("the created group did not open: %+v", h.m.chat)
+	if h.m.chat.c == nil || h.m.chat.c.conv != "g:party1" {
+		t.Fatalf("the created group did not open: %+v", h.m.chat.c)
 	}
 	h.contains("party")
 }

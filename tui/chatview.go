@@ -96,7 +96,7 @@ func tickGlyph(t protocol.Tick) string {
 }
 
 // tickOf is the tick of one of the user's own messages.
-func (c *chatModel) tickOf(m *client.Message) protocol.Tick {
+func (c *conversation) tickOf(m *client.Message) protocol.Tick {
 	if m.Outbox || m.Seq <= 0 {
 		return protocol.TickPending
 	}
@@ -118,7 +118,7 @@ func msgTimeMS(ms int64, now time.Time) time.Time { return time.UnixMilli(ms).In
 
 // layout renders every loaded message into lines and restores the scroll
 // position from a.
-func (c *chatModel) layout(rc renderCtx, a anchor) {
+func (c *conversation) layout(rc renderCtx, a anchor) {
 	w := max(10, c.width-1) // the first column is the selection gutter
 	lines := make([]string, 0, len(c.lines)+8)
 	lineMsg := make([]int, 0, cap(lines))
@@ -207,7 +207,7 @@ func (c *chatModel) layout(rc renderCtx, a anchor) {
 
 // renderMessage renders one message as lines exactly w cells wide, from
 // the cache when nothing it depends on changed.
-func (c *chatModel) renderMessage(rc renderCtx, m *client.Message, showSender bool, w int) []string {
+func (c *conversation) renderMessage(rc renderCtx, m *client.Message, showSender bool, w int) []string {
 	own := m.From == rc.me && m.Kind != protocol.KindSystem
 	tick := protocol.TickPending
 	if own {
@@ -298,7 +298,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 
 // view renders the message area: exactly c.width x c.height. The selection
 // gutter marks the selected message while the history has focus.
-func (c *chatModel) view(st *styles, showSel bool) string {
+func (c *conversation) view(st *styles, showSel bool) string {
 	var b strings.Builder
 	w := max(10, c.width-1)
 	blank := strings.Repeat(" ", c.width)

@@ -13,6 +13,36 @@
 // Read receipts are sent only for messages that have been on screen in an
 // open chat while the terminal had focus (the view asks for focus reports).
 //
+// # Components
+//
+// Each part of the screen is a component that owns its state, its keys
+// (keys.go), its Update, its View and its SetSize:
+//
+//   - listPane (list*.go, sessionactions.go): the session list, its folder
+//     stack, loading the lists and acting on the selected session.
+//   - chatPane (chat*.go): the open chat, that is its history (a
+//     conversation: messages, layout, scrolling) and the input; it loads
+//     pages, sends, marks read and opens message info.
+//   - statusBar (statusbar.go): the connection, the identity, notices and
+//     the retry countdown.
+//   - dialogs (dialog_*.go): each kind in its own file, behind the dialog
+//     interface; a dialog does what it is for itself.
+//   - helpScreen (help.go): every binding.
+//
+// The root Model (model.go, keyroute.go, events.go, mouse.go, view.go)
+// routes each message by its type to the component that owns it and owns
+// only the navigation: which pane has the keys, what is on screen, the
+// dialog over it. A component asks the root for navigation (open a chat,
+// show a dialog, leave the chat) through its asks, which the root handles
+// before the next message. What both panes show (ticks, typing) lives in
+// live.go; the engine, options, styles and keys every component reads are
+// in common.go.
+//
+// A new dialog is its own file; showing it is one line of routing: a
+// group action, for instance, is its dialog's file and one line in
+// groupActions (groupactions.go), as the rename dialog (dialog_rename.go)
+// shows.
+//
 // Engine events arrive through a command that waits on Backend.Events and
 // is issued again after each event; every backend call runs in a command.
 // Timers use tea.Tick. Options.Now injects the clock.

@@ -148,7 +148,7 @@ func TestGroupActionsFromTheList(t *testing.T) {
 	h.contains("Leave team?")
 	h.press("enter")
 	lastGroupOp(t, f, tuitest.Call{Conv: team, Op: "leave"})
-	if h.m.chat != nil {
+	if h.m.chat.c != nil {
 		t.Fatal("the list's menu opened the chat")
 	}
 	// Add from the list, through the menu.
@@ -216,8 +216,8 @@ func TestFormerMemberGroupIsReadOnly(t *testing.T) {
 			h.contains("old crew", "not a member · read-only", "who is coming?", "not me", "alice left",
 				notMemberText, "· no older messages on this device ·")
 			h.lacks("Type a message", "ctrl+r group", "enter write", "members:")
-			if h.m.focus != focusHistory {
-				t.Fatalf("focus %v, want the history", h.m.focus)
+			if h.m.focusArea() != focusHistory {
+				t.Fatalf("focus %v, want the history", h.m.focusArea())
 			}
 			h.checkGeometry()
 
@@ -226,26 +226,26 @@ func TestFormerMemberGroupIsReadOnly(t *testing.T) {
 			h.press("enter")
 			h.contains("you are no longer a member of this group")
 			h.press("a", "tab", "tab")
-			if h.m.focus == focusInput {
+			if h.m.focusArea() == focusInput {
 				t.Fatal("the input took the focus")
 			}
 			// shift+tab does not get stuck on the missing input either.
 			h.press("shift+tab")
-			if want := map[int]focusArea{80: focusHistory, 120: focusList}[w]; h.m.focus != want {
-				t.Fatalf("shift+tab: focus %v, want %v", h.m.focus, want)
+			if want := map[int]focusArea{80: focusHistory, 120: focusList}[w]; h.m.focusArea() != want {
+				t.Fatalf("shift+tab: focus %v, want %v", h.m.focusArea(), want)
 			}
 			h.press("shift+tab")
-			if h.m.focus != focusHistory {
-				t.Fatalf("shift+tab again: focus %v, want the history", h.m.focus)
+			if h.m.focusArea() != focusHistory {
+				t.Fatalf("shift+tab again: focus %v, want the history", h.m.focusArea())
 			}
 			h.send(tea.MouseClickMsg{Button: tea.MouseLeft, X: w - 5, Y: 22})
 			h.send(tea.PasteMsg{Content: "pasted"})
-			if h.m.focus == focusInput || h.m.input.Value() != "" {
-				t.Fatalf("focus %v, input %q", h.m.focus, h.m.input.Value())
+			if h.m.focusArea() == focusInput || h.m.chat.input.Value() != "" {
+				t.Fatalf("focus %v, input %q", h.m.focusArea(), h.m.chat.input.Value())
 			}
 			// Even a draft left over cannot be sent.
-			h.m.input.SetValue("left over")
-			h.run(h.m.send())
+			h.m.chat.input.SetValue("left over")
+			h.run(h.m.chat.send())
 
 			// No group actions, no receipts, no history from the server.
 			h.press("ctrl+r")
@@ -294,8 +294,8 @@ func TestRemovedWhileTypingTurnsReadOnly(t *testing.T) {
 	h.event(client.MessagesChanged{Conv: team})
 	h.contains(notMemberText, "bob removed alice", "not a member · read-only")
 	h.lacks("half a thought")
-	if h.m.focus != focusHistory {
-		t.Fatalf("focus %v, want the history", h.m.focus)
+	if h.m.focusArea() != focusHistory {
+		t.Fatalf("focus %v, want the history", h.m.focusArea())
 	}
 	h.press("enter", "esc", "tab", "enter")
 	h.checkGeometry()
@@ -316,15 +316,15 @@ func TestRemovedWhileTypingTurnsReadOnly(t *testing.T) {
 	h.contains("2 members: alice, bob", "half a thought", "ctrl+r group")
 	h.lacks(notMemberText)
 	h.press("enter") // from the history: write
-	if h.m.focus != focusInput {
-		t.Fatalf("focus %v, want the input back", h.m.focus)
+	if h.m.focusArea() != focusInput {
+		t.Fatalf("focus %v, want the input back", h.m.focusArea())
 	}
 
 	// Leaving: the answer to this client's leave turns the chat read-only
 	// before the sync does.
 	h.event(client.GroupChanged{Conv: team, Title: "team", Members: []string{"bob"}})
 	h.contains(notMemberText)
-	if h.m.focus == focusInput {
+	if h.m.focusArea() == focusInput {
 		t.Fatal("the input kept the focus")
 	}
 }
@@ -361,13 +361,9 @@ func TestHelpScreenListsGroupKeys(t *testing.T) {
 	h.press("?")
 	h.contains("ctrl+r", "group actions menu", "r/+/-/L", "group: rename, add, remove, leave")
 	// The summary line names the history's real bindings.
-	k := h.m.keys.History
-	for _, b := range []struct {
-		key  string
-		want string
-	}{{k.Rename.Keys()[0], "r"}, {k.AddMembers.Keys()[0], "+"}, {k.RemoveMember.Keys()[0], "-"}, {k.LeaveGroup.Keys()[0], "L"}} {
-		if b.key != b.want {
-			t.Errorf("binding %q, help says %q", b.key, b.want)
+	for i, want := range []string{"r", "+", "-", "L"} {
+		if got := groupActions[i].key.Keys()[0]; got != want {
+			t.Errorf("%s is bound to %q, help says %q", groupActions[i].label, got, want)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func newHarnessOpts(t testing.TB, f *tuitest.Fake, w, h int, opts Options) *harn
 	f.Now = hs.clock.now
 	opts.Now, opts.Location = hs.clock.now, time.UTC
 	m := New(f, opts)
-	m.tick = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+	m.com.tick = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 		hs.timers = append(hs.timers, timer{d, fn})
 		return nil
 	}

@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"strings"
-
 	"charm.land/bubbles/v2/key"
 )
 
@@ -36,10 +34,10 @@ type inputKeys struct {
 }
 
 // historyKeys act while reading the history (the message pane has focus).
+// A group chat's history also takes the group actions' keys (groupActions).
 type historyKeys struct {
 	Up, Down, PageUp, PageDown, HalfUp, HalfDown, Top, Bottom key.Binding
 	Info, Input, Back                                         key.Binding
-	Rename, AddMembers, RemoveMember, LeaveGroup              key.Binding // group chats
 }
 
 // dialogKeys act in dialogs and on the help screen.
@@ -106,11 +104,6 @@ func defaultKeyMap() keyMap {
 			Info:     bind([]string{"i", "ctrl+o"}, "i", "message info (receipts)"),
 			Input:    bind([]string{"enter", "a"}, "enter/a", "write a message"),
 			Back:     bind([]string{"esc", "q", "h", "left"}, "esc/q", "back to the list"),
-
-			Rename:       bind([]string{"r"}, "r", "rename the group"),
-			AddMembers:   bind([]string{"+"}, "+", "add members"),
-			RemoveMember: bind([]string{"-"}, "-", "remove a member"),
-			LeaveGroup:   bind([]string{"L"}, "L", "leave the group (asks)"),
 		},
 		Dialog: dialogKeys{
 			Confirm:   bind([]string{"enter"}, "enter", "confirm / choose"),
@@ -130,18 +123,12 @@ func (k keyMap) helpSections() []helpSection {
 		{"Chat actions", []key.Binding{l.Pin, l.Mute, l.MarkUnread, l.Delete, l.Category, l.NewChat, l.NewGroup, l.Quit}},
 		{"Writing", []key.Binding{in.Send, in.Newline, in.ScrollUp, in.ScrollDown, in.PageUp, in.PageDown, in.Info, in.Back}},
 		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back,
-			groupHelp(h)}},
+			groupHelp()}},
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
 			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
 			bind([]string{"y"}, "y / n", "yes / no in confirmations"), bind([]string{"1"}, "1-9", "pick an option")}},
 	}
-}
-
-// groupHelp sums the history's group keys up in one help line.
-func groupHelp(h historyKeys) key.Binding {
-	ks := []string{h.Rename.Help().Key, h.AddMembers.Help().Key, h.RemoveMember.Help().Key, h.LeaveGroup.Help().Key}
-	return bind(ks, strings.Join(ks, "/"), "group: rename, add, remove, leave")
 }
 
 // ShortHelp returns the bindings shown in the list footer hint.

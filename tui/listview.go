@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -23,7 +22,7 @@ const (
 	markUnread  = "●"
 )
 
-// listCtx is what rendering a row needs from the root model.
+// listCtx is what rendering a row needs.
 type listCtx struct {
 	st      *styles
 	now     time.Time
@@ -33,14 +32,17 @@ type listCtx struct {
 	focused bool // the list has keyboard focus
 }
 
-// view renders the list pane: a header line and the rows, exactly w x h.
-func (l *listModel) view(c listCtx, w, h int) string {
+// View renders the pane: a header line and the rows, exactly its size.
+func (l *listPane) View() string {
+	c := listCtx{st: &l.com.st, now: l.com.now(), me: l.com.me(), typing: l.com.live.typing,
+		ticks: l.com.live.ticks, focused: l.focused}
+	w, h := l.width, l.height+1
 	var b strings.Builder
 	b.Grow((w + 16) * h)
 	title := l.breadcrumb()
 	right := ""
-	if l.total > 0 {
-		right = fmt.Sprintf(" %d unread ", l.total)
+	if total := l.headerTotal(); total > 0 {
+		right = fmt.Sprintf(" %d unread ", total)
 	}
 	head := c.st.header.Render(fit(" "+title, w-width(right)))
 	if right != "" {
@@ -72,7 +74,7 @@ func (l *listModel) view(c listCtx, w, h int) string {
 }
 
 // renderRow renders one row as two lines of exactly w cells.
-func (l *listModel) renderRow(c listCtx, r listRow, sel bool, w int) (string, string) {
+func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, string) {
 	st := c.st
 	bg := lipgloss.NewStyle()
 	if sel {
@@ -171,7 +173,7 @@ func (l *listModel) renderRow(c listCtx, r listRow, sel bool, w int) (string, st
 }
 
 // folderPreview lists the titles of the sessions in a folder.
-func (l *listModel) folderPreview(category string) string {
+func (l *listPane) folderPreview(category string) string {
 	var names []string
 	for _, s := range l.lists[l.level().subBiz] {
 		if s.Category == category {
@@ -208,27 +210,4 @@ func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick
 		return lm.From + ": " + oneLine(lm.Body), 0, false, c.st.dim
 	}
 	return oneLine(lm.Body), 0, false, c.st.dim
-}
-
-func isGroup(s *protocol.Session) bool {
-	return s.Kind == "group" || strings.HasPrefix(s.Conv, "g:")
-}
-
-// typingText says who is typing.
-func typingText(users typists, group bool) string {
-	if !group {
-		return "typing…"
-	}
-	names := make([]string, 0, len(users))
-	for u := range users {
-		names = append(names, u)
-	}
-	sort.Strings(names)
-	switch len(names) {
-	case 1:
-		return names[0] + " is typing…"
-	case 2:
-		return names[0] + " and " + names[1] + " are typing…"
-	}
-	return fmt.Sprintf("%s and %d others are typing…", names[0], len(names)-1)
 }

@@ -88,7 +88,7 @@ func (p probe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	p.m = next.(Model)
 	raw := p.m.View().Content
 	sn := snapshot{screen: ansi.Strip(raw), raw: raw}
-	if c := p.m.chat; c != nil {
+	if c := p.m.chat.c; c != nil {
 		sn.oldest, sn.loaded, sn.busy = c.oldestSeq(), c.loaded, c.loadingOlder || c.awaitServer != 0
 	}
 	p.s.set(sn)

@@ -13,34 +13,84 @@ import (
 // noticeTTL is how long a notice stays in the status bar.
 const noticeTTL = 5 * time.Second
 
-// notice is a transient line in the status bar.
-type notice struct {
+// statusBar is the bottom line: the connection's state (and, offline, why
+// and when the next try is), who and where the user is, and a notice or
+// the help hint. It owns the retry countdown and the notices' timers.
+type statusBar struct {
+	com       *common
+	conn      client.Conn
+	retryGen  int
+	notice    statusNotice
+	noticeGen int
+	width     int
+}
+
+// statusNotice is a transient line in the status bar.
+type statusNotice struct {
 	text string
 	err  bool
 	gen  int
 }
 
-// notify shows text in the status bar for a few seconds.
-func (m *Model) notify(text string, isErr bool) tea.Cmd {
-	m.noticeGen++
-	m.notice = notice{text: text, err: isErr, gen: m.noticeGen}
-	gen := m.noticeGen
-	return m.tick(noticeTTL, func(time.Time) tea.Msg { return noticeExpiredMsg{gen: gen} })
+func newStatusBar(com *common) statusBar {
+	return statusBar{com: com, conn: com.b.Conn(), width: 80}
+}
+
+// Init starts the countdown when the engine starts offline.
+func (s *statusBar) Init() tea.Cmd {
+	if s.conn.State == client.Offline && !s.conn.RetryAt.IsZero() {
+		return s.retryTick()
+	}
+	return nil
+}
+
+// SetSize sets the bar's width.
+func (s *statusBar) SetSize(w int) { s.width = w }
+
+// Update handles the bar's messages: notices, their expiry, the
+// countdown, a new connection state.
+func (s *statusBar) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case noticeMsg:
+		return s.notify(msg.text, msg.err)
+	case noticeExpiredMsg:
+		if msg.gen == s.noticeGen {
+			s.notice = statusNotice{}
+		}
+	case retryTickMsg:
+		if msg.gen == s.retryGen {
+			return s.retryTick()
+		}
+	case client.ConnChanged:
+		s.conn = msg.Conn
+		return s.startRetryCountdown()
+	case eventsClosedMsg:
+		s.conn = client.Conn{State: client.Stopped}
+	}
+	return nil
+}
+
+// notify shows text for a few seconds.
+func (s *statusBar) notify(text string, isErr bool) tea.Cmd {
+	s.noticeGen++
+	s.notice = statusNotice{text: text, err: isErr, gen: s.noticeGen}
+	gen := s.noticeGen
+	return s.com.tick(noticeTTL, func(time.Time) tea.Msg { return noticeExpiredMsg{gen: gen} })
 }
 
 // startRetryCountdown starts the once-a-second redraw of "retrying in Ns"
 // while the connection is offline with a retry scheduled.
-func (m *Model) startRetryCountdown() tea.Cmd {
-	m.retryGen++
-	if m.conn.State != client.Offline || m.conn.RetryAt.IsZero() {
+func (s *statusBar) startRetryCountdown() tea.Cmd {
+	s.retryGen++
+	if s.conn.State != client.Offline || s.conn.RetryAt.IsZero() {
 		return nil
 	}
-	return m.retryTick()
+	return s.retryTick()
 }
 
-func (m *Model) retryTick() tea.Cmd {
-	gen := m.retryGen
-	left := m.conn.RetryAt.Sub(m.now())
+func (s *statusBar) retryTick() tea.Cmd {
+	gen := s.retryGen
+	left := s.conn.RetryAt.Sub(s.com.now())
 	if left <= 0 {
 		return nil
 	}
@@ -49,13 +99,12 @@ func (m *Model) retryTick() tea.Cmd {
 	if d <= 0 {
 		d = time.Second
 	}
-	return m.tick(d, func(time.Time) tea.Msg { return retryTickMsg{gen: gen} })
+	return s.com.tick(d, func(time.Time) tea.Msg { return retryTickMsg{gen: gen} })
 }
 
-// connText describes the connection for the status bar: its state and,
-// when offline, why.
-func (m *Model) connText() (state, detail string) {
-	c := m.conn
+// connText describes the connection: its state and, when offline, why.
+func (s *statusBar) connText() (state, detail string) {
+	c := s.conn
 	switch c.State {
 	case client.Online:
 		return "● online", ""
@@ -64,7 +113,7 @@ func (m *Model) connText() (state, detail string) {
 	case client.Offline:
 		state = "○ offline"
 		if !c.RetryAt.IsZero() {
-			left := c.RetryAt.Sub(m.now())
+			left := c.RetryAt.Sub(s.com.now())
 			if left > 0 {
 				state += fmt.Sprintf(" — retrying in %ds", int(math.Ceil(left.Seconds())))
 			} else {
@@ -79,23 +128,23 @@ func (m *Model) connText() (state, detail string) {
 	return "■ stopped", ""
 }
 
-// statusView renders the status bar, one line of w cells. When it is too
-// narrow, parts give way in this order: the help hint, the error detail,
-// the server, the identity.
-func (m *Model) statusView(w int) string {
-	st := &m.st
-	state, detail := m.connText()
+// View renders the bar, one line of its width. When it is too narrow,
+// parts give way in this order: the help hint, the error detail, the
+// server, the identity.
+func (s *statusBar) View() string {
+	st, w := &s.com.st, s.width
+	state, detail := s.connText()
 	connStyle := st.online
-	switch m.conn.State {
+	switch s.conn.State {
 	case client.Offline, client.Stopped:
 		connStyle = st.offline
 	case client.Connecting:
 		connStyle = st.connecting
 	}
 	right, rightStyle := "? help", st.headerDim
-	if m.notice.text != "" {
-		right, rightStyle = m.notice.text, st.statusBar
-		if m.notice.err {
+	if s.notice.text != "" {
+		right, rightStyle = s.notice.text, st.statusBar
+		if s.notice.err {
 			rightStyle = st.errText
 		}
 	}
@@ -107,27 +156,30 @@ func (m *Model) statusView(w int) string {
 		rest -= width(s)
 		return s
 	}
+	b := s.com.b
 	// Claimed in order of importance, shown in order of reading.
 	statePart := take(" "+state+" ", 0)
-	identPart := take("│ "+m.b.User()+"@"+m.b.Device()+" ", 0)
-	notice := ""
-	if m.notice.text != "" {
-		notice = take(" "+right+" ", 0)
+	identPart := take("│ "+b.User()+"@"+b.Device()+" ", 0)
+	noticePart := ""
+	if s.notice.text != "" {
+		noticePart = take(" "+right+" ", 0)
 	}
-	serverPart := take("· "+m.b.Server()+" ", 0)
+	serverPart := take("· "+b.Server()+" ", 0)
 	keep := 0 // room left for the help hint
-	if m.notice.text == "" {
+	if s.notice.text == "" {
 		keep = width(right) + 3
 	}
 	detailPart := ""
 	if detail != "" && rest-keep > 8 {
 		detailPart = take(truncate(detail, rest-keep-1)+" ", 0)
 	}
-	if m.notice.text == "" && rest >= width(right)+3 {
-		notice = take(" "+right+" ", 0)
+	if s.notice.text == "" && rest >= width(right)+3 {
+		noticePart = take(" "+right+" ", 0)
 	}
-	return connStyle.Render(statePart+detailPart) + st.statusBar.Render(identPart+serverPart+spaces(rest)) + rightStyle.Render(notice)
+	return connStyle.Render(statePart+detailPart) + st.statusBar.Render(identPart+serverPart+spaces(rest)) + rightStyle.Render(noticePart)
 }
+
+// spaces returns n spaces ("" for n <= 0).
 func spaces(n int) string {
 	if n <= 0 {
 		return ""

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
@@ -54,4 +55,46 @@ func inputBody(v string) string {
 		return ""
 	}
 	return v
+}
+
+// updateInput passes msg to the editor, relayouts when it grew or shrank
+// and tells the others the user is typing.
+func (p *chatPane) updateInput(msg tea.Msg) tea.Cmd {
+	before, h := p.input.Value(), p.input.Height()
+	var cmd tea.Cmd
+	p.input, cmd = p.input.Update(msg)
+	if p.input.Height() != h {
+		p.layout()
+	}
+	after := p.input.Value()
+	if after == before || after == "" || p.c == nil || p.readOnly() {
+		return cmd
+	}
+	now := p.com.opts.Now()
+	if now.Sub(p.c.lastTyping) < p.com.opts.TypingInterval {
+		return cmd
+	}
+	p.c.lastTyping = now
+	b, conv := p.com.b, p.c.conv
+	return tea.Batch(cmd, call(func() { b.Typing(conv) }))
+}
+
+// send sends the input's text.
+func (p *chatPane) send() tea.Cmd {
+	body := inputBody(p.input.Value())
+	if body == "" || p.c == nil || p.readOnly() {
+		return nil
+	}
+	if n := len(body); n > maxBodyBytes {
+		return notice("message too long: "+itoa(int64(n))+" of "+itoa(maxBodyBytes)+" bytes", true)
+	}
+	p.input.Reset()
+	p.layout()
+	p.c.gotoBottom()
+	p.c.lastTyping = time.Time{}
+	b, conv := p.com.b, p.c.conv
+	return func() tea.Msg {
+		msg, err := b.Send(conv, body)
+		return sentMsg{conv: conv, body: body, msg: msg, err: err}
+	}
 }
