@@ -171,6 +171,15 @@ func (p *chatPane) setSession(s protocol.Session) {
 	c.rebuild(p.com.renderCtx())
 }
 
+// restyle renders the open chat again after a change of the theme or of
+// how text is measured.
+func (p *chatPane) restyle() {
+	if c := p.c; c != nil {
+		clear(c.cache)
+		c.rebuild(p.com.renderCtx())
+	}
+}
+
 // setTicks raises the open chat's ticks.
 func (p *chatPane) setTicks(t protocol.Ticks) {
 	p.c.ticks = p.c.ticks.Merge(t)

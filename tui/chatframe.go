@@ -12,7 +12,7 @@ import (
 // View renders the chat pane: header, history, the key legend and the
 // input; exactly its size.
 func (p *chatPane) View() string {
-	c, st, w := p.c, &p.com.st, p.width
+	c, st, w, cw := p.c, &p.com.st, p.width, p.com.cells
 	var b strings.Builder
 
 	// Header: title and marks, then who is typing or what the chat is.
@@ -27,33 +27,33 @@ func (p *chatPane) View() string {
 	if p.split {
 		back = " "
 	}
-	b.WriteString(st.header.Render(spread(back+c.title(), marks+" ", w)))
+	b.WriteString(st.header.Render(cw.spread(back+c.title(), marks+" ", w)))
 	b.WriteByte('\n')
 	if users := p.com.live.typing[c.conv]; len(users) > 0 {
-		b.WriteString(st.typing.Inherit(st.headerDim).Render(fit(back+typingText(users, c.group), w)))
+		b.WriteString(st.typing.Inherit(st.headerDim).Render(cw.fit(back+typingText(users, c.group), w)))
 	} else {
-		b.WriteString(st.headerDim.Render(fit(back+c.subtitle(p.com.me()), w)))
+		b.WriteString(st.headerDim.Render(cw.fit(back+c.subtitle(p.com.me()), w)))
 	}
 	b.WriteByte('\n')
 
-	b.WriteString(c.view(st, p.focused && p.mode == focusHistory))
+	b.WriteString(c.view(st, cw, p.focused && p.mode == focusHistory))
 	b.WriteByte('\n')
 
 	// The rule above the input carries a hint for the focused area.
-	hint := legend(p.hint(), w-1)
-	rule := strings.Repeat("─", max(0, w-width(hint)-1))
-	b.WriteString(st.inputBorder.Render(truncate(rule+hint+"─", w)))
+	hint := legend(cw, p.hint(), w-1)
+	rule := strings.Repeat("─", max(0, w-cw.width(hint)-1))
+	b.WriteString(st.inputBorder.Render(cw.truncate(rule+hint+"─", w)))
 	b.WriteByte('\n')
 	if p.readOnly() {
 		// A former member: the stored messages stay, the input goes.
-		b.WriteString(st.system.Render(fit(" "+notMemberText, w)))
+		b.WriteString(st.system.Render(cw.fit(" "+notMemberText, w)))
 		return b.String()
 	}
 	for i, l := range strings.Split(p.input.View(), "\n") {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(fit(" "+l, w))
+		b.WriteString(cw.fit(" "+l, w))
 	}
 	return b.String()
 }
@@ -105,7 +105,7 @@ func (p *chatPane) hint() []hintPart {
 
 // legend joins the parts of a key legend that fit in w cells, as
 // " a · b · c ", "" for none.
-func legend(parts []hintPart, w int) string {
+func legend(cw cells, parts []hintPart, w int) string {
 	for len(parts) > 0 {
 		texts := make([]string, len(parts))
 		low := 0
@@ -116,7 +116,7 @@ func legend(parts []hintPart, w int) string {
 			}
 		}
 		s := " " + strings.Join(texts, " · ") + " "
-		if width(s) <= w || len(parts) == 1 {
+		if cw.width(s) <= w || len(parts) == 1 {
 			return s
 		}
 		parts = slices.Delete(slices.Clone(parts), low, low+1)
@@ -125,7 +125,7 @@ func legend(parts []hintPart, w int) string {
 }
 
 // emptyChatView is the chat pane before a chat is opened, w x h.
-func emptyChatView(st *styles, w, h int) string {
+func emptyChatView(cw cells, st *styles, w, h int) string {
 	lines := make([]string, h)
 	blank := strings.Repeat(" ", w)
 	for i := range lines {
@@ -133,13 +133,13 @@ func emptyChatView(st *styles, w, h int) string {
 	}
 	mid := h / 2
 	if mid-1 >= 0 {
-		lines[mid-1] = center(st.title.Render("imtui"), w)
+		lines[mid-1] = cw.center(st.title.Render("imtui"), w)
 	}
 	if mid < h {
-		lines[mid] = center(st.dim.Render("Pick a chat with enter, or press n for a new one."), w)
+		lines[mid] = cw.center(st.dim.Render("Pick a chat with enter, or press n for a new one."), w)
 	}
 	if mid+1 < h {
-		lines[mid+1] = center(st.dim.Render("? shows every key."), w)
+		lines[mid+1] = cw.center(st.dim.Render("? shows every key."), w)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -26,9 +26,10 @@ const (
 
 // renderCtx is what rendering messages needs from the root model.
 type renderCtx struct {
-	st  *styles
-	now time.Time
-	me  string
+	st    *styles
+	cells cells
+	now   time.Time
+	me    string
 }
 
 var (
@@ -133,17 +134,17 @@ func (c *conversation) layout(rc renderCtx, a anchor) {
 	switch {
 	case !c.loaded:
 	case (c.loadingOlder || c.awaitServer != 0) && len(c.msgs) == 0:
-		deco(center(rc.st.dim.Render("loading messages…"), w))
+		deco(rc.cells.center(rc.st.dim.Render("loading messages…"), w))
 	case c.loadingOlder || c.awaitServer != 0:
-		deco(center(rc.st.dim.Render("loading older messages…"), w))
+		deco(rc.cells.center(rc.st.dim.Render("loading older messages…"), w))
 	case c.atBeginning() && len(c.msgs) > 0:
-		deco(center(rc.st.dim.Render("· start of the conversation ·"), w))
+		deco(rc.cells.center(rc.st.dim.Render("· start of the conversation ·"), w))
 	case c.storeEnd && len(c.msgs) > 0:
-		deco(center(rc.st.dim.Render("· no older messages on this device ·"), w))
+		deco(rc.cells.center(rc.st.dim.Render("· no older messages on this device ·"), w))
 	case c.storeEnd:
-		deco(center(rc.st.dim.Render("No messages on this device."), w))
+		deco(rc.cells.center(rc.st.dim.Render("No messages on this device."), w))
 	case len(c.msgs) == 0:
-		deco(center(rc.st.dim.Render("No messages yet. Say hello!"), w))
+		deco(rc.cells.center(rc.st.dim.Render("No messages yet. Say hello!"), w))
 	}
 
 	var prevT time.Time
@@ -157,7 +158,7 @@ func (c *conversation) layout(rc renderCtx, a anchor) {
 			if len(lines) > 0 {
 				deco(strings.Repeat(" ", w))
 			}
-			deco(center(dayChip.Render(" "+dayLabel(t, rc.now)+" "), w))
+			deco(rc.cells.center(dayChip.Render(" "+dayLabel(t, rc.now)+" "), w))
 			brk = true
 		}
 		if !divider && c.unreadCount > 0 && m.From != rc.me && m.Seq > c.unreadFrom && m.Seq <= c.unreadUpTo {
@@ -169,8 +170,8 @@ func (c *conversation) layout(rc renderCtx, a anchor) {
 			}
 			label += " "
 			c.divLine = len(lines)
-			side := max(0, (w-width(label))/2)
-			deco(rc.st.divider.Render(strings.Repeat("─", side) + label + strings.Repeat("─", max(0, w-side-width(label)))))
+			side := max(0, (w-rc.cells.width(label))/2)
+			deco(rc.st.divider.Render(strings.Repeat("─", side) + label + strings.Repeat("─", max(0, w-side-rc.cells.width(label)))))
 			brk = true
 		}
 		system := m.Kind == protocol.KindSystem
@@ -220,8 +221,8 @@ func (c *conversation) renderMessage(rc renderCtx, m *client.Message, showSender
 	}
 	var lines []string
 	if m.Kind == protocol.KindSystem {
-		for _, l := range wrapText(sanitize(m.Body), max(1, w-6)) {
-			lines = append(lines, center(rc.st.system.Render(l), w))
+		for _, l := range rc.cells.wrap(sanitize(m.Body), max(1, w-6)) {
+			lines = append(lines, rc.cells.center(rc.st.system.Render(l), w))
 		}
 	} else {
 		lines = renderBubble(rc, m, own, tick, showSender, w)
@@ -238,32 +239,32 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 		p = &bubbles[1]
 	}
 	maxInner := max(8, min(w*3/4, w-4)-2)
-	text := wrapText(sanitize(m.Body), maxInner)
+	text := rc.cells.wrap(sanitize(m.Body), maxInner)
 	if len(text) == 0 {
 		text = []string{""}
 	}
 	clock := msgTime(m, rc.now).Format("15:04")
-	metaW := width(clock)
+	metaW := rc.cells.width(clock)
 	meta := p.dim.render(clock)
 	switch {
 	case own && m.Failed:
-		metaW += 1 + width(glyphFailed)
+		metaW += 1 + rc.cells.width(glyphFailed)
 		meta += p.text.render(" ") + p.failed.render(glyphFailed)
 	case own:
 		g := tickGlyph(tick)
-		metaW += 1 + width(g)
+		metaW += 1 + rc.cells.width(g)
 		meta += p.text.render(" ") + p.ticks[tick].render(g)
 	}
 	widths := make([]int, len(text))
 	innerW := 0
 	for i, l := range text {
-		widths[i] = width(l)
+		widths[i] = rc.cells.width(l)
 		innerW = max(innerW, widths[i])
 	}
 	sender := ""
 	if showSender {
-		sender = truncate(m.From, maxInner)
-		innerW = max(innerW, width(sender))
+		sender = rc.cells.truncate(m.From, maxInner)
+		innerW = max(innerW, rc.cells.width(sender))
 	}
 	lastW := widths[len(text)-1]
 	inline := lastW+2+metaW <= maxInner
@@ -281,7 +282,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 	out := make([]string, 0, len(text)+2)
 	add := func(content string) { out = append(out, lead+pad+content+pad+trail) }
 	if sender != "" {
-		add(p.senders[senderIndex(m.From)].render(sender + spaces(innerW-width(sender))))
+		add(p.senders[senderIndex(m.From)].render(sender + spaces(innerW-rc.cells.width(sender))))
 	}
 	for i, l := range text {
 		if i == len(text)-1 && inline {
@@ -298,7 +299,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 
 // view renders the message area: exactly c.width x c.height. The selection
 // gutter marks the selected message while the history has focus.
-func (c *conversation) view(st *styles, showSel bool) string {
+func (c *conversation) view(st *styles, cw cells, showSel bool) string {
 	var b strings.Builder
 	w := max(10, c.width-1)
 	blank := strings.Repeat(" ", c.width)
@@ -321,7 +322,7 @@ func (c *conversation) view(st *styles, showSel bool) string {
 		}
 		line := c.lines[l]
 		if c.width-1 < w {
-			line = truncate(line, c.width-1)
+			line = cw.truncate(line, c.width-1)
 		}
 		b.WriteString(line)
 	}

@@ -10,13 +10,14 @@ import (
 // theme's styles, the key map and the timer source. The root owns it and
 // changes it (a new theme); components read it through their pointer.
 type common struct {
-	b    Backend
-	opts Options
-	st   styles
-	keys keyMap
-	tick ticker // tea.Tick; tests fire timers by hand
-	live *live
-	ids  int // the last id nextID gave
+	b     Backend
+	opts  Options
+	st    styles
+	cells cells // how the renderer measures text
+	keys  keyMap
+	tick  ticker // tea.Tick; tests fire timers by hand
+	live  *live
+	ids   int // the last id nextID gave
 }
 
 // nextID returns a fresh number, to match an answer with its request.
@@ -36,7 +37,7 @@ func (c *common) me() string { return c.b.User() }
 
 // renderCtx is the context for rendering messages.
 func (c *common) renderCtx() renderCtx {
-	return renderCtx{st: &c.st, now: c.now(), me: c.me()}
+	return renderCtx{st: &c.st, cells: c.cells, now: c.now(), me: c.me()}
 }
 
 // asks holds what a component asks of the root during one Update:

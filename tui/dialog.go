@@ -5,8 +5,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 )
 
 // dialog is a modal box over the screen that takes the keys until it
@@ -43,15 +41,19 @@ func notice(text string, isErr bool) tea.Cmd {
 }
 
 // renderDialog draws the box around a dialog's content.
-func renderDialog(st *styles, d dialog, screenW int) string {
+func renderDialog(cw cells, st *styles, d dialog, screenW int) string {
 	content := d.View()
-	inner := min(dialogWidth(screenW), max(24, lipgloss.Width(content)))
+	inner := 0
+	for _, l := range strings.Split(content, "\n") {
+		inner = max(inner, cw.width(l))
+	}
+	inner = min(dialogWidth(screenW), max(24, inner))
 	return st.dialog.Width(inner + 4).Render(content)
 }
 
 // overlay draws box over base with its top-left corner at x, y; both are
 // multi-line strings, base exactly as wide as the screen.
-func overlay(base, box string, x, y int) string {
+func overlay(cw cells, base, box string, x, y int) string {
 	lines := strings.Split(base, "\n")
 	for i, bl := range strings.Split(box, "\n") {
 		row := y + i
@@ -59,16 +61,16 @@ func overlay(base, box string, x, y int) string {
 			continue
 		}
 		line := lines[row]
-		lw := ansi.StringWidth(line)
-		bw := ansi.StringWidth(bl)
-		left := ansi.Truncate(line, x, "")
-		if pad := x - ansi.StringWidth(left); pad > 0 {
+		lw := cw.method.StringWidth(line)
+		bw := cw.method.StringWidth(bl)
+		left := cw.method.Truncate(line, x, "")
+		if pad := x - cw.method.StringWidth(left); pad > 0 {
 			left += strings.Repeat(" ", pad)
 		}
 		right := ""
 		if x+bw < lw {
-			right = ansi.TruncateLeft(line, x+bw, "")
-			if pad := lw - (x + bw) - ansi.StringWidth(right); pad > 0 {
+			right = cw.method.TruncateLeft(line, x+bw, "")
+			if pad := lw - (x + bw) - cw.method.StringWidth(right); pad > 0 {
 				right = strings.Repeat(" ", pad) + right
 			}
 		}

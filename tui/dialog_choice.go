@@ -77,7 +77,7 @@ func (d *choiceDialog) View() string {
 		if i == d.sel {
 			line = st.accent.Render(fmt.Sprintf("▸ %s  %s", num, o))
 		}
-		b.WriteString("\n" + truncate(line, w))
+		b.WriteString("\n" + d.com.cells.truncate(line, w))
 	}
 	if end < len(d.options) {
 		b.WriteString("\n" + st.dim.Render("  ↓ "+itoa(int64(len(d.options)-end))+" more"))

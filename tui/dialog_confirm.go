@@ -43,6 +43,6 @@ func (d *confirmDialog) Update(msg tea.Msg) (bool, tea.Cmd) {
 
 func (d *confirmDialog) View() string {
 	st := &d.com.st
-	return st.dialogTitle.Render(d.title) + "\n\n" + strings.Join(wrapText(d.text, d.width), "\n") +
+	return st.dialogTitle.Render(d.title) + "\n\n" + strings.Join(d.com.cells.wrap(d.text, d.width), "\n") +
 		"\n\n" + st.dim.Render("y / enter: yes    n / esc: no")
 }

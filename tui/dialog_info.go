@@ -33,7 +33,7 @@ type infoDialog struct {
 // newInfoDialog shows the info of message msg of conv and returns the
 // command that fetches its receipts.
 func newInfoDialog(com *common, conv string, msg client.Message) (*infoDialog, tea.Cmd) {
-	preview := truncate(oneLine(msg.Body), 40)
+	preview := com.cells.truncate(oneLine(msg.Body), 40)
 	d := &infoDialog{
 		com:   com,
 		title: "Message info",
@@ -85,7 +85,7 @@ func (d *infoDialog) View() string {
 	var b strings.Builder
 	b.WriteString(st.dialogTitle.Render(d.title) + "\n")
 	for _, l := range d.body {
-		b.WriteString("\n" + truncate(l, d.width))
+		b.WriteString("\n" + d.com.cells.truncate(l, d.width))
 	}
 	b.WriteString("\n\n" + st.dim.Render("esc closes"))
 	return b.String()

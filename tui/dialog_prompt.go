@@ -114,10 +114,10 @@ func (d *promptDialog) View() string {
 		b.WriteString("\n\n" + st.dim.Render(d.labels[i]) + "\n" + d.inputs[i].View())
 	}
 	if d.err != "" {
-		b.WriteString("\n\n" + lipgloss.NewStyle().Foreground(colErr).Render(truncate(d.err, w)))
+		b.WriteString("\n\n" + lipgloss.NewStyle().Foreground(colErr).Render(d.com.cells.truncate(d.err, w)))
 	}
 	if d.hint != "" {
-		b.WriteString("\n\n" + st.dim.Render(strings.Join(wrapText(d.hint, w), "\n")))
+		b.WriteString("\n\n" + st.dim.Render(strings.Join(d.com.cells.wrap(d.hint, w), "\n")))
 	}
 	return b.String()
 }

@@ -380,14 +380,14 @@ func TestLegendDropsLowRanksFirst(t *testing.T) {
 		{30, " enter send · ctrl+r group "},
 		{5, " enter send "},
 	} {
-		if got := legend(parts, tc.w); got != tc.want {
+		if got := legend(codePoints, parts, tc.w); got != tc.want {
 			t.Errorf("legend(%d) = %q, want %q", tc.w, got, tc.want)
 		}
-		if got := legend(parts, tc.w); width(got) > tc.w && strings.Count(got, "·") > 0 {
-			t.Errorf("legend(%d) is %d wide", tc.w, width(got))
+		if got := legend(codePoints, parts, tc.w); codePoints.width(got) > tc.w && strings.Count(got, "·") > 0 {
+			t.Errorf("legend(%d) is %d wide", tc.w, codePoints.width(got))
 		}
 	}
-	if got := legend(nil, 10); got != "" {
+	if got := legend(codePoints, nil, 10); got != "" {
 		t.Errorf("empty legend = %q", got)
 	}
 }

@@ -15,6 +15,9 @@ import (
 // testNow is the fixed clock of the tests: Saturday 14 March 2026, 15:30 UTC.
 var testNow = time.Date(2026, 3, 14, 15, 30, 0, 0, time.UTC)
 
+// codePoints measures text as the renderer does by default, by code point.
+var codePoints cells
+
 // clock is a settable clock for tests.
 type clock struct{ t time.Time }
 
@@ -198,7 +201,7 @@ func (hs *harness) checkGeometry() {
 		hs.t.Fatalf("screen has %d lines, want %d:\n%s", len(lines), hs.m.height, hs.screen())
 	}
 	for i, l := range lines {
-		if w := ansi.StringWidth(l); w != hs.m.width {
+		if w := hs.m.com.cells.width(l); w != hs.m.width {
 			hs.t.Fatalf("line %d is %d cells wide, want %d: %q\n%s", i, w, hs.m.width, l, hs.screen())
 		}
 	}

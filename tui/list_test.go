@@ -174,10 +174,10 @@ func TestTruncateWideCharacters(t *testing.T) {
 		{"🎉🎉🎉", 4, "🎉…"},
 	}
 	for _, c := range cases {
-		if got := truncate(c.in, c.w); got != c.want {
+		if got := codePoints.truncate(c.in, c.w); got != c.want {
 			t.Errorf("truncate(%q, %d) = %q, want %q", c.in, c.w, got, c.want)
 		}
-		if got := width(fit(c.in, c.w)); got != c.w {
+		if got := codePoints.width(codePoints.fit(c.in, c.w)); got != c.w {
 			t.Errorf("fit(%q, %d) is %d wide", c.in, c.w, got)
 		}
 	}

@@ -25,6 +25,7 @@ const (
 // listCtx is what rendering a row needs.
 type listCtx struct {
 	st      *styles
+	cells   cells
 	now     time.Time
 	me      string
 	typing  map[string]typists
@@ -34,7 +35,7 @@ type listCtx struct {
 
 // View renders the pane: a header line and the rows, exactly its size.
 func (l *listPane) View() string {
-	c := listCtx{st: &l.com.st, now: l.com.now(), me: l.com.me(), typing: l.com.live.typing,
+	c := listCtx{st: &l.com.st, cells: l.com.cells, now: l.com.now(), me: l.com.me(), typing: l.com.live.typing,
 		ticks: l.com.live.ticks, focused: l.focused}
 	w, h := l.width, l.height+1
 	var b strings.Builder
@@ -44,7 +45,7 @@ func (l *listPane) View() string {
 	if total := l.headerTotal(); total > 0 {
 		right = fmt.Sprintf(" %d unread ", total)
 	}
-	head := c.st.header.Render(fit(" "+title, w-width(right)))
+	head := c.st.header.Render(c.cells.fit(" "+title, w-c.cells.width(right)))
 	if right != "" {
 		head += c.st.badge.Render(right)
 	}
@@ -53,13 +54,13 @@ func (l *listPane) View() string {
 	lv := l.level()
 	switch {
 	case l.loadErr != "" && len(l.rows) == 0:
-		b.WriteString("\n" + c.st.errText.Render(fit(" "+l.loadErr, w)))
+		b.WriteString("\n" + c.st.errText.Render(c.cells.fit(" "+l.loadErr, w)))
 		lines++
 	case len(l.rows) == 0 && l.loaded[lv.subBiz]:
-		b.WriteString("\n" + c.st.dim.Render(fit(" No chats yet. Press n for a new chat.", w)))
+		b.WriteString("\n" + c.st.dim.Render(c.cells.fit(" No chats yet. Press n for a new chat.", w)))
 		lines++
 	case len(l.rows) == 0:
-		b.WriteString("\n" + c.st.dim.Render(fit(" Loading…", w)))
+		b.WriteString("\n" + c.st.dim.Render(c.cells.fit(" Loading…", w)))
 		lines++
 	}
 	for i := lv.offset; i < len(l.rows) && lines+rowHeight <= h; i++ {
@@ -128,9 +129,9 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 	if unread > 0 && !muted {
 		whenStyle = st.accent
 	}
-	whenW := width(when)
+	whenW := c.cells.width(when)
 	titleW := max(0, inner-3-whenW-1)
-	line1 := gutter + bg.Render(icon+" ") + st.title.Inherit(bg).Render(fit(title, titleW)) +
+	line1 := gutter + bg.Render(icon+" ") + st.title.Inherit(bg).Render(c.cells.fit(title, titleW)) +
 		bg.Render(" ") + whenStyle.Inherit(bg).Render(when) + bg.Render(" ")
 
 	// Line 2: preview, marks, badge.
@@ -138,7 +139,7 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 	var marksW int
 	addMark := func(s string, style lipgloss.Style) {
 		marks = append(marks, style.Inherit(bg).Render(s))
-		marksW += width(s) + 1
+		marksW += c.cells.width(s) + 1
 	}
 	if muted {
 		addMark(markMute, bg)
@@ -157,11 +158,11 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 		addMark(" "+fmt.Sprint(unread)+" ", badge)
 	}
 	prevW := max(0, inner-3-marksW)
-	prev := previewStyle.Inherit(bg).Render(fit(preview, prevW))
+	prev := previewStyle.Inherit(bg).Render(c.cells.fit(preview, prevW))
 	if tick != "" {
-		tw := width(tick)
+		tw := c.cells.width(tick)
 		if prevW > tw+1 {
-			prev = tick + bg.Render(" ") + previewStyle.Inherit(bg).Render(fit(preview, prevW-tw-1))
+			prev = tick + bg.Render(" ") + previewStyle.Inherit(bg).Render(c.cells.fit(preview, prevW-tw-1))
 		}
 	}
 	line2 := gutter + bg.Render("   ") + prev

@@ -2,6 +2,7 @@ package tui
 
 import (
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
@@ -86,6 +87,13 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 	case tea.WindowSizeMsg:
 		m.width, m.height = max(20, msg.Width), max(6, msg.Height)
 		m.layout()
+	case tea.ModeReportMsg:
+		// As the renderer does: a terminal that knows grapheme clustering
+		// (mode 2027) gets it, and text is measured by graphemes.
+		if msg.Mode == ansi.ModeUnicodeCore && (msg.Value == ansi.ModeReset || msg.Value == ansi.ModeSet || msg.Value == ansi.ModePermanentlySet) {
+			m.com.cells = cells{ansi.GraphemeWidth}
+			m.chat.restyle()
+		}
 	case tea.FocusMsg:
 		m.termFocused = true
 	case tea.BlurMsg:

@@ -132,7 +132,7 @@ func (s *statusBar) connText() (state, detail string) {
 // parts give way in this order: the help hint, the error detail, the
 // server, the identity.
 func (s *statusBar) View() string {
-	st, w := &s.com.st, s.width
+	st, w, cw := &s.com.st, s.width, s.com.cells
 	state, detail := s.connText()
 	connStyle := st.online
 	switch s.conn.State {
@@ -150,10 +150,10 @@ func (s *statusBar) View() string {
 	}
 	rest := w
 	take := func(s string, keep int) string {
-		if rest-width(s) < keep {
-			s = truncate(s, max(0, rest-keep))
+		if rest-cw.width(s) < keep {
+			s = cw.truncate(s, max(0, rest-keep))
 		}
-		rest -= width(s)
+		rest -= cw.width(s)
 		return s
 	}
 	b := s.com.b
@@ -167,13 +167,13 @@ func (s *statusBar) View() string {
 	serverPart := take("· "+b.Server()+" ", 0)
 	keep := 0 // room left for the help hint
 	if s.notice.text == "" {
-		keep = width(right) + 3
+		keep = cw.width(right) + 3
 	}
 	detailPart := ""
 	if detail != "" && rest-keep > 8 {
-		detailPart = take(truncate(detail, rest-keep-1)+" ", 0)
+		detailPart = take(cw.truncate(detail, rest-keep-1)+" ", 0)
 	}
-	if s.notice.text == "" && rest >= width(right)+3 {
+	if s.notice.text == "" && rest >= cw.width(right)+3 {
 		noticePart = take(" "+right+" ", 0)
 	}
 	return connStyle.Render(statePart+detailPart) + st.statusBar.Render(identPart+serverPart+spaces(rest)) + rightStyle.Render(noticePart)

@@ -44,7 +44,7 @@ func (m *Model) render() string {
 		if m.chat.isOpen() {
 			right = m.chat.View()
 		} else {
-			right = emptyChatView(&m.com.st, m.chatWidth(), bodyH)
+			right = emptyChatView(m.com.cells, &m.com.st, m.chatWidth(), bodyH)
 		}
 		body = joinColumns(left, m.com.st.paneBorder.Render("│"), right)
 	case m.chatVisible():
@@ -54,9 +54,10 @@ func (m *Model) render() string {
 	}
 	screen := body + "\n" + m.status.View()
 	if m.dialog != nil && !m.showHelp {
-		box := renderDialog(&m.com.st, m.dialog, m.width)
-		bw, bh := width(strings.SplitN(box, "\n", 2)[0]), strings.Count(box, "\n")+1
-		screen = overlay(screen, box, max(0, (m.width-bw)/2), max(0, (m.height-bh)/2))
+		cw := m.com.cells
+		box := renderDialog(cw, &m.com.st, m.dialog, m.width)
+		bw, bh := cw.width(strings.SplitN(box, "\n", 2)[0]), strings.Count(box, "\n")+1
+		screen = overlay(cw, screen, box, max(0, (m.width-bw)/2), max(0, (m.height-bh)/2))
 	}
 	return screen
 }
