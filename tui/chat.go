@@ -194,6 +194,11 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		return p.onMessages(msg)
 	case sentMsg:
 		return p.onSent(msg)
+	case splitSendMsg:
+		if p.conv() != msg.conv || inputBody(p.input.Value()) != msg.body {
+			return notice("not sent: the text changed", true)
+		}
+		return p.sendParts(msg.conv, msg.parts)
 	case olderTimeoutMsg:
 		if c := p.c; c != nil && c.conv == msg.conv && c.gen == msg.gen && c.awaitServer == msg.before {
 			c.awaitServer = 0

@@ -100,6 +100,14 @@ type convDeletedMsg struct{ conv string }
 // groupCreatingMsg says the user asked for a group titled title.
 type groupCreatingMsg struct{ title string }
 
+// splitSendMsg asks the chat to send body to conv as parts, each within
+// the body limit.
+type splitSendMsg struct {
+	conv  string
+	body  string
+	parts []string
+}
+
 // leaveChatMsg asks to leave the open chat for the list.
 type leaveChatMsg struct{}
 

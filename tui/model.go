@@ -110,7 +110,7 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		cmds = append(cmds, m.status.Update(msg))
 	case sessionsMsg:
 		cmds = append(cmds, m.onSessions(msg))
-	case messagesMsg, sentMsg, olderTimeoutMsg:
+	case messagesMsg, sentMsg, olderTimeoutMsg, splitSendMsg:
 		cmds = append(cmds, m.chat.Update(msg))
 	case receiptsMsg:
 		if m.dialog != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -57,6 +58,48 @@ func TestTmuxTicksAfterAZWJEmoji(t *testing.T) {
 			if bubble.MatchString(ansi.Strip(line)) {
 				glyphs, fg, _ := ticksAfter(line, "x ")
 				return glyphs == "✓✓" && readSGR[fg]
+			}
+		}
+		return false
+	})
+}
+
+// Bug 4: a body over the limit is refused whole, with its size, whether
+// its characters are one byte or two; the text stays to edit, or is split.
+func TestTmuxLongPasteIsRefusedWhole(t *testing.T) {
+	r := newRig(t)
+	alice := r.client("alice", "alice", 100, 30)
+	bob := r.client("bob", "bob", 100, 30)
+	r.newChat(alice, "bob")
+
+	// 5,000 one-byte characters: words numbered so that the end shows.
+	var b strings.Builder
+	for i := 0; b.Len() < 5000; i++ {
+		fmt.Fprintf(&b, "w%04d ", i)
+	}
+	long := b.String()[:4999] + "!"
+	r.paste(alice, long)
+	r.tm.waitFor(alice, "the end of the paste in the input", false, containsAll(long[len(long)-12:]))
+	r.tm.keys(alice, "Enter")
+	r.tm.waitFor(alice, "the refusal with the size", false, containsAll("5000 of 4096 bytes"))
+	r.tm.keys(alice, "n")
+	r.tm.waitFor(alice, "the text kept, nothing sent", false, func(s string) bool {
+		return !strings.Contains(s, "4096 bytes") && strings.Contains(s, long[len(long)-12:]) && strings.Contains(s, "No messages yet")
+	})
+
+	// The same for 6,000 bytes of two-byte characters.
+	r.tm.keys(alice, "C-u") // empties the input's line
+	r.tm.waitFor(alice, "the input empty", false, containsAll("Type a message"))
+	r.paste(alice, strings.Repeat("é", 3000))
+	r.tm.keys(alice, "Enter")
+	r.tm.waitFor(alice, "the refusal with the size", false, containsAll("6000 of 4096 bytes"))
+	r.tm.keys(alice, "y") // split: two messages
+	r.tm.waitFor(alice, "the input emptied by the split send", false, containsAll("Type a message"))
+	r.tm.waitFor(bob, "two messages from alice in bob's list", false, func(s string) bool {
+		for _, l := range strings.Split(s, "\n") {
+			row, _, _ := strings.Cut(l, "│") // the list pane
+			if strings.Contains(row, "ééé") && strings.HasSuffix(strings.TrimRight(row, " "), " 2") {
+				return true
 			}
 		}
 		return false
