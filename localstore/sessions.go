@@ -1,9 +1,11 @@
 package localstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 
 	json "github.com/go-json-experiment/json"
 
@@ -90,8 +92,15 @@ func (s *Store) Session(conv string) (sess protocol.Session, ok bool, err error)
 
 // Sessions returns the list subBiz ("" the main list) as it is shown:
 // deleted sessions hidden, sorted by priority descending, then write_ts
-// descending, then conv. Each session's ticks are the highest known.
+// descending, then conv. Each session's ticks are the highest known. A
+// session with messages of the user's waiting in the outbox shows the
+// newest of them as its last message (seq 0: not sent yet), and moves up
+// as the server will move it once the message is stored.
 func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
+	outbox, err := s.newestOutbox()
+	if err != nil {
+		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+	}
 	rows, err := s.r.Query(`SELECT s.object, COALESCE(t.delivered_seq, 0), COALESCE(t.read_seq, 0)
 		FROM sessions s LEFT JOIN ticks t ON t.conv = s.conv
 		WHERE s.sub_biz = ? AND s.deleted = 0
@@ -101,6 +110,7 @@ func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
 	}
 	defer rows.Close()
 	var out []protocol.Session
+	moved := false
 	for rows.Next() {
 		var object string
 		var t protocol.Ticks
@@ -112,7 +122,44 @@ func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
 			return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
 		}
 		sess.Ticks = sess.Ticks.Merge(t)
+		if m, ok := outbox[sess.Conv]; ok {
+			sess.LastMsg = &m
+			if m.ClientTS > sess.WriteTS {
+				sess.WriteTS, moved = m.ClientTS, true
+			}
+		}
 		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+	}
+	if moved {
+		slices.SortStableFunc(out, func(a, b protocol.Session) int {
+			return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(b.WriteTS, a.WriteTS), cmp.Compare(a.Conv, b.Conv))
+		})
+	}
+	return out, nil
+}
+
+// newestOutbox returns, per conversation, the newest of the user's
+// messages waiting in the outbox.
+func (s *Store) newestOutbox() (map[string]protocol.Message, error) {
+	rows, err := s.r.Query(`SELECT conv, msg_id, sender, body, client_ts FROM messages
+		WHERE seq IS NULL AND failed = 0 ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out map[string]protocol.Message
+	for rows.Next() {
+		var m protocol.Message
+		if err := rows.Scan(&m.Conv, &m.MsgID, &m.From, &m.Body, &m.ClientTS); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = make(map[string]protocol.Message)
+		}
+		out[m.Conv] = m
 	}
 	return out, rows.Err()
 }

@@ -105,3 +105,32 @@ func TestTmuxLongPasteIsRefusedWhole(t *testing.T) {
 		return false
 	})
 }
+
+// Bug 2: a message waiting in the outbox is the list row's last message,
+// with its clock, also after a restart.
+func TestTmuxOutboxMessageShowsInTheList(t *testing.T) {
+	r := newRig(t)
+	alice := r.client("alice", "alice", 80, 24) // narrow: esc shows the list alone
+	r.newChat(alice, "bob")
+	r.send(alice, "first message")
+
+	r.stopServer()
+	r.tm.waitFor(alice, "alice offline", false, containsAll("○ offline"))
+	r.send(alice, "second offline message")
+	r.tm.keys(alice, "Escape")
+	rowShowsOutbox := func(s string) bool {
+		lines := strings.Split(s, "\n")
+		for i, l := range lines {
+			if strings.Contains(l, "👤 bob") && i+1 < len(lines) {
+				return strings.Contains(lines[i+1], "◷ second offline message")
+			}
+		}
+		return false
+	}
+	r.tm.waitFor(alice, "bob's row with the outbox message", false, rowShowsOutbox)
+
+	r.restartClient(alice, "alice")
+	r.tm.waitFor(alice, "bob's row with the outbox message after a restart", false, func(s string) bool {
+		return strings.Contains(s, "○ offline") && rowShowsOutbox(s)
+	})
+}
