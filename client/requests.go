@@ -63,18 +63,28 @@ func (c *Client) leftGroup(conv string) bool {
 }
 
 // CreateGroup asks the server for a group of the user and members named
-// title. The answer is a GroupChanged event (and the new session arrives
-// by sync); a refusal is an ErrorEvent. A retried create is answered with
-// the same group, never a second one.
-func (c *Client) CreateGroup(title string, members []string) {
-	var key [12]byte
-	rand.Read(key[:])
+// title. key names the request (1-64 characters; "" makes one): a retried
+// create is answered with the same group, never a second one. The answer
+// is a GroupChanged event carrying key (and the new session arrives by
+// sync); a refusal is an ErrorEvent. It returns the key.
+func (c *Client) CreateGroup(key, title string, members []string) string {
+	if key == "" {
+		key = NewGroupKey()
+	}
 	c.enqueue(&request{
 		op:     "create_group",
-		frame:  &protocol.CreateGroup{Title: title, Members: members, Key: hex.EncodeToString(key[:])},
+		frame:  &protocol.CreateGroup{Title: title, Members: members, Key: key},
 		retry:  true,
-		answer: c.groupAnswer("create_group"),
+		answer: c.groupAnswer("create_group", key),
 	})
+	return key
+}
+
+// NewGroupKey returns a fresh key for CreateGroup.
+func NewGroupKey() string {
+	var key [12]byte
+	rand.Read(key[:])
+	return hex.EncodeToString(key[:])
 }
 
 // GroupOp changes a group: op is add or remove (with users), leave, or
@@ -85,18 +95,19 @@ func (c *Client) GroupOp(conv, op string, users []string, title string) {
 		op:     "group_op " + op,
 		frame:  &protocol.GroupOp{Conv: conv, Op: op, Users: users, Title: title},
 		retry:  op != "leave", // a second leave would be refused
-		answer: c.groupAnswer("group_op " + op),
+		answer: c.groupAnswer("group_op "+op, ""),
 		lost: func(err error) {
 			c.events.push(ErrorEvent{Op: "group_op " + op, Err: err})
 		},
 	})
 }
 
-// groupAnswer handles the answer to a group request.
-func (c *Client) groupAnswer(op string) func(*link, protocol.Frame) {
+// groupAnswer handles the answer to a group request; key is the
+// create_group's, "" for a group_op.
+func (c *Client) groupAnswer(op, key string) func(*link, protocol.Frame) {
 	return func(l *link, f protocol.Frame) {
 		if g, ok := f.(*protocol.Group); ok {
-			c.events.push(GroupChanged{Conv: g.Conv, Title: g.Title, Members: g.Members})
+			c.events.push(GroupChanged{Conv: g.Conv, Title: g.Title, Members: g.Members, Key: key})
 			l.sync("")
 			return
 		}

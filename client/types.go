@@ -91,6 +91,8 @@ type GroupChanged struct {
 	Conv    string
 	Title   string
 	Members []string
+	// Key is the key of the create_group this answers, "" for a group_op.
+	Key string
 }
 
 func (GroupChanged) event() {}

@@ -336,7 +336,7 @@ func TestNewChatAndGroup(t *testing.T) {
 	h.contains("creating group party")
 
 	// The server's answer opens the new group's chat.
-	h.event(client.GroupChanged{Conv: "g:party1", Title: "party", Members: []string{"alice", "bob", "carol", "dave"}})
+	h.event(client.GroupChanged{Conv: "g:party1", Key: c[0].Key, Title: "party", Members: []string{"alice", "bob", "carol", "dave"}})
 	if h.m.chat.c == nil || h.m.chat.c.conv != "g:party1" {
 		t.Fatalf("the created group did not open: %+v", h.m.chat.c)
 	}

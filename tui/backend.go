@@ -38,8 +38,10 @@ type Backend interface {
 	// SessionOp changes a session: pin, unpin, mute, unmute, mark_unread,
 	// delete or set_category.
 	SessionOp(conv, op string, until int64, category string)
-	// CreateGroup creates a group with the user and members in it.
-	CreateGroup(title string, members []string)
+	// CreateGroup creates a group with the user and members in it; key
+	// names the request, and comes back in the GroupChanged that answers
+	// it.
+	CreateGroup(key, title string, members []string) string
 	// GroupOp changes group conv: op is add or remove (with users), leave,
 	// or rename (with title). Any member may do any of them; the answer is
 	// a GroupChanged event, a refusal an ErrorEvent.

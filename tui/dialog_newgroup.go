@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/imcore/im/client"
 )
 
 // newGroupDialog asks for a title and members and creates the group.
@@ -20,9 +22,9 @@ func newGroupDialog(com *common) dialog {
 			if err != nil {
 				return nil, err
 			}
-			b := com.b
-			d.ask(groupCreatingMsg{title: title})
-			return tea.Batch(call(func() { b.CreateGroup(title, members) }),
+			b, key := com.b, client.NewGroupKey()
+			d.ask(groupCreatingMsg{key: key, title: title})
+			return tea.Batch(call(func() { b.CreateGroup(key, title, members) }),
 				notice("creating group "+title+"…", false)), nil
 		})
 	return d

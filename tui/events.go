@@ -23,10 +23,8 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 			s := m.chat.c.sess
 			s.Title, s.Members = ev.Title, ev.Members
 			m.chat.setSession(s)
-		} else if m.creating != "" && ev.Title == m.creating {
-			// The group the user just created: open it.
-			m.creating = ""
-			cmds = append(cmds, m.openChat(protocol.Session{Conv: ev.Conv, Kind: "group", Title: ev.Title, Members: ev.Members}))
+		} else if pg := m.creating; pg != nil && ev.Key == pg.key {
+			cmds = append(cmds, m.groupCreated(pg, ev))
 		}
 	case client.MessagesChanged:
 		cmds = append(cmds, m.list.reload())
@@ -56,4 +54,15 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		cmds = append(cmds, m.status.notify(text, true))
 	}
 	return tea.Batch(cmds...)
+}
+
+// groupCreated follows the server's answer to the group the user asked
+// for: its chat opens if the user is still where they were when they asked,
+// with nothing typed since; otherwise a notice says the group is there.
+func (m *Model) groupCreated(pg *pendingGroup, ev client.GroupChanged) tea.Cmd {
+	m.creating = nil
+	if m.dialog != nil || m.showHelp || m.chat.gen != pg.chatGen || m.chat.input.Value() != pg.input {
+		return m.status.notify("group "+pg.title+" created: it is in the list", false)
+	}
+	return m.openChat(protocol.Session{Conv: ev.Conv, Kind: "group", Title: ev.Title, Members: ev.Members})
 }

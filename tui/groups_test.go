@@ -391,3 +391,34 @@ func TestLegendDropsLowRanksFirst(t *testing.T) {
 		t.Errorf("empty legend = %q", got)
 	}
 }
+
+// TestGroupCreatedLaterLeavesTheUserWhereTheyAre checks bug 1: a group
+// asked for offline is answered once the connection is back; by then the
+// user has gone to another chat and typed there. The answer must not take
+// them away nor wipe what they typed: it says the group is there.
+func TestGroupCreatedLaterLeavesTheUserWhereTheyAre(t *testing.T) {
+	f := newFixture()
+	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(30 * time.Second)})
+	h := newHarness(t, f, 100, 30)
+	h.press("N")
+	h.typeText("queued group")
+	h.press("tab")
+	h.typeText("bob")
+	h.press("enter")
+	h.contains("creating group queued group")
+	c := f.CallsOf("CreateGroup")
+	if len(c) != 1 || c[0].Key == "" {
+		t.Fatalf("CreateGroup calls %v, want one with a key", c)
+	}
+	openBob(h)
+	h.typeText("half typed draft")
+
+	h.event(client.GroupChanged{Conv: "g:q1", Key: c[0].Key, Title: "queued group", Members: []string{"alice", "bob"}})
+	if h.m.chat.conv() != bob || h.m.focusArea() != focusInput {
+		t.Fatalf("the answer moved the user to %q (focus %v)", h.m.chat.conv(), h.m.focusArea())
+	}
+	if v := h.m.chat.input.Value(); v != "half typed draft" {
+		t.Fatalf("the input holds %q, want the text typed", v)
+	}
+	h.contains("group queued group created")
+}

@@ -97,8 +97,9 @@ type noticeMsg struct {
 // open, closes.
 type convDeletedMsg struct{ conv string }
 
-// groupCreatingMsg says the user asked for a group titled title.
-type groupCreatingMsg struct{ title string }
+// groupCreatingMsg says the user asked for a group titled title, by a
+// create_group request named key.
+type groupCreatingMsg struct{ key, title string }
 
 // splitSendMsg asks the chat to send body to conv as parts, each within
 // the body limit.

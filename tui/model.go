@@ -31,9 +31,17 @@ type Model struct {
 	showHelp bool
 	quitting bool
 
-	// creating is the title of the group the user asked to create, whose
-	// chat opens when the server answers ("" for none).
-	creating string
+	// creating is the group the user asked for, until the server answers.
+	creating *pendingGroup
+}
+
+// pendingGroup is a group the user asked for and where the user was then:
+// its chat opens when the server answers only if the user is still there,
+// with nothing typed since (the answer may come much later, offline).
+type pendingGroup struct {
+	key, title string
+	chatGen    int    // the chat pane's count of opened chats then
+	input      string // what the input held then
 }
 
 // New returns the UI for backend b.
@@ -138,7 +146,7 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 			m.closeChat()
 		}
 	case groupCreatingMsg:
-		m.creating = msg.title
+		m.creating = &pendingGroup{key: msg.key, title: msg.title, chatGen: m.chat.gen, input: m.chat.input.Value()}
 	case doneMsg:
 	default:
 		// A paste and the editor's own messages.

@@ -35,6 +35,37 @@ func (r *rig) send(p pane, text string) {
 	r.tm.waitFor(p, "the bubble of "+text, false, bubble.MatchString)
 }
 
+// Bug 1: a group created offline must not take the user away from the
+// chat they went to meanwhile, nor wipe what they typed there.
+func TestTmuxGroupCreatedOfflineKeepsFocusAndDraft(t *testing.T) {
+	r := newRig(t)
+	alice := r.client("alice", "alice", 120, 30)
+	r.newChat(alice, "bob")
+	r.send(alice, "hello bob")
+	r.tm.keys(alice, "Escape") // 120 columns: the list takes the keys, the chat stays
+
+	r.stopServer()
+	r.tm.waitFor(alice, "alice offline", false, containsAll("○ offline"))
+	r.tm.keys(alice, "N")
+	r.tm.waitFor(alice, "the new group dialog", false, containsAll("New group", "Members"))
+	r.tm.text(alice, "queued group")
+	r.tm.keys(alice, "Enter")
+	r.tm.text(alice, "bob")
+	r.tm.keys(alice, "Enter")
+	r.tm.waitFor(alice, "the group being created", false, containsAll("creating group queued group"))
+	// Meanwhile, bob's chat: the only row of the list.
+	r.tm.keys(alice, "Enter")
+	r.tm.text(alice, "half typed draft")
+	r.tm.waitFor(alice, "the draft in bob's chat", false, containsAll("half typed draft", "direct chat"))
+
+	r.startServer()
+	r.tm.waitFor(alice, "the group created once online", false, containsAll("● online", "👥 queued group"))
+	screen := r.tm.waitFor(alice, "bob's chat still open with the draft", false, containsAll("half typed draft", "direct chat"))
+	if strings.Contains(screen, "2 members: alice, bob") {
+		t.Fatalf("the new group's chat took the screen:\n%s", screen)
+	}
+}
+
 // Bug 3: after an emoji joined with zero-width joiners the line is as wide
 // as the terminal draws it, and the ticks stay on screen.
 func TestTmuxTicksAfterAZWJEmoji(t *testing.T) {

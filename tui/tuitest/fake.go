@@ -25,6 +25,7 @@ type Call struct {
 	Body     string
 	Title    string
 	Members  []string // CreateGroup's members, GroupOp's users
+	Key      string   // CreateGroup's key
 }
 
 // String renders the call compactly for test failures.
@@ -282,8 +283,9 @@ func (f *Fake) SessionOp(conv, op string, until int64, category string) {
 }
 
 // CreateGroup implements tui.Backend.
-func (f *Fake) CreateGroup(title string, members []string) {
-	f.record(Call{Method: "CreateGroup", Title: title, Members: members})
+func (f *Fake) CreateGroup(key, title string, members []string) string {
+	f.record(Call{Method: "CreateGroup", Title: title, Members: members, Key: key})
+	return key
 }
 
 // GroupOp implements tui.Backend.
