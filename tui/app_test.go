@@ -366,9 +366,10 @@ func TestMessageInfo(t *testing.T) {
 		"Delivered, not read (1)", "dave", "Not delivered yet (1)", "erin")
 	h.press("esc")
 	h.lacks("Message info")
-	// In the history, i shows the selected message.
+	// In the history, i shows the selected message: carol's, read by
+	// none of the four others (she is its sender, not a reader).
 	h.press("tab", "i")
-	h.contains("Message info", "“me”", "Read by 1 of 5")
+	h.contains("Message info", "“me”", "Read by 0 of 4", "Not delivered yet (4)")
 	h.press("esc")
 }
 
@@ -456,14 +457,39 @@ func TestOpeningMarkedUnreadChatReadsIt(t *testing.T) {
 }
 
 func TestReceiptLines(t *testing.T) {
-	got := receiptLines(5, "alice", []protocol.MemberReceipt{
+	got := receiptLines(5, "alice", "alice", []protocol.MemberReceipt{
 		{User: "alice", ReadSeq: 5, DeliveredSeq: 5}, {User: "bob", ReadSeq: 5, DeliveredSeq: 5}, {User: "carol", DeliveredSeq: 5},
 	})
 	want := []string{"Read by 1 of 2", "", glyphRead + " Read (1)", "  bob", "", glyphDelivered + " Delivered, not read (1)", "  carol"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("receiptLines = %q, want %q", got, want)
 	}
-	if got := receiptLines(5, "alice", nil); len(got) != 1 || got[0] != "No receipts from the other members yet." {
+	if got := receiptLines(5, "alice", "alice", nil); len(got) != 1 || got[0] != "No receipts from the other members yet." {
 		t.Fatalf("no receipts: %q", got)
+	}
+}
+
+// TestMessageInfoLeavesTheSenderOut checks bug 5: the info of someone
+// else's message counts neither its sender (whose boundaries always cover
+// it) nor the user as readers.
+func TestMessageInfoLeavesTheSenderOut(t *testing.T) {
+	f := newFixture()
+	f.SetReceipts(bob, []protocol.MemberReceipt{
+		{User: "alice", DeliveredSeq: 12, ReadSeq: 12}, {User: "bob", DeliveredSeq: 12, ReadSeq: 12},
+	})
+	h := newHarness(t, f, 100, 40)
+	openBob(h)
+	h.press("tab", "i") // the newest message: bob's
+	h.contains("Message info", "from bob")
+	h.lacks("Read by 1 of 1", "Read (1)")
+	h.contains("No other member to receive it.")
+
+	got := receiptLines(10, "alice", "bob", []protocol.MemberReceipt{
+		{User: "alice", ReadSeq: 10, DeliveredSeq: 10}, {User: "bob", ReadSeq: 10, DeliveredSeq: 10},
+		{User: "carol", ReadSeq: 9, DeliveredSeq: 10}, {User: "dave", ReadSeq: 10, DeliveredSeq: 10},
+	})
+	want := []string{"Read by 1 of 2", "", glyphRead + " Read (1)", "  dave", "", glyphDelivered + " Delivered, not read (1)", "  carol"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("receiptLines of bob's message = %q, want %q", got, want)
 	}
 }

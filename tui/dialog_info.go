@@ -25,8 +25,9 @@ type infoDialog struct {
 	com   *common
 	title string
 	body  []string
-	id    int   // matches the receipts request that fills it
-	seq   int64 // the message
+	id    int    // matches the receipts request that fills it
+	seq   int64  // the message
+	from  string // its sender
 	width int
 }
 
@@ -39,6 +40,7 @@ func newInfoDialog(com *common, conv string, msg client.Message) (*infoDialog, t
 		title: "Message info",
 		id:    com.nextID(),
 		seq:   msg.Seq,
+		from:  msg.From,
 		width: 40,
 		body: []string{
 			"“" + preview + "”",
@@ -70,7 +72,7 @@ func (d *infoDialog) Update(msg tea.Msg) (bool, tea.Cmd) {
 			d.body = append(d.body[:len(d.body)-1], "could not load receipts: "+msg.err.Error())
 			return false, nil
 		}
-		d.body = append(d.body[:len(d.body)-1], receiptLines(d.seq, d.com.me(), msg.members)...)
+		d.body = append(d.body[:len(d.body)-1], receiptLines(d.seq, d.com.me(), d.from, msg.members)...)
 	case tea.KeyPressMsg:
 		s, k := msg.String(), d.com.keys.Dialog
 		if key.Matches(msg, k.Cancel) || key.Matches(msg, k.Confirm) || s == "q" || s == "i" {
@@ -91,12 +93,14 @@ func (d *infoDialog) View() string {
 	return b.String()
 }
 
-// receiptLines describes who has read and received message seq.
-func receiptLines(seq int64, me string, members []protocol.MemberReceipt) []string {
+// receiptLines describes who has read and received message seq from
+// sender, for user me: the members other than both, whose boundaries say
+// something about it.
+func receiptLines(seq int64, me, sender string, members []protocol.MemberReceipt) []string {
 	var read, delivered, waiting []string
 	for _, r := range members {
 		switch {
-		case r.User == me:
+		case r.User == me, r.User == sender:
 		case r.ReadSeq >= seq:
 			read = append(read, r.User)
 		case r.DeliveredSeq >= seq:
@@ -110,6 +114,9 @@ func receiptLines(seq int64, me string, members []protocol.MemberReceipt) []stri
 	sort.Strings(waiting)
 	total := len(read) + len(delivered) + len(waiting)
 	if total == 0 {
+		if len(members) > 0 {
+			return []string{"No other member to receive it."}
+		}
 		return []string{"No receipts from the other members yet."}
 	}
 	out := []string{fmt.Sprintf("Read by %d of %d", len(read), total)}
