@@ -434,3 +434,22 @@ func TestFailedSendGivesTheTextBack(t *testing.T) {
 		t.Fatalf("input = %q, want the text back", v)
 	}
 }
+
+// TestNarrowHeaderHasOneBackArrow checks bug 7: in the narrow layout the
+// back arrow heads the title only; the line under it (what the chat is,
+// who is typing) lines up with the title, without an arrow.
+func TestNarrowHeaderHasOneBackArrow(t *testing.T) {
+	h := newHarness(t, newFixture(), 80, 24)
+	openBob(h)
+	lines := strings.Split(h.screen(), "\n")
+	if !strings.HasPrefix(lines[0], " ← bob") {
+		t.Fatalf("title line %q", lines[0])
+	}
+	if !strings.HasPrefix(lines[1], "   direct chat") {
+		t.Fatalf("subtitle line %q, want it under the title without an arrow", lines[1])
+	}
+	h.event(client.TypingEvent{Conv: bob, User: "bob"})
+	if l := strings.Split(h.screen(), "\n")[1]; !strings.HasPrefix(l, "   typing…") {
+		t.Fatalf("typing line %q, want it under the title without an arrow", l)
+	}
+}

@@ -23,16 +23,18 @@ func (p *chatPane) View() string {
 	if c.sess.Priority > 0 {
 		marks += " " + markPin
 	}
-	back := " ← "
+	// Narrow, the chat has the screen: an arrow says esc goes back. The
+	// line below lines up with the title.
+	back, indent := " ← ", "   "
 	if p.split {
-		back = " "
+		back, indent = " ", " "
 	}
 	b.WriteString(st.header.Render(cw.spread(back+c.title(), marks+" ", w)))
 	b.WriteByte('\n')
 	if users := p.com.live.typing[c.conv]; len(users) > 0 {
-		b.WriteString(st.typing.Inherit(st.headerDim).Render(cw.fit(back+typingText(users, c.group), w)))
+		b.WriteString(st.typing.Inherit(st.headerDim).Render(cw.fit(indent+typingText(users, c.group), w)))
 	} else {
-		b.WriteString(st.headerDim.Render(cw.fit(back+c.subtitle(p.com.me()), w)))
+		b.WriteString(st.headerDim.Render(cw.fit(indent+c.subtitle(p.com.me()), w)))
 	}
 	b.WriteByte('\n')
 
