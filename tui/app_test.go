@@ -229,11 +229,11 @@ func TestSessionActionsCallBackend(t *testing.T) {
 			t.Fatalf("last call %v, want %v", got, c)
 		}
 	}
-	h.press("j") // team: pinned, unread
+	// team, the first row: pinned, unread
 	h.press("p")
 	want(tuitest.Call{Method: "SessionOp", Conv: "g:team", Op: "unpin"})
 	h.contains("unpinned team")
-	h.press("j") // bob
+	h.press("j", "j") // bob
 	h.press("p")
 	want(tuitest.Call{Method: "SessionOp", Conv: bob, Op: "pin"})
 
@@ -356,7 +356,7 @@ func TestMessageInfo(t *testing.T) {
 		{User: "frank", DeliveredSeq: 9, ReadSeq: 9},
 	})
 	h := newHarness(t, f, 100, 40)
-	h.press("j", "enter")
+	h.press("enter") // team
 	// ctrl+o while typing: the last own message.
 	h.press("ctrl+o")
 	if c := f.CallsOf("Receipts"); len(c) != 1 || c[0].Conv != team {

@@ -277,7 +277,7 @@ func TestGroupChatShowsSendersAndTyping(t *testing.T) {
 		msg(team, 5, "alice", "me too", ms(-27*time.Hour+3*time.Minute)),
 	)
 	h := newHarness(t, f, 80, 24)
-	h.press("j", "enter")
+	h.press("enter") // team
 	h.contains("3 members: alice, bob, carol", "start of the conversation")
 	// The system message is centred, without a bubble or a time.
 	l := h.lineWith("created the group")

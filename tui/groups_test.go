@@ -16,10 +16,10 @@ import (
 
 const team = "g:team"
 
-// openTeam opens the fixture's group "team" (second row, after the folder).
+// openTeam opens the fixture's group "team" (the first row: pinned).
 func openTeam(h *harness) {
 	h.t.Helper()
-	h.press("j", "enter")
+	h.press("enter")
 	h.contains("3 members: alice, bob, carol")
 }
 
@@ -136,13 +136,13 @@ func TestGroupActionsFromTheList(t *testing.T) {
 	f := newFixture()
 	h := newHarness(t, f, 80, 24)
 	// The folder row is not a group.
-	h.press("ctrl+r")
+	h.press("j", "ctrl+r")
 	h.contains("not a group chat")
 	if h.m.dialog != nil {
 		t.Fatal("a menu opened on a folder")
 	}
 	// On team's row: the menu, leave, confirm.
-	h.press("j", "ctrl+r")
+	h.press("k", "ctrl+r")
 	h.contains("Group team")
 	h.press("4")
 	h.contains("Leave team?")
@@ -159,7 +159,7 @@ func TestGroupActionsFromTheList(t *testing.T) {
 
 	// A direct chat has no group actions: not from its row, nor inside.
 	n := len(f.CallsOf("GroupOp"))
-	h.press("j", "ctrl+r")
+	h.press("j", "j", "ctrl+r")
 	h.contains("not a group chat")
 	h.press("enter", "ctrl+r")
 	h.lacks("ctrl+r group", "Group bob")

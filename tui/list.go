@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // listPane is the session list with its folder stack: the main list,
@@ -295,5 +296,19 @@ func (l *listPane) rowAt(y int) (int, bool) {
 	return i, i < len(l.rows)
 }
 
-// headerTotal is the unread count the header shows.
-func (l *listPane) headerTotal() int64 { return l.totals[""] }
+// headerTotal is the unread count the header shows: the current level's,
+// a list's as the backend counts it, a folder's by the session rules.
+func (l *listPane) headerTotal() int64 {
+	lv := l.level()
+	if lv.category == "" {
+		return l.totals[lv.subBiz]
+	}
+	now := l.com.opts.Now().UnixMilli()
+	var n int64
+	for i := range l.lists[lv.subBiz] {
+		if s := &l.lists[lv.subBiz][i]; s.Category == lv.category {
+			n += session.ObjectUnread(s, now)
+		}
+	}
+	return n
+}

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // rowKind says what a list row opens.
@@ -38,7 +39,9 @@ func (r listRow) key() string {
 const rowHeight = 2
 
 // rebuild derives the rows of the current level from the loaded lists,
-// keeping the cursor on the same conversation or folder.
+// keeping the cursor on the same conversation or folder. In a list (not
+// inside a folder) each category is one folder row, placed among the chats
+// as a chat with its newest message would be: below the pinned ones.
 func (l *listPane) rebuild() {
 	lv := l.level()
 	var keep string
@@ -46,36 +49,19 @@ func (l *listPane) rebuild() {
 		keep = l.rows[lv.cursor].key()
 	}
 	sessions := l.lists[lv.subBiz]
-	rows := make([]listRow, 0, len(sessions)+4)
+	var folders []listRow
 	if lv.category == "" {
-		folders := map[string]*listRow{}
-		var names []string
-		for i := range sessions {
-			s := &sessions[i]
-			if s.Category != "" {
-				f := folders[s.Category]
-				if f == nil {
-					f = &listRow{kind: rowFolder, folder: s.Category}
-					folders[s.Category] = f
-					names = append(names, s.Category)
-				}
-				f.count++
-				if !s.Muted {
-					f.unread += s.UnreadCount
-				}
-				f.marked = f.marked || s.MarkedUnread
-				f.latest = max(f.latest, s.WriteTS)
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			rows = append(rows, *folders[n])
-		}
+		folders = l.folders(sessions)
 	}
+	rows := make([]listRow, 0, len(sessions)+len(folders))
 	for i := range sessions {
 		s := &sessions[i]
 		if s.Category != lv.category {
 			continue
+		}
+		for len(folders) > 0 && s.Priority == 0 && folders[0].latest >= s.WriteTS {
+			rows = append(rows, folders[0])
+			folders = folders[1:]
 		}
 		kind := rowSession
 		if _, ok := protocol.IsGateway(s.Conv); ok {
@@ -83,6 +69,7 @@ func (l *listPane) rebuild() {
 		}
 		rows = append(rows, listRow{kind: kind, sess: s})
 	}
+	rows = append(rows, folders...)
 	l.rows = rows
 	if keep != "" {
 		for i, r := range rows {
@@ -93,4 +80,40 @@ func (l *listPane) rebuild() {
 		}
 	}
 	l.clamp()
+}
+
+// folders returns a row for each category of sessions, newest first: what
+// it holds, its unread count by the session rules (muted chats left out,
+// unless their mute has expired) and its newest write_ts.
+func (l *listPane) folders(sessions []protocol.Session) []listRow {
+	now := l.com.opts.Now().UnixMilli()
+	byName := map[string]*listRow{}
+	var out []*listRow
+	for i := range sessions {
+		s := &sessions[i]
+		if s.Category == "" {
+			continue
+		}
+		f := byName[s.Category]
+		if f == nil {
+			f = &listRow{kind: rowFolder, folder: s.Category}
+			byName[s.Category] = f
+			out = append(out, f)
+		}
+		f.count++
+		f.unread += session.ObjectUnread(s, now)
+		f.marked = f.marked || s.MarkedUnread
+		f.latest = max(f.latest, s.WriteTS)
+	}
+	rows := make([]listRow, len(out))
+	for i, f := range out {
+		rows[i] = *f
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].latest != rows[j].latest {
+			return rows[i].latest > rows[j].latest
+		}
+		return rows[i].folder < rows[j].folder
+	})
+	return rows
 }

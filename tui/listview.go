@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // Marks shown in list rows. All are emoji with emoji presentation, two
@@ -110,7 +111,8 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 		if title == "" {
 			title = s.Conv
 		}
-		unread, muted, marked, pinned = s.UnreadCount, s.Muted, s.MarkedUnread, s.Priority > 0
+		muted = session.ObjectMuted(s, c.now.UnixMilli()) // a mute that has expired no longer shows
+		unread, marked, pinned = s.UnreadCount, s.MarkedUnread, s.Priority > 0
 		ts := s.WriteTS
 		if s.LastMsg != nil && s.LastMsg.ClientTS > 0 {
 			ts = s.LastMsg.ClientTS

@@ -160,7 +160,7 @@ func TestProgramSessionList(t *testing.T) {
 
 func TestProgramTickStates(t *testing.T) {
 	p := startProgram(t, tickFixture(), 100, 30)
-	p.waitScreen("▌📁 work") // the list is there
+	p.waitScreen("▌👥 team") // the list is there
 	p.press("j", "j", "enter")
 	sn := p.waitScreen("pending one", "read one", "◷")
 	t.Run("plain", func(t *testing.T) {
