@@ -151,9 +151,21 @@ func run(args []string, stderr io.Writer) error {
 	_, uiErr := p.Run()
 	cancel()
 	if err := <-runErr; err != nil {
-		return fmt.Errorf("the server refused this client: %w", err)
+		return engineError(err, o)
 	}
 	return uiErr
+}
+
+// engineError says why the engine stopped for good, in terms of the flags
+// that would fix it.
+func engineError(err error, o options) error {
+	switch {
+	case errors.Is(err, client.ErrNoEndpoint):
+		return fmt.Errorf("-server %s is not imserver's WebSocket endpoint (like ws://127.0.0.1:7070/ws): %w", o.server, err)
+	case errors.Is(err, client.ErrNeedsUser):
+		return fmt.Errorf("this server uses -user, not -token: start imtui with -user USER: %w", err)
+	}
+	return fmt.Errorf("the server refused this client: %w", err)
 }
 
 // tokenUser is the user a token names (tokens read v1:USER:EXPIRY:SIG),
