@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/protocol"
 )
 
@@ -17,9 +18,12 @@ const typingInterval = 3 * time.Second
 
 // SessionOp applies a session operation (pin, unpin, mute, unmute,
 // mark_unread, delete, set_category) to conv. until is the mute's end in
-// Unix ms (0: until unmuted); category is for set_category. The request
-// waits for a connection if there is none; the updated session is stored
-// when the server answers (SessionsChanged), a refusal is an ErrorEvent.
+// Unix ms (0: until unmuted); category is for set_category. It works
+// offline: the operation shows in the stored list at once
+// (SessionsChanged), is kept until the server answers, across restarts,
+// and goes out as soon as there is a connection; the server's answer
+// replaces what was shown, a refusal is an ErrorEvent and the list shows
+// the server's state again.
 func (c *Client) SessionOp(conv, op string, until int64, category string) {
 	if op == "delete" && c.leftGroup(conv) {
 		// The server refuses every frame about a group the user has left;
@@ -31,24 +35,13 @@ func (c *Client) SessionOp(conv, op string, until int64, category string) {
 		c.events.push(SessionsChanged{})
 		return
 	}
-	c.enqueue(&request{
-		op:    "session_op " + op,
-		frame: &protocol.SessionOp{Conv: conv, Op: op, Until: until, Category: category},
-		retry: true, // an operation applied twice is applied once
-		answer: func(l *link, f protocol.Frame) {
-			switch f := f.(type) {
-			case *protocol.OK:
-				if f.Session != nil {
-					if err := c.store.PutSessions([]protocol.Session{*f.Session}); err != nil {
-						c.log.Error("store session", "conv", conv, "err", err)
-					}
-					c.events.push(SessionsChanged{})
-				}
-			default:
-				c.events.push(ErrorEvent{Op: "session_op " + op, Err: c.refusal(f)})
-			}
-		},
-	})
+	if _, err := c.store.ApplySessionOp(localstore.PendingOp{Conv: conv, Op: op, Until: until, Category: category}); err != nil {
+		c.log.Error("keep session op", "conv", conv, "op", op, "err", err)
+		c.events.push(ErrorEvent{Op: "session_op " + op, Err: err})
+		return
+	}
+	c.events.push(SessionsChanged{})
+	c.wake()
 }
 
 // leftGroup reports whether conv is a group whose stored session says the

@@ -17,27 +17,14 @@ import (
 // A session replaces the stored one only if it is newer (a higher
 // active_ts): a late page never undoes a later change. What the profile
 // saw live since (a newer message, its own read) is kept: write_seq,
-// read_seq and the last message never go back. The sessions' ticks are
-// max-merged into the conversations' boundaries.
+// read_seq and the last message never go back; the user's session
+// operations the server has not answered are applied again over it. The
+// sessions' ticks are max-merged into the conversations' boundaries.
 func (s *Store) PutSessions(sessions []protocol.Session) error {
+	now := s.now().UnixMilli()
 	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
 		for _, in := range sessions {
-			old, ok, err := getSession(tx, in.Conv)
-			if err != nil {
-				return err
-			}
-			if in.Ticks != (protocol.Ticks{}) {
-				if _, _, err := raiseTicks(tx, in.Conv, in.Ticks); err != nil {
-					return err
-				}
-			}
-			if ok && in.ActiveTS <= old.ActiveTS {
-				continue
-			}
-			if ok {
-				in = keepLiveState(in, old)
-			}
-			if err := putSession(tx, in); err != nil {
+			if err := putServerSession(tx, in, now); err != nil {
 				return err
 			}
 		}
@@ -47,6 +34,29 @@ func (s *Store) PutSessions(sessions []protocol.Session) error {
 		return fmt.Errorf("put sessions: %w", err)
 	}
 	return nil
+}
+
+// putServerSession is one session of PutSessions.
+func putServerSession(tx *sql.Tx, in protocol.Session, now int64) error {
+	old, ok, err := getSession(tx, in.Conv)
+	if err != nil {
+		return err
+	}
+	if in.Ticks != (protocol.Ticks{}) {
+		if _, _, err := raiseTicks(tx, in.Conv, in.Ticks); err != nil {
+			return err
+		}
+	}
+	if ok && in.ActiveTS <= old.ActiveTS {
+		return nil
+	}
+	if ok {
+		in = keepLiveState(in, old)
+	}
+	if err := putSession(tx, in); err != nil {
+		return err
+	}
+	return reapplyPending(tx, in.Conv, now)
 }
 
 // keepLiveState carries into a newer session from the server what the

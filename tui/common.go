@@ -4,6 +4,8 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/imcore/im/client"
 )
 
 // common is what every component shares: the engine, the options, the
@@ -17,7 +19,8 @@ type common struct {
 	keys  keyMap
 	tick  ticker // tea.Tick; tests fire timers by hand
 	live  *live
-	ids   int // the last id nextID gave
+	conn  client.Conn // the connection's state; the status bar keeps it
+	ids   int         // the last id nextID gave
 }
 
 // nextID returns a fresh number, to match an answer with its request.

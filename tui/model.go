@@ -53,6 +53,7 @@ func New(b Backend, opts Options) Model {
 		keys: defaultKeyMap(),
 		tick: tea.Tick,
 		live: newLive(),
+		conn: b.Conn(),
 	}
 	m := Model{
 		com:         com,

@@ -7,6 +7,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/imcore/im/client"
 )
 
 // Mute durations offered by the mute dialog; 0 is "until unmuted".
@@ -33,6 +35,14 @@ func (l *listPane) sessionAction(msg tea.KeyPressMsg) tea.Cmd {
 	b, conv, title := com.b, s.Conv, oneLine(s.Title)
 	op := func(op string, until int64, category string) tea.Cmd {
 		return call(func() { b.SessionOp(conv, op, until, category) })
+	}
+	// The engine shows an operation at once; offline, the notice says
+	// that the server has yet to hear of it.
+	notice := func(text string, isErr bool) tea.Cmd {
+		if com.conn.State != client.Online {
+			text += " (offline: sent when back online)"
+		}
+		return notice(text, isErr)
 	}
 	k := com.keys.List
 	switch {

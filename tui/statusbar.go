@@ -15,10 +15,11 @@ const noticeTTL = 5 * time.Second
 
 // statusBar is the bottom line: the connection's state (and, offline, why
 // and when the next try is), who and where the user is, and a notice or
-// the help hint. It owns the retry countdown and the notices' timers.
+// the help hint. It keeps the connection's state (common.conn, which the
+// other components read) and owns the retry countdown and the notices'
+// timers.
 type statusBar struct {
 	com       *common
-	conn      client.Conn
 	retryGen  int
 	notice    statusNotice
 	noticeGen int
@@ -33,12 +34,12 @@ type statusNotice struct {
 }
 
 func newStatusBar(com *common) statusBar {
-	return statusBar{com: com, conn: com.b.Conn(), width: 80}
+	return statusBar{com: com, width: 80}
 }
 
 // Init starts the countdown when the engine starts offline.
 func (s *statusBar) Init() tea.Cmd {
-	if s.conn.State == client.Offline && !s.conn.RetryAt.IsZero() {
+	if s.com.conn.State == client.Offline && !s.com.conn.RetryAt.IsZero() {
 		return s.retryTick()
 	}
 	return nil
@@ -62,10 +63,10 @@ func (s *statusBar) Update(msg tea.Msg) tea.Cmd {
 			return s.retryTick()
 		}
 	case client.ConnChanged:
-		s.conn = msg.Conn
+		s.com.conn = msg.Conn
 		return s.startRetryCountdown()
 	case eventsClosedMsg:
-		s.conn = client.Conn{State: client.Stopped}
+		s.com.conn = client.Conn{State: client.Stopped}
 	}
 	return nil
 }
@@ -82,7 +83,7 @@ func (s *statusBar) notify(text string, isErr bool) tea.Cmd {
 // while the connection is offline with a retry scheduled.
 func (s *statusBar) startRetryCountdown() tea.Cmd {
 	s.retryGen++
-	if s.conn.State != client.Offline || s.conn.RetryAt.IsZero() {
+	if s.com.conn.State != client.Offline || s.com.conn.RetryAt.IsZero() {
 		return nil
 	}
 	return s.retryTick()
@@ -90,7 +91,7 @@ func (s *statusBar) startRetryCountdown() tea.Cmd {
 
 func (s *statusBar) retryTick() tea.Cmd {
 	gen := s.retryGen
-	left := s.conn.RetryAt.Sub(s.com.now())
+	left := s.com.conn.RetryAt.Sub(s.com.now())
 	if left <= 0 {
 		return nil
 	}
@@ -104,7 +105,7 @@ func (s *statusBar) retryTick() tea.Cmd {
 
 // connText describes the connection: its state and, when offline, why.
 func (s *statusBar) connText() (state, detail string) {
-	c := s.conn
+	c := s.com.conn
 	switch c.State {
 	case client.Online:
 		return "● online", ""
@@ -135,7 +136,7 @@ func (s *statusBar) View() string {
 	st, w, cw := &s.com.st, s.width, s.com.cells
 	state, detail := s.connText()
 	connStyle := st.online
-	switch s.conn.State {
+	switch s.com.conn.State {
 	case client.Offline, client.Stopped:
 		connStyle = st.offline
 	case client.Connecting:
