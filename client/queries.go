@@ -46,3 +46,15 @@ func (c *Client) Ticks(conv string) protocol.Ticks {
 	}
 	return t
 }
+
+// Drafts returns what the user typed and did not send, per conversation,
+// as kept by SaveDraft.
+func (c *Client) Drafts() (map[string]string, error) { return c.store.Drafts() }
+
+// SaveDraft keeps text as the draft of conv, across restarts; "" forgets
+// it.
+func (c *Client) SaveDraft(conv, text string) {
+	if err := c.store.SetDraft(conv, text); err != nil {
+		c.log.Error("save draft", "conv", conv, "err", err)
+	}
+}

@@ -96,3 +96,16 @@ type GroupChanged struct {
 }
 
 func (GroupChanged) event() {}
+
+// SendRefused reports one of the user's messages the server refused for
+// good (after the ErrorEvent that says why). Kept says it stays in the
+// chat, flagged as failed, because an earlier try may have been stored;
+// otherwise it left the chat, and Body is the text to give back to the
+// user.
+type SendRefused struct {
+	Conv string
+	Body string
+	Kept bool
+}
+
+func (SendRefused) event() {}

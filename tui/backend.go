@@ -52,4 +52,9 @@ type Backend interface {
 	Typing(conv string)
 	// Ticks returns conv's tick boundaries as known now.
 	Ticks(conv string) protocol.Ticks
+	// Drafts returns the kept drafts: conversation → text.
+	Drafts() (map[string]string, error)
+	// SaveDraft keeps text as conv's draft, across restarts; "" forgets
+	// it.
+	SaveDraft(conv, text string)
 }

@@ -23,15 +23,16 @@ const (
 // chat it asks of the root.
 type chatPane struct {
 	asks
-	com     *common
-	c       *conversation // nil while no chat is open
-	gen     int           // counts the chats opened, to drop stale pages
-	input   textarea.Model
-	mode    focusArea // focusInput or focusHistory
-	focused bool      // the chat has the keys
-	split   bool      // the list is on screen beside the chat
-	width   int
-	height  int
+	com      *common
+	c        *conversation // nil while no chat is open
+	gen      int           // counts the chats opened, to drop stale pages
+	draftGen int           // counts changes of the input, for the timed draft save
+	input    textarea.Model
+	mode     focusArea // focusInput or focusHistory
+	focused  bool      // the chat has the keys
+	split    bool      // the list is on screen beside the chat
+	width    int
+	height   int
 }
 
 func newChatPane(com *common) chatPane {
@@ -65,9 +66,11 @@ func (p *chatPane) open(s protocol.Session) tea.Cmd {
 		p.setMode(focusInput)
 		return nil
 	}
+	keep := p.keepDraft()
 	p.gen++
 	p.c = newConversation(s, p.com.live.ticks[s.Conv], p.gen)
 	p.input.Reset()
+	p.input.SetValue(p.com.live.drafts[s.Conv])
 	p.mode = focusInput
 	p.layout()
 	p.setMode(focusInput)
@@ -75,13 +78,16 @@ func (p *chatPane) open(s protocol.Session) tea.Cmd {
 	if s.UnreadCount > 0 {
 		limit = int(min(int64(1000), max(int64(limit), s.UnreadCount+int64(limit)/2)))
 	}
-	return p.loadNewest(limit)
+	return tea.Batch(keep, p.loadNewest(limit))
 }
 
-// close closes the open chat.
-func (p *chatPane) close() {
+// close closes the open chat, keeping its draft.
+func (p *chatPane) close() tea.Cmd {
+	keep := p.keepDraft()
 	p.c = nil
+	p.input.Reset()
 	p.input.Blur()
+	return keep
 }
 
 // SetFocused says whether the chat has the keys.
@@ -194,6 +200,10 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		return p.onMessages(msg)
 	case sentMsg:
 		return p.onSent(msg)
+	case draftSaveMsg:
+		if msg.gen == p.draftGen && msg.conv == p.conv() {
+			return p.saveDraft(msg.conv, p.input.Value())
+		}
 	case splitSendMsg:
 		if p.conv() != msg.conv || inputBody(p.input.Value()) != msg.body {
 			return notice("not sent: the text changed", true)

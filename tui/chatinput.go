@@ -75,6 +75,9 @@ func (p *chatPane) updateInput(msg tea.Msg) tea.Cmd {
 		p.layout()
 	}
 	after := p.input.Value()
+	if after != before && p.c != nil {
+		cmd = tea.Batch(cmd, p.noteDraft())
+	}
 	if after == before || after == "" || p.c == nil || p.readOnly() {
 		return cmd
 	}
@@ -105,11 +108,12 @@ func (p *chatPane) send() tea.Cmd {
 // the backend refuses, and those after it, come back to the input.
 func (p *chatPane) sendParts(conv string, parts []string) tea.Cmd {
 	p.input.Reset()
+	forget := p.keepDraft()
 	p.layout()
 	p.c.gotoBottom()
 	p.c.lastTyping = time.Time{}
 	b := p.com.b
-	return func() tea.Msg {
+	return tea.Batch(forget, func() tea.Msg {
 		var last client.Message
 		for i, part := range parts {
 			msg, err := b.Send(conv, part)
@@ -119,7 +123,7 @@ func (p *chatPane) sendParts(conv string, parts []string) tea.Cmd {
 			last = msg
 		}
 		return sentMsg{conv: conv, msg: last}
-	}
+	})
 }
 
 // splitBody cuts body into parts of at most limit bytes, after a line

@@ -149,11 +149,7 @@ func (p *chatPane) fillScreen() tea.Cmd {
 func (p *chatPane) onSent(msg sentMsg) tea.Cmd {
 	if msg.err != nil {
 		// Give the text back to edit and retry.
-		if p.c != nil && p.c.conv == msg.conv && p.input.Value() == "" {
-			p.input.SetValue(msg.body)
-			p.layout()
-		}
-		return notice("send: "+msg.err.Error(), true)
+		return tea.Batch(p.giveBack(msg.conv, msg.body), notice("send: "+msg.err.Error(), true))
 	}
 	if p.c != nil && p.c.conv == msg.conv {
 		p.c.follow = true

@@ -46,6 +46,10 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 			seq = s.WriteSeq
 		}
 		cmds = append(cmds, m.com.live.startTyping(m.com.tick, m.com.opts.TypingTimeout, ev, seq))
+	case client.SendRefused:
+		if !ev.Kept {
+			cmds = append(cmds, m.chat.giveBack(ev.Conv, ev.Body))
+		}
 	case client.ErrorEvent:
 		text := ev.Op + " failed"
 		if ev.Err != nil {

@@ -293,7 +293,11 @@ func TestRemovedWhileTypingTurnsReadOnly(t *testing.T) {
 	h.event(client.SessionsChanged{})
 	h.event(client.MessagesChanged{Conv: team})
 	h.contains(notMemberText, "bob removed alice", "not a member · read-only")
-	h.lacks("half a thought")
+	// The input and its text are gone from the chat; the list still shows
+	// the text as the group's draft.
+	if scr := h.screen(); strings.Count(scr, "half a thought") != 1 || !strings.Contains(scr, "draft: half a thought") {
+		t.Fatalf("the text typed should show only as the list's draft:\n%s", scr)
+	}
 	if h.m.focusArea() != focusHistory {
 		t.Fatalf("focus %v, want the history", h.m.focusArea())
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func newHarnessOpts(t testing.TB, f *tuitest.Fake, w, h int, opts Options) *harn
 func (hs *harness) send(msgs ...tea.Msg) {
 	hs.t.Helper()
 	queue := append([]tea.Msg(nil), msgs...)
-	for len(queue) > 0 {
+	for len(queue) > 0 && !hs.quit { // a program that quit handles nothing more
 		msg := queue[0]
 		queue = queue[1:]
 		next, cmd := hs.m.Update(msg)
@@ -97,6 +98,15 @@ func (hs *harness) exec(cmd tea.Cmd) []tea.Msg {
 		hs.quit = true
 		return nil
 	default:
+		// tea.Sequence's message is an unexported slice of commands, run
+		// in order.
+		if v := reflect.ValueOf(msg); v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeOf(tea.Cmd(nil)) {
+			var out []tea.Msg
+			for i := range v.Len() {
+				out = append(out, hs.exec(v.Index(i).Interface().(tea.Cmd))...)
+			}
+			return out
+		}
 		return []tea.Msg{msg}
 	}
 }

@@ -31,13 +31,14 @@ type listCtx struct {
 	me      string
 	typing  map[string]typists
 	ticks   map[string]protocol.Ticks
+	drafts  map[string]string
 	focused bool // the list has keyboard focus
 }
 
 // View renders the pane: a header line and the rows, exactly its size.
 func (l *listPane) View() string {
 	c := listCtx{st: &l.com.st, cells: l.com.cells, now: l.com.now(), me: l.com.me(), typing: l.com.live.typing,
-		ticks: l.com.live.ticks, focused: l.focused}
+		ticks: l.com.live.ticks, drafts: l.com.live.drafts, focused: l.focused}
 	w, h := l.width, l.height+1
 	var b strings.Builder
 	b.Grow((w + 16) * h)
@@ -194,6 +195,9 @@ func (l *listPane) folderPreview(category string) string {
 func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick, own bool, style lipgloss.Style) {
 	if users := c.typing[s.Conv]; len(users) > 0 {
 		return typingText(users, isGroup(s)), 0, false, c.st.typing
+	}
+	if d := c.drafts[s.Conv]; d != "" {
+		return "draft: " + oneLine(d), 0, false, c.st.draft
 	}
 	lm := s.LastMsg
 	if lm == nil {

@@ -12,16 +12,18 @@ import (
 )
 
 // live is what changes from moment to moment and both panes show: tick
-// boundaries and typing indicators. The root writes it from the engine's
-// events; the panes read it when they render.
+// boundaries and typing indicators, which the root writes from the
+// engine's events, and drafts, which the chat pane writes. The panes read
+// it when they render.
 type live struct {
 	ticks     map[string]protocol.Ticks // from TicksChanged, merged
 	typing    map[string]typists        // conv -> who is typing
 	typingGen int
+	drafts    map[string]string // conv -> what was typed and not sent; the chat pane writes it
 }
 
 func newLive() *live {
-	return &live{ticks: map[string]protocol.Ticks{}, typing: map[string]typists{}}
+	return &live{ticks: map[string]protocol.Ticks{}, typing: map[string]typists{}, drafts: map[string]string{}}
 }
 
 // typists are the users typing in one conversation.

@@ -76,13 +76,17 @@ func New(b Backend, opts Options) Model {
 func (m Model) Init() tea.Cmd {
 	// Asking for the size again covers a resize between the program's
 	// first size query and its resize handler (panes split at start).
-	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), tea.RequestWindowSize)
+	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), loadDrafts(m.com.b), tea.RequestWindowSize)
 }
 
 // Update routes one message.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.route(msg)
 	if m.quitting {
+		// The draft is kept before the program ends.
+		if keep := m.chat.keepDraft(); keep != nil {
+			return m, tea.Sequence(keep, tea.Quit)
+		}
 		return m, tea.Quit
 	}
 	return m, tea.Batch(cmd, m.markRead())
@@ -119,7 +123,7 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		cmds = append(cmds, m.status.Update(msg))
 	case sessionsMsg:
 		cmds = append(cmds, m.onSessions(msg))
-	case messagesMsg, sentMsg, olderTimeoutMsg, splitSendMsg:
+	case messagesMsg, sentMsg, olderTimeoutMsg, splitSendMsg, draftSaveMsg:
 		cmds = append(cmds, m.chat.Update(msg))
 	case receiptsMsg:
 		if m.dialog != nil {
@@ -127,6 +131,16 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		}
 	case typingExpiredMsg:
 		m.com.live.expireTyping(msg)
+	case draftsMsg:
+		if msg.err != nil {
+			cmds = append(cmds, m.status.notify("could not load drafts: "+msg.err.Error(), true))
+			break
+		}
+		for conv, text := range msg.drafts {
+			if conv != m.chat.conv() {
+				m.com.live.drafts[conv] = text
+			}
+		}
 
 	// What components ask of the root.
 	case openChatMsg:
@@ -141,10 +155,10 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		m.dialog = msg.d
 		m.dialog.SetSize(dialogWidth(m.width), m.height)
 	case leaveChatMsg:
-		m.leaveChat()
+		cmds = append(cmds, m.leaveChat())
 	case convDeletedMsg:
 		if m.chat.conv() == msg.conv {
-			m.closeChat()
+			cmds = append(cmds, m.closeChat())
 		}
 	case groupCreatingMsg:
 		m.creating = &pendingGroup{key: msg.key, title: msg.title, chatGen: m.chat.gen, input: m.chat.input.Value()}
@@ -281,19 +295,20 @@ func (m *Model) openChat(s protocol.Session) tea.Cmd {
 }
 
 // closeChat closes the open chat.
-func (m *Model) closeChat() {
-	m.chat.close()
+func (m *Model) closeChat() tea.Cmd {
+	cmd := m.chat.close()
 	m.setFocus(focusList)
+	return cmd
 }
 
 // leaveChat is esc in the chat: back to the list (closing the chat when
-// the list and chat do not fit side by side).
-func (m *Model) leaveChat() {
+// the list and chat do not fit side by side), the chat's draft kept.
+func (m *Model) leaveChat() tea.Cmd {
 	if m.split() {
 		m.setFocus(focusList)
-		return
+		return m.chat.keepDraft()
 	}
-	m.closeChat()
+	return m.closeChat()
 }
 
 // markRead lets the chat send a read receipt for what is on screen.

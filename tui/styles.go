@@ -42,6 +42,7 @@ type styles struct {
 	dot         lipgloss.Style
 	folder      lipgloss.Style
 	typing      lipgloss.Style
+	draft       lipgloss.Style
 	system      lipgloss.Style
 	divider     lipgloss.Style
 	day         lipgloss.Style
@@ -73,6 +74,7 @@ func defaultStyles() styles {
 		dot:         n().Foreground(colAccent),
 		folder:      n().Bold(true).Foreground(colAccent),
 		typing:      n().Italic(true).Foreground(colAccent),
+		draft:       n().Foreground(colErr),
 		system:      n().Italic(true).Foreground(colDim),
 		divider:     n().Bold(true).Foreground(colAccent),
 		day:         n().Foreground(colDim),

@@ -6,6 +6,7 @@ package tuitest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -37,8 +38,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("CreateGroup(%q, %v)", c.Title, c.Members)
 	case "GroupOp":
 		return fmt.Sprintf("GroupOp(%s, %s, %v, %q)", c.Conv, c.Op, c.Members, c.Title)
-	case "Send":
-		return fmt.Sprintf("Send(%s, %q)", c.Conv, c.Body)
+	case "Send", "SaveDraft":
+		return fmt.Sprintf("%s(%s, %q)", c.Method, c.Conv, c.Body)
 	}
 	return fmt.Sprintf("%s(%s, %d)", c.Method, c.Conv, c.Seq)
 }
@@ -57,6 +58,7 @@ type Fake struct {
 	msgs     map[string][]client.Message
 	ticks    map[string]protocol.Ticks
 	receipts map[string][]protocol.MemberReceipt
+	drafts   map[string]string
 	calls    []Call
 	outSeq   int
 
@@ -82,6 +84,7 @@ func NewFake(user, device, server string) *Fake {
 		msgs:     map[string][]client.Message{},
 		ticks:    map[string]protocol.Ticks{},
 		receipts: map[string][]protocol.MemberReceipt{},
+		drafts:   map[string]string{},
 		Now:      time.Now,
 	}
 }
@@ -309,4 +312,30 @@ func (f *Fake) Ticks(conv string) protocol.Ticks {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ticks[conv]
+}
+
+// SetDrafts sets the drafts the fake keeps, as if saved before a restart.
+func (f *Fake) SetDrafts(drafts map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drafts = maps.Clone(drafts)
+}
+
+// Drafts implements tui.Backend.
+func (f *Fake) Drafts() (map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.drafts), nil
+}
+
+// SaveDraft implements tui.Backend.
+func (f *Fake) SaveDraft(conv, text string) {
+	f.record(Call{Method: "SaveDraft", Conv: conv, Body: text})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if text == "" {
+		delete(f.drafts, conv)
+	} else {
+		f.drafts[conv] = text
+	}
 }
