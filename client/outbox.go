@@ -47,6 +47,7 @@ func (c *Client) Send(conv, body string) (Message, error) {
 	}
 	c.events.push(MessagesChanged{Conv: conv})
 	c.wake()
+	c.Reconnect() // offline, the user has something to send: try now
 	return Message{Message: m, Outbox: true}, nil
 }
 

@@ -83,6 +83,9 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			wait.Stop()
 			return nil
 		case <-wait.C:
+		case <-c.retry:
+			wait.Stop()
+			c.log.Info("retrying now")
 		}
 	}
 }

@@ -49,7 +49,7 @@ func TestStatusBarOfflineCountsDown(t *testing.T) {
 	f := newFixture()
 	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(5 * time.Second), Err: errors.New("connection refused")})
 	h := newHarness(t, f, 100, 20)
-	h.contains("○ offline — retrying in 5s (connection refused)", "alice@laptop · localhost:8080")
+	h.contains("○ offline — retrying in 5s (connection refused)", "alice@laptop · localhost", "ctrl+l now", "? help")
 	if len(h.timers) == 0 {
 		t.Fatal("no countdown timer")
 	}

@@ -48,6 +48,9 @@ type Backend interface {
 	GroupOp(conv, op string, users []string, title string)
 	// Receipts asks the server for every member's boundaries in conv.
 	Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error)
+	// Reconnect tries to connect now when offline, instead of waiting
+	// for the next attempt.
+	Reconnect()
 	// Typing tells the other members that the user is typing in conv.
 	Typing(conv string)
 	// Ticks returns conv's tick boundaries as known now.

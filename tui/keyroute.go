@@ -5,6 +5,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/imcore/im/client"
 )
 
 // onKey routes a key press: the keys that work everywhere first, then the
@@ -42,6 +44,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case key.Matches(msg, g.GroupMenu):
 		return m.groupMenuKey()
+	case key.Matches(msg, g.Reconnect):
+		return m.reconnect()
 	}
 	if focus == focusList {
 		if key.Matches(msg, m.com.keys.List.Quit) {
@@ -95,4 +99,13 @@ func (m *Model) groupMenuKey() tea.Cmd {
 		return tea.Batch(cmd, m.route(showDialogMsg{d}))
 	}
 	return cmd
+}
+
+// reconnect asks the engine to connect now, when it is offline.
+func (m *Model) reconnect() tea.Cmd {
+	if m.com.conn.State != client.Offline {
+		return m.status.notify("already "+m.com.conn.State.String(), false)
+	}
+	b := m.com.b
+	return tea.Batch(call(b.Reconnect), m.status.notify("reconnecting now…", false))
 }

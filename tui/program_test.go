@@ -2,7 +2,6 @@ package tui
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -232,8 +231,7 @@ func TestProgramHelpScreen(t *testing.T) {
 
 func TestProgramOfflineStatusBar(t *testing.T) {
 	f := newFixture()
-	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(7 * time.Second),
-		Err: errors.New("dial tcp 127.0.0.1:8080: connect: connection refused")})
+	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(7 * time.Second), Err: dialRefused})
 	p := startProgram(t, f, 100, 24)
 	p.waitScreen("yuki", "offline — retrying in 7s")
 	// Sent while offline: it waits in the outbox with a clock.

@@ -1,11 +1,14 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/imcore/im/client"
 )
@@ -104,7 +107,7 @@ func (s *statusBar) retryTick() tea.Cmd {
 }
 
 // connText describes the connection: its state and, when offline, why.
-func (s *statusBar) connText() (state, detail string) {
+func (s *statusBar) connText() (state, reason string) {
 	c := s.com.conn
 	switch c.State {
 	case client.Online:
@@ -122,19 +125,41 @@ func (s *statusBar) connText() (state, detail string) {
 			}
 		}
 		if c.Err != nil {
-			detail = "(" + oneLine(c.Err.Error()) + ")"
+			reason = "(" + oneLine(rootCause(c.Err).Error()) + ")"
 		}
-		return state, detail
+		return state, reason
 	}
 	return "■ stopped", ""
 }
 
-// View renders the bar, one line of its width. When it is too narrow,
-// parts give way in this order: the help hint, the error detail, the
-// server, the identity.
+// rootCause is the innermost error err wraps: "connection refused" rather
+// than the dial and the address around it, which the log keeps.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// barPart is one part of the status bar.
+type barPart struct {
+	text   string
+	style  lipgloss.Style
+	shrink bool // may be cut to fit rather than left out
+	shown  bool // it claimed its width
+}
+
+// View renders the bar, one line of its width. The parts claim the width
+// in order of importance: the connection's state, a notice, "? help", the
+// key that reconnects now, why it is offline (cut to what is left), who
+// the user is, the server; from the first that does not fit on, they give
+// way. They are shown in reading order.
 func (s *statusBar) View() string {
-	st, w, cw := &s.com.st, s.width, s.com.cells
-	state, detail := s.connText()
+	st, cw := &s.com.st, s.com.cells
+	state, reason := s.connText()
 	connStyle := st.online
 	switch s.com.conn.State {
 	case client.Offline, client.Stopped:
@@ -142,42 +167,63 @@ func (s *statusBar) View() string {
 	case client.Connecting:
 		connStyle = st.connecting
 	}
-	right, rightStyle := "? help", st.headerDim
+	b, keys := s.com.b, s.com.keys.Global
+	statePart := barPart{text: " " + state + " ", style: connStyle, shrink: true}
+	var noticePart, helpPart, retryPart, reasonPart barPart
 	if s.notice.text != "" {
-		right, rightStyle = s.notice.text, st.statusBar
+		style := st.statusBar
 		if s.notice.err {
-			rightStyle = st.errText
+			style = st.errText
+		}
+		noticePart = barPart{text: " " + s.notice.text + " ", style: style, shrink: true}
+	} else {
+		helpPart = barPart{text: " " + keys.Help.Keys()[0] + " help ", style: st.headerDim}
+	}
+	if s.com.conn.State == client.Offline {
+		retryPart = barPart{text: " " + keys.Reconnect.Help().Key + " now ", style: st.headerDim}
+	}
+	if reason != "" {
+		reasonPart = barPart{text: reason + " ", style: connStyle, shrink: true}
+	}
+	identPart := barPart{text: "│ " + b.User() + "@" + shortDevice(b.Device(), s.width >= 120) + " ", style: st.statusBar}
+	serverPart := barPart{text: "· " + b.Server() + " ", style: st.statusBar, shrink: true}
+
+	rest := s.width
+	for _, p := range []*barPart{&statePart, &noticePart, &helpPart, &retryPart, &reasonPart, &identPart, &serverPart} {
+		if p.text == "" {
+			continue
+		}
+		if w := cw.width(p.text); w > rest {
+			if !p.shrink || rest < 8 {
+				break // this part, and every less important one, gives way
+			}
+			p.text = cw.truncate(p.text, rest-1) + " "
+		}
+		p.shown = true
+		rest -= cw.width(p.text)
+	}
+	var out strings.Builder
+	for _, p := range []*barPart{&statePart, &reasonPart, &identPart, &serverPart} {
+		if p.shown {
+			out.WriteString(p.style.Render(p.text))
 		}
 	}
-	rest := w
-	take := func(s string, keep int) string {
-		if rest-cw.width(s) < keep {
-			s = cw.truncate(s, max(0, rest-keep))
+	out.WriteString(st.statusBar.Render(spaces(rest)))
+	for _, p := range []*barPart{&retryPart, &noticePart, &helpPart} {
+		if p.shown {
+			out.WriteString(p.style.Render(p.text))
 		}
-		rest -= cw.width(s)
-		return s
 	}
-	b := s.com.b
-	// Claimed in order of importance, shown in order of reading.
-	statePart := take(" "+state+" ", 0)
-	identPart := take("│ "+b.User()+"@"+b.Device()+" ", 0)
-	noticePart := ""
-	if s.notice.text != "" {
-		noticePart = take(" "+right+" ", 0)
+	return out.String()
+}
+
+// shortDevice shortens a generated device id (dev- and 24 hex digits) to
+// its first six digits, unless whole is set.
+func shortDevice(id string, whole bool) string {
+	if rest, ok := strings.CutPrefix(id, "dev-"); ok && !whole && len(rest) > 6 {
+		return "dev-" + rest[:6]
 	}
-	serverPart := take("· "+b.Server()+" ", 0)
-	keep := 0 // room left for the help hint
-	if s.notice.text == "" {
-		keep = cw.width(right) + 3
-	}
-	detailPart := ""
-	if detail != "" && rest-keep > 8 {
-		detailPart = take(cw.truncate(detail, rest-keep-1)+" ", 0)
-	}
-	if s.notice.text == "" && rest >= cw.width(right)+3 {
-		noticePart = take(" "+right+" ", 0)
-	}
-	return connStyle.Render(statePart+detailPart) + st.statusBar.Render(identPart+serverPart+spaces(rest)) + rightStyle.Render(noticePart)
+	return id
 }
 
 // spaces returns n spaces ("" for n <= 0).

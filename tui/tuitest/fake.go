@@ -304,6 +304,9 @@ func (f *Fake) Receipts(ctx context.Context, conv string) ([]protocol.MemberRece
 	return append([]protocol.MemberReceipt(nil), f.receipts[conv]...), nil
 }
 
+// Reconnect implements tui.Backend.
+func (f *Fake) Reconnect() { f.record(Call{Method: "Reconnect"}) }
+
 // Typing implements tui.Backend.
 func (f *Fake) Typing(conv string) { f.record(Call{Method: "Typing", Conv: conv}) }
 
