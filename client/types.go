@@ -97,6 +97,17 @@ type GroupChanged struct {
 
 func (GroupChanged) event() {}
 
+// Incoming reports messages from other users that arrived live in Conv,
+// new to this device: Count of them, Last the newest. A UI notifies the
+// user of them. Messages fetched as history are not reported.
+type Incoming struct {
+	Conv  string
+	Count int
+	Last  protocol.Message
+}
+
+func (Incoming) event() {}
+
 // SendRefused reports one of the user's messages the server refused for
 // good (after the ErrorEvent that says why). Kept says it stays in the
 // chat, flagged as failed, because an earlier try may have been stored;

@@ -31,10 +31,16 @@ func (p *chatPane) View() string {
 	}
 	b.WriteString(st.header.Render(cw.spread(back+c.title(), marks+" ", w)))
 	b.WriteByte('\n')
+	sub, subStyle := indent+c.subtitle(p.com.me()), st.headerDim
 	if users := p.com.live.typing[c.conv]; len(users) > 0 {
-		b.WriteString(st.typing.Inherit(st.headerDim).Render(cw.fit(indent+typingText(users, c.group), w)))
+		sub, subStyle = indent+typingText(users, c.group), st.typing.Inherit(st.headerDim)
+	}
+	if news := p.com.live.elsewhereText(); news != "" && !p.split {
+		// The list is not on screen: say where new messages came.
+		news = cw.truncate("✉ "+news, max(0, w/2)) + " "
+		b.WriteString(subStyle.Render(cw.fit(sub, w-cw.width(news))) + st.news.Render(news))
 	} else {
-		b.WriteString(st.headerDim.Render(cw.fit(indent+c.subtitle(p.com.me()), w)))
+		b.WriteString(subStyle.Render(cw.fit(sub, w)))
 	}
 	b.WriteByte('\n')
 

@@ -46,6 +46,8 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 			seq = s.WriteSeq
 		}
 		cmds = append(cmds, m.com.live.startTyping(m.com.tick, m.com.opts.TypingTimeout, ev, seq))
+	case client.Incoming:
+		cmds = append(cmds, m.onIncoming(ev))
 	case client.SendRefused:
 		if !ev.Kept {
 			cmds = append(cmds, m.chat.giveBack(ev.Conv, ev.Body))

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -41,6 +42,7 @@ type harness struct {
 	m      Model
 	timers []timer
 	quit   bool
+	raws   []string // what the model printed around the renderer (tea.Raw)
 }
 
 func newHarness(t testing.TB, f *tuitest.Fake, w, h int) *harness {
@@ -96,6 +98,9 @@ func (hs *harness) exec(cmd tea.Cmd) []tea.Msg {
 		return out
 	case tea.QuitMsg:
 		hs.quit = true
+		return nil
+	case tea.RawMsg:
+		hs.raws = append(hs.raws, fmt.Sprint(msg.Msg))
 		return nil
 	default:
 		// tea.Sequence's message is an unexported slice of commands, run

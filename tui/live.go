@@ -20,6 +20,7 @@ type live struct {
 	typing    map[string]typists        // conv -> who is typing
 	typingGen int
 	drafts    map[string]string // conv -> what was typed and not sent; the chat pane writes it
+	elsewhere []elsewhere       // chats with messages unseen while another has the screen
 }
 
 func newLive() *live {

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"slices"
+
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -289,13 +291,17 @@ func (m *Model) setFocus(f focusArea) {
 
 // openChat opens the chat of session s with the input focused.
 func (m *Model) openChat(s protocol.Session) tea.Cmd {
+	live := m.com.live
+	live.elsewhere = slices.DeleteFunc(live.elsewhere, func(e elsewhere) bool { return e.conv == s.Conv })
 	cmd := m.chat.open(s)
 	m.setFocus(focusInput)
 	return cmd
 }
 
-// closeChat closes the open chat.
+// closeChat closes the open chat: the list, on screen, shows what came
+// elsewhere.
 func (m *Model) closeChat() tea.Cmd {
+	m.com.live.elsewhere = nil
 	cmd := m.chat.close()
 	m.setFocus(focusList)
 	return cmd

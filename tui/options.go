@@ -26,6 +26,9 @@ type Options struct {
 	// NoMouse leaves the mouse to the terminal (text selection) instead of
 	// taking wheel and clicks.
 	NoMouse bool
+	// NoNotify turns off the bell and the desktop notifications (OSC 9 and
+	// OSC 777) for messages that arrive out of sight.
+	NoNotify bool
 }
 
 // withDefaults fills the options left zero.

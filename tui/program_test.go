@@ -137,6 +137,14 @@ func (p *program) waitScreen(want ...string) snapshot {
 // output must show the program ran in the alternate screen.
 func (p *program) finish() string {
 	p.t.Helper()
+	screen, _ := p.finishOutput()
+	return screen
+}
+
+// finishOutput is finish, also returning everything the program wrote to
+// the terminal.
+func (p *program) finishOutput() (screen string, out []byte) {
+	p.t.Helper()
 	if err := p.tm.Quit(); err != nil {
 		p.t.Fatal(err)
 	}
@@ -148,7 +156,7 @@ func (p *program) finish() string {
 	if !bytes.Contains(out, []byte("\x1b[?1049h")) {
 		p.t.Errorf("the program did not switch to the alternate screen")
 	}
-	return ansi.Strip(fm.(probe).m.View().Content)
+	return ansi.Strip(fm.(probe).m.View().Content), out
 }
 
 func TestProgramSessionList(t *testing.T) {
@@ -241,4 +249,25 @@ func TestProgramOfflineStatusBar(t *testing.T) {
 	p.press("enter")
 	p.waitScreen("sent from the train  15:30 ◷")
 	golden.RequireEqual(t, p.finish())
+}
+
+// TestProgramNotifies checks what reaches the terminal for a message that
+// arrives in a chat out of sight: the bell, and the desktop notifications
+// OSC 9 and OSC 777.
+func TestProgramNotifies(t *testing.T) {
+	f := newFixture()
+	p := startProgram(t, f, 80, 24)
+	p.waitScreen("yuki", "● online")
+	p.press("j", "j", "enter")
+	p.waitScreen("are you coming tonight?")
+	p.f.Emit(client.Incoming{Conv: "d:alice:dave", Count: 1,
+		Last: protocol.Message{Conv: "d:alice:dave", Seq: 5, MsgID: "d5", From: "dave", Body: "call me back", ClientTS: ms(0)}})
+	p.waitScreen("new message in dave")
+	want := []byte("\a\x1b]9;dave: call me back\a\x1b]777;notify;dave;call me back\a")
+	teatest.WaitFor(t, p.tm.Output(), func(out []byte) bool { return bytes.Contains(out, want) },
+		teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	if err := p.tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	p.tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second))
 }

@@ -43,6 +43,7 @@ type styles struct {
 	folder      lipgloss.Style
 	typing      lipgloss.Style
 	draft       lipgloss.Style
+	news        lipgloss.Style
 	system      lipgloss.Style
 	divider     lipgloss.Style
 	day         lipgloss.Style
@@ -75,6 +76,7 @@ func defaultStyles() styles {
 		folder:      n().Bold(true).Foreground(colAccent),
 		typing:      n().Italic(true).Foreground(colAccent),
 		draft:       n().Foreground(colErr),
+		news:        n().Bold(true).Foreground(colAccent).Background(colOtherBg),
 		system:      n().Italic(true).Foreground(colDim),
 		divider:     n().Bold(true).Foreground(colAccent),
 		day:         n().Foreground(colDim),

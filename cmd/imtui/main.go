@@ -39,6 +39,7 @@ func main() {
 // options are the command line of imtui.
 type options struct {
 	server, user, token, profile, data, logFile string
+	notify                                      bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -51,6 +52,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profile, "profile", "default", "profile name: each profile is one device with its own local database")
 	fs.StringVar(&o.data, "data", defaultDataDir(), "directory of the profiles' local databases")
 	fs.StringVar(&o.logFile, "log", "", "write the engine's diagnostics to this file")
+	fs.BoolVar(&o.notify, "notify", true, "ring the bell and ask the terminal for a desktop notification (OSC 9, OSC 777) when a message arrives out of sight; -notify=false turns them off")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: imtui -user USER [flags]   (or -token TOKEN)")
 		fmt.Fprintln(stderr, "\nA terminal chat client for imserver. Press ? inside for the keys.\n\nflags:")
@@ -135,7 +137,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	defer c.Close()
 
-	p := tea.NewProgram(tui.New(backend{Client: c, server: o.server}, tui.Options{}))
+	p := tea.NewProgram(tui.New(backend{Client: c, server: o.server}, tui.Options{NoNotify: !o.notify}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runErr := make(chan error, 1)
