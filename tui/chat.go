@@ -23,20 +23,21 @@ const (
 // chat it asks of the root.
 type chatPane struct {
 	asks
-	com      *common
-	c        *conversation // nil while no chat is open
-	gen      int           // counts the chats opened, to drop stale pages
-	draftGen int           // counts changes of the input, for the timed draft save
-	input    textarea.Model
-	mode     focusArea // focusInput or focusHistory
-	focused  bool      // the chat has the keys
-	split    bool      // the list is on screen beside the chat
-	width    int
-	height   int
+	com       *common
+	c         *conversation       // nil while no chat is open
+	positions map[string]position // where the user left chats, reading further up
+	gen       int                 // counts the chats opened, to drop stale pages
+	draftGen  int                 // counts changes of the input, for the timed draft save
+	input     textarea.Model
+	mode      focusArea // focusInput or focusHistory
+	focused   bool      // the chat has the keys
+	split     bool      // the list is on screen beside the chat
+	width     int
+	height    int
 }
 
 func newChatPane(com *common) chatPane {
-	return chatPane{com: com, input: newInput(com.keys), mode: focusInput, width: 80, height: 23}
+	return chatPane{com: com, input: newInput(com.keys), mode: focusInput, positions: map[string]position{}, width: 80, height: 23}
 }
 
 // chatHeaderHeight is the chat header: title and subtitle.
@@ -67,6 +68,7 @@ func (p *chatPane) open(s protocol.Session) tea.Cmd {
 		return nil
 	}
 	keep := p.keepDraft()
+	p.keepPosition()
 	p.gen++
 	p.c = newConversation(s, p.com.live.ticks[s.Conv], p.gen)
 	p.input.Reset()
@@ -78,12 +80,18 @@ func (p *chatPane) open(s protocol.Session) tea.Cmd {
 	if s.UnreadCount > 0 {
 		limit = int(min(int64(1000), max(int64(limit), s.UnreadCount+int64(limit)/2)))
 	}
+	if pos, ok := p.positions[s.Conv]; ok {
+		// Back where the user left it: load from there down.
+		p.c.restore = &pos
+		limit = int(min(maxWindow, max(int64(limit), s.WriteSeq-pos.seq+1+int64(p.com.opts.PageSize))))
+	}
 	return tea.Batch(keep, p.loadNewest(limit))
 }
 
 // close closes the open chat, keeping its draft.
 func (p *chatPane) close() tea.Cmd {
 	keep := p.keepDraft()
+	p.keepPosition()
 	p.c = nil
 	p.input.Reset()
 	p.input.Blur()

@@ -12,7 +12,7 @@ func (p *chatPane) loadNewest(limit int) tea.Cmd {
 	b, conv, gen := p.com.b, p.c.conv, p.c.gen
 	return func() tea.Msg {
 		msgs, err := b.Messages(conv, 0, limit)
-		return messagesMsg{conv: conv, gen: gen, msgs: msgs, ticks: b.Ticks(conv), err: err}
+		return messagesMsg{conv: conv, gen: gen, msgs: msgs, limit: limit, ticks: b.Ticks(conv), err: err}
 	}
 }
 
@@ -24,8 +24,11 @@ func (p *chatPane) reload() tea.Cmd {
 		return nil
 	}
 	c.reloading = true
-	return p.loadNewest(min(c.storedCount()+p.com.opts.PageSize, 20000))
+	return p.loadNewest(min(c.storedCount()+p.com.opts.PageSize, maxWindow))
 }
+
+// maxWindow bounds the messages a chat holds loaded at once.
+const maxWindow = 20000
 
 // loadOlder asks for the page above the oldest loaded message: from the
 // local store first, from the server when the store has none.
@@ -113,15 +116,27 @@ func (p *chatPane) onMessages(msg messagesMsg) tea.Cmd {
 			c.awaitServer = 0
 		}
 	}
+	wasFollowing, restored := c.follow, false
 	c.setMessages(rc, msg.msgs)
-	if first {
-		if c.divLine >= 0 {
-			c.setOffset(c.divLine)
+	if pos := c.restore; pos != nil {
+		// Reopened where the user left it: load on up to that message
+		// while the store has more.
+		if oldest := c.oldestSeq(); oldest > pos.seq && c.storedCount() >= msg.limit && msg.limit < maxWindow {
+			c.reloading = true
+			return p.loadNewest(int(min(maxWindow, int64(c.storedCount())+oldest-pos.seq+int64(p.com.opts.PageSize))))
 		}
-	} else {
+		restored = c.restorePosition()
+	}
+	if first && !restored && c.divLine >= 0 {
+		c.setOffset(c.divLine)
+	}
+	if !first {
 		for _, x := range msg.msgs {
 			if x.Seq > prevNewest && x.From != rc.me {
 				p.com.live.stopTyping(c.conv, x.From)
+				if !wasFollowing {
+					c.newBelow++
+				}
 			}
 		}
 	}

@@ -315,6 +315,15 @@ func (c *conversation) view(st *styles, cw cells, showSel bool) string {
 		if l > c.offset || top > 0 {
 			b.WriteByte('\n')
 		}
+		if l == end-1 && c.newBelow > 0 && !c.follow {
+			// The bottom line says that new messages came below.
+			label := itoa(int64(c.newBelow)) + " new message ↓"
+			if c.newBelow > 1 {
+				label = itoa(int64(c.newBelow)) + " new messages ↓"
+			}
+			b.WriteString(cw.center(st.newBelow.Render(" "+label+" "), c.width))
+			break
+		}
 		if showSel && c.sel >= 0 && c.lineMsg[l] == c.sel {
 			b.WriteString(st.gutterSel.Render("▌"))
 		} else {

@@ -33,6 +33,9 @@ type conversation struct {
 	offset  int      // first visible line
 	follow  bool     // stick to the newest message
 
+	newBelow int       // messages from others that came below the screen while reading up
+	restore  *position // where to put the screen once the first page is in
+
 	sel int // selected message while reading the history, -1 none
 
 	loaded       bool  // the first page arrived
@@ -217,10 +220,14 @@ func (c *conversation) rebuildAtTop(rc renderCtx) {
 // maxOffset is the last valid scroll position.
 func (c *conversation) maxOffset() int { return max(0, len(c.lines)-c.height) }
 
-// setOffset scrolls to line o and updates follow.
+// setOffset scrolls to line o and updates follow. Back at the bottom, the
+// new messages below have been seen.
 func (c *conversation) setOffset(o int) {
 	c.offset = max(0, min(o, c.maxOffset()))
 	c.follow = c.offset >= c.maxOffset()
+	if c.follow {
+		c.newBelow = 0
+	}
 }
 
 // scroll moves by n lines (negative is up).

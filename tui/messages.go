@@ -34,6 +34,7 @@ type messagesMsg struct {
 	older  bool
 	before int64
 	msgs   []client.Message
+	limit  int // how many were asked for
 	ticks  protocol.Ticks
 	err    error
 }

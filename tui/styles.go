@@ -44,6 +44,7 @@ type styles struct {
 	typing      lipgloss.Style
 	draft       lipgloss.Style
 	news        lipgloss.Style
+	newBelow    lipgloss.Style
 	system      lipgloss.Style
 	divider     lipgloss.Style
 	day         lipgloss.Style
@@ -77,6 +78,7 @@ func defaultStyles() styles {
 		typing:      n().Italic(true).Foreground(colAccent),
 		draft:       n().Foreground(colErr),
 		news:        n().Bold(true).Foreground(colAccent).Background(colOtherBg),
+		newBelow:    n().Bold(true).Foreground(colBadgeText).Background(colAccent),
 		system:      n().Italic(true).Foreground(colDim),
 		divider:     n().Bold(true).Foreground(colAccent),
 		day:         n().Foreground(colDim),

@@ -1,0 +1,46 @@
+package tui
+
+// position is where the user was in a chat they left while reading
+// further up: the message at the top of the screen, and how far into it.
+type position struct {
+	key   string // msgKey of the message at the top
+	seq   int64  // its seq, to load enough to reach it
+	delta int    // lines of it above the screen
+}
+
+// keepPosition remembers where the user is in the open chat, for its next
+// opening; at the bottom there is nothing to remember.
+func (p *chatPane) keepPosition() {
+	c := p.c
+	if c == nil || !c.loaded {
+		return
+	}
+	a := c.anchor()
+	if c.follow || !a.ok {
+		delete(p.positions, c.conv)
+		return
+	}
+	for i := range c.msgs {
+		if msgKey(&c.msgs[i]) == a.key {
+			p.positions[c.conv] = position{key: a.key, seq: c.msgs[i].Seq, delta: a.delta}
+			return
+		}
+	}
+}
+
+// restorePosition puts the screen where the user left the chat, once its
+// first page is in; it reports whether it could.
+func (c *conversation) restorePosition() bool {
+	pos := c.restore
+	c.restore = nil
+	if pos == nil {
+		return false
+	}
+	for i := range c.msgs {
+		if msgKey(&c.msgs[i]) == pos.key {
+			c.setOffset(c.msgLine[i] + pos.delta)
+			return true
+		}
+	}
+	return false
+}
