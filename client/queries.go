@@ -58,3 +58,18 @@ func (c *Client) SaveDraft(conv, text string) {
 		c.log.Error("save draft", "conv", conv, "err", err)
 	}
 }
+
+// SearchMessages returns up to limit stored messages of conv that hold
+// every word of query (or words starting so), newest first. It searches
+// what this device holds, offline too.
+func (c *Client) SearchMessages(conv, query string, limit int) ([]Message, error) {
+	found, err := c.store.SearchMessages(conv, query, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, len(found))
+	for i, m := range found {
+		out[i] = Message{Message: m.Message}
+	}
+	return out, nil
+}

@@ -299,6 +299,8 @@ func (p *chatPane) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 		p.setMode(focusInput)
 	case key.Matches(msg, k.Back):
 		p.ask(leaveChatMsg{})
+	case key.Matches(msg, k.Search):
+		p.ask(showDialogMsg{newSearchDialog(p.com, c.conv, c.title())})
 	default:
 		if a, ok := groupActionKey(msg); ok {
 			d, cmd := startGroupAction(p.com, c.sess, a)

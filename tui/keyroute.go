@@ -30,8 +30,9 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.updateDialog(msg)
 	}
 	focus := m.focusArea()
+	typing := focus == focusInput || (focus == focusList && m.list.filtering)
 	switch {
-	case key.Matches(msg, g.Help) && (focus != focusInput || msg.Text == ""):
+	case key.Matches(msg, g.Help) && (!typing || msg.Text == ""):
 		// While typing, printable help keys (?) are text; f1 still helps.
 		m.showHelp = true
 		m.layout()
@@ -48,7 +49,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.reconnect()
 	}
 	if focus == focusList {
-		if key.Matches(msg, m.com.keys.List.Quit) {
+		if key.Matches(msg, m.com.keys.List.Quit) && !typing {
 			m.quitting = true
 			return nil
 		}

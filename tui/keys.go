@@ -23,7 +23,7 @@ type listKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Open, Back                              key.Binding
 	Pin, Mute, MarkUnread, Delete, Category key.Binding
-	NewChat, NewGroup, Quit                 key.Binding
+	NewChat, NewGroup, Search, Quit         key.Binding
 }
 
 // inputKeys act while typing a message.
@@ -38,7 +38,7 @@ type inputKeys struct {
 // A group chat's history also takes the group actions' keys (groupActions).
 type historyKeys struct {
 	Up, Down, PageUp, PageDown, HalfUp, HalfDown, Top, Bottom key.Binding
-	Info, Input, Back                                         key.Binding
+	Info, Input, Back, Search                                 key.Binding
 }
 
 // dialogKeys act in dialogs and on the help screen.
@@ -82,6 +82,7 @@ func defaultKeyMap() keyMap {
 			Category:   bind([]string{"c"}, "c", "move to category (folder)"),
 			NewChat:    bind([]string{"n"}, "n", "new chat by user id"),
 			NewGroup:   bind([]string{"N"}, "N", "new group"),
+			Search:     bind([]string{"/"}, "/", "search chats by title"),
 			Quit:       bind([]string{"q"}, "q", "quit"),
 		},
 		Input: inputKeys{
@@ -106,6 +107,7 @@ func defaultKeyMap() keyMap {
 			Info:     bind([]string{"i", "ctrl+o"}, "i", "message info (receipts)"),
 			Input:    bind([]string{"enter", "a"}, "enter/a", "write a message"),
 			Back:     bind([]string{"esc", "q", "h", "left"}, "esc/q", "back to the list"),
+			Search:   bind([]string{"/"}, "/", "search the messages"),
 		},
 		Dialog: dialogKeys{
 			Confirm:   bind([]string{"enter"}, "enter", "confirm / choose"),
@@ -121,10 +123,10 @@ func defaultKeyMap() keyMap {
 func (k keyMap) helpSections() []helpSection {
 	l, in, h, g, d := k.List, k.Input, k.History, k.Global, k.Dialog
 	return []helpSection{
-		{"Chats", []key.Binding{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.Open, l.Back}},
+		{"Chats", []key.Binding{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.Open, l.Back, l.Search}},
 		{"Chat actions", []key.Binding{l.Pin, l.Mute, l.MarkUnread, l.Delete, l.Category, l.NewChat, l.NewGroup, l.Quit}},
 		{"Writing", []key.Binding{in.Send, in.Newline, in.ScrollUp, in.ScrollDown, in.PageUp, in.PageDown, in.Info, in.Back}},
-		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back,
+		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back, h.Search,
 			groupHelp()}},
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
 			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect}},

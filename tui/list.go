@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/imcore/im/protocol"
@@ -27,6 +28,9 @@ type listPane struct {
 	height  int // rows area height in lines
 	focused bool
 	loadErr string
+
+	filter    textinput.Model // the search by title
+	filtering bool            // the search field is shown
 }
 
 // listLevel is one step into the list: the main list, a category folder,
@@ -49,6 +53,7 @@ func newListPane(com *common) listPane {
 		loading: map[string]int{},
 		width:   80,
 		height:  22,
+		filter:  newFilterInput(),
 	}
 }
 
@@ -141,8 +146,13 @@ func (l *listPane) setSessions(subBiz string, sessions []protocol.Session, total
 
 // onKey handles a key while the list has the focus.
 func (l *listPane) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	if l.filtering {
+		return l.filterKey(msg)
+	}
 	k := l.com.keys.List
 	switch {
+	case key.Matches(msg, k.Search):
+		l.startFilter()
 	case key.Matches(msg, k.Up):
 		l.move(-1)
 	case key.Matches(msg, k.Down):
@@ -175,6 +185,11 @@ func (l *listPane) openRow() tea.Cmd {
 	if !ok {
 		return nil
 	}
+	return l.openRowOf(r)
+}
+
+// openRowOf opens the chat, folder or business list of row r.
+func (l *listPane) openRowOf(r listRow) tea.Cmd {
 	switch r.kind {
 	case rowFolder:
 		l.push(listLevel{subBiz: l.level().subBiz, category: r.folder, title: r.folder})
@@ -219,8 +234,16 @@ func (l *listPane) selected() (listRow, bool) {
 	return l.rows[c], true
 }
 
-// visibleRows is how many rows fit.
-func (l *listPane) visibleRows() int { return max(1, l.height/rowHeight) }
+// visibleRows is how many rows fit (below the search field, when shown).
+func (l *listPane) visibleRows() int { return max(1, l.rowsHeight()/rowHeight) }
+
+// rowsHeight is the height of the rows area.
+func (l *listPane) rowsHeight() int {
+	if l.filtering {
+		return max(rowHeight, l.height-1)
+	}
+	return l.height
+}
 
 // move moves the cursor by d rows.
 func (l *listPane) move(d int) {
@@ -292,8 +315,11 @@ func (l *listPane) rowAt(y int) (int, bool) {
 	if y < 0 {
 		return 0, false
 	}
+	if l.filtering {
+		y--
+	}
 	i := l.level().offset + y/rowHeight
-	return i, i < len(l.rows)
+	return i, y >= 0 && i < len(l.rows)
 }
 
 // headerTotal is the unread count the header shows: the current level's,

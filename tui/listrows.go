@@ -49,6 +49,11 @@ func (l *listPane) rebuild() {
 		keep = l.rows[lv.cursor].key()
 	}
 	sessions := l.lists[lv.subBiz]
+	if l.filtering {
+		l.rows = l.filtered(sessions)
+		l.keepCursor(keep)
+		return
+	}
 	var folders []listRow
 	if lv.category == "" {
 		folders = l.folders(sessions)
@@ -71,10 +76,15 @@ func (l *listPane) rebuild() {
 	}
 	rows = append(rows, folders...)
 	l.rows = rows
-	if keep != "" {
-		for i, r := range rows {
-			if r.key() == keep {
-				lv.cursor = i
+	l.keepCursor(keep)
+}
+
+// keepCursor puts the cursor back on the row of key, if it is still there.
+func (l *listPane) keepCursor(key string) {
+	if key != "" {
+		for i, r := range l.rows {
+			if r.key() == key {
+				l.level().cursor = i
 				break
 			}
 		}

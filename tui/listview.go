@@ -54,7 +54,15 @@ func (l *listPane) View() string {
 	b.WriteString(head)
 	lines := 1
 	lv := l.level()
+	if l.filtering {
+		l.filter.SetWidth(max(4, w-4))
+		b.WriteString("\n" + c.cells.fit(" "+l.filter.View(), w))
+		lines++
+	}
 	switch {
+	case l.filtering && len(l.rows) == 0:
+		b.WriteString("\n" + c.st.dim.Render(c.cells.fit(" No chat titled like “"+oneLine(l.filter.Value())+"”.", w)))
+		lines++
 	case l.loadErr != "" && len(l.rows) == 0:
 		b.WriteString("\n" + c.st.errText.Render(c.cells.fit(" "+l.loadErr, w)))
 		lines++

@@ -127,9 +127,14 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		cmds = append(cmds, m.onSessions(msg))
 	case messagesMsg, sentMsg, olderTimeoutMsg, splitSendMsg, draftSaveMsg:
 		cmds = append(cmds, m.chat.Update(msg))
-	case receiptsMsg:
+	case receiptsMsg, searchResultsMsg:
 		if m.dialog != nil {
 			cmds = append(cmds, m.updateDialog(msg))
+		}
+	case jumpToMsg:
+		if m.chat.isOpen() {
+			m.setFocus(focusHistory)
+			cmds = append(cmds, m.chat.jumpTo(msg.msg))
 		}
 	case typingExpiredMsg:
 		m.com.live.expireTyping(msg)

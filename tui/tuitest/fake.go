@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -341,4 +342,21 @@ func (f *Fake) SaveDraft(conv, text string) {
 	} else {
 		f.drafts[conv] = text
 	}
+}
+
+// SearchMessages implements tui.Backend: stored messages of conv whose
+// body holds query, ignoring case, newest first.
+func (f *Fake) SearchMessages(conv, query string, limit int) ([]client.Message, error) {
+	f.record(Call{Method: "SearchMessages", Conv: conv, Body: query})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := strings.ToLower(strings.TrimSpace(query))
+	var out []client.Message
+	msgs := f.msgs[conv]
+	for i := len(msgs) - 1; i >= 0 && len(out) < limit && q != ""; i-- {
+		if m := msgs[i]; !m.Outbox && m.Seq > 0 && strings.Contains(strings.ToLower(m.Body), q) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
