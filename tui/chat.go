@@ -37,7 +37,7 @@ type chatPane struct {
 }
 
 func newChatPane(com *common) chatPane {
-	return chatPane{com: com, input: newInput(com.keys), mode: focusInput, positions: map[string]position{}, width: 80, height: 23}
+	return chatPane{com: com, input: newInput(com.keys, &com.st), mode: focusInput, positions: map[string]position{}, width: 80, height: 23}
 }
 
 // chatHeaderHeight is the chat header: title and subtitle.
@@ -188,6 +188,7 @@ func (p *chatPane) setSession(s protocol.Session) {
 // restyle renders the open chat again after a change of the theme or of
 // how text is measured.
 func (p *chatPane) restyle() {
+	p.com.st.styleInput(&p.input)
 	if c := p.c; c != nil {
 		clear(c.cache)
 		c.rebuild(p.com.renderCtx())

@@ -7,7 +7,6 @@ import (
 
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 
 	"github.com/imcore/im/client"
 )
@@ -25,7 +24,7 @@ const inputMaxRows = 100000
 
 // newInput returns the message editor: a multi-line textarea that grows
 // with its content, with the terminal's own cursor (no blink timers).
-func newInput(k keyMap) textarea.Model {
+func newInput(k keyMap, st *styles) textarea.Model {
 	ta := textarea.New()
 	ta.ShowLineNumbers = false
 	ta.Prompt = ""
@@ -39,18 +38,7 @@ func newInput(k keyMap) textarea.Model {
 	// Page keys scroll the history, not the input.
 	ta.KeyMap.PageUp.SetEnabled(false)
 	ta.KeyMap.PageDown.SetEnabled(false)
-	s := textarea.DefaultDarkStyles()
-	plain := lipgloss.NewStyle()
-	s.Focused.CursorLine = plain
-	s.Focused.Text = plain.Foreground(colText)
-	s.Focused.Placeholder = plain.Foreground(colDim)
-	s.Blurred.CursorLine = plain.Foreground(colDim)
-	s.Blurred.Text = plain.Foreground(colDim)
-	s.Blurred.Placeholder = plain.Foreground(colDim)
-	s.Cursor.Blink = false
-	s.Cursor.Shape = tea.CursorBar
-	s.Cursor.Color = colAccent
-	ta.SetStyles(s)
+	st.styleInput(&ta)
 	ta.SetVirtualCursor(false)
 	return ta
 }

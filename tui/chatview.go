@@ -6,22 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
-
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
-)
-
-// Tick glyphs: a clock while the server has not answered, then one tick,
-// two grey ticks, two blue ticks.
-const (
-	glyphPending   = "◷"
-	glyphSent      = "✓"
-	glyphDelivered = "✓✓"
-	glyphRead      = "✓✓"
-	// glyphFailed marks an own message the server refused after it may
-	// have stored it: it stays in the chat, flagged.
-	glyphFailed = "✗ not sent"
 )
 
 // renderCtx is what rendering messages needs from the root model.
@@ -32,69 +18,7 @@ type renderCtx struct {
 	me    string
 }
 
-var (
-	ownBubble   = lipgloss.NewStyle().Foreground(colText).Background(colOwnBg)
-	otherBubble = lipgloss.NewStyle().Foreground(colText).Background(colOtherBg)
-	dayChip     = lipgloss.NewStyle().Foreground(colDim).Background(colOtherBg)
-)
-
-// bubblePaints are the bubble styles as escape sequences: index 0 is
-// someone else's bubble, 1 one's own.
-type bubblePaints struct {
-	text, dim paint
-	ticks     [4]paint // by protocol.Tick
-	failed    paint
-	senders   []paint // by senderColors index
-}
-
-var bubbles = func() [2]bubblePaints {
-	var out [2]bubblePaints
-	dim := lipgloss.NewStyle().Foreground(colDim)
-	for i, bg := range []lipgloss.Style{otherBubble, ownBubble} {
-		p := &out[i]
-		p.text = newPaint(bg)
-		p.dim = newPaint(dim.Inherit(bg))
-		for t := protocol.TickPending; t <= protocol.TickRead; t++ {
-			fg := dim
-			if t == protocol.TickRead {
-				fg = lipgloss.NewStyle().Foreground(colRead)
-			}
-			p.ticks[t] = newPaint(fg.Inherit(bg))
-		}
-		p.failed = newPaint(lipgloss.NewStyle().Foreground(colErr).Inherit(bg))
-		for _, c := range senderColors {
-			p.senders = append(p.senders, newPaint(lipgloss.NewStyle().Bold(true).Foreground(c).Inherit(bg)))
-		}
-	}
-	return out
-}()
-
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// renderTick renders a tick state on background bg.
-func renderTick(st *styles, t protocol.Tick, bg lipgloss.Style) string {
-	switch t {
-	case protocol.TickSent:
-		return st.dim.Inherit(bg).Render(glyphSent)
-	case protocol.TickDelivered:
-		return st.dim.Inherit(bg).Render(glyphDelivered)
-	case protocol.TickRead:
-		return lipgloss.NewStyle().Foreground(colRead).Inherit(bg).Render(glyphRead)
-	}
-	return st.dim.Inherit(bg).Render(glyphPending)
-}
-
-func tickGlyph(t protocol.Tick) string {
-	switch t {
-	case protocol.TickSent:
-		return glyphSent
-	case protocol.TickDelivered:
-		return glyphDelivered
-	case protocol.TickRead:
-		return glyphRead
-	}
-	return glyphPending
-}
 
 // tickOf is the tick of one of the user's own messages.
 func (c *conversation) tickOf(m *client.Message) protocol.Tick {
@@ -158,7 +82,7 @@ func (c *conversation) layout(rc renderCtx, a anchor) {
 			if len(lines) > 0 {
 				deco(strings.Repeat(" ", w))
 			}
-			deco(rc.cells.center(dayChip.Render(" "+dayLabel(t, rc.now)+" "), w))
+			deco(rc.cells.center(rc.st.dayChip.Render(" "+dayLabel(t, rc.now)+" "), w))
 			brk = true
 		}
 		if !divider && c.unreadCount > 0 && m.From != rc.me && m.Seq > c.unreadFrom && m.Seq <= c.unreadUpTo {
@@ -234,9 +158,9 @@ func (c *conversation) renderMessage(rc renderCtx, m *client.Message, showSender
 // renderBubble draws a message as a coloured bubble: own messages on the
 // right, others on the left, the time (and tick) at the bottom right.
 func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick, showSender bool, w int) []string {
-	p := &bubbles[0]
+	p := &rc.st.bubbles[0]
 	if own {
-		p = &bubbles[1]
+		p = &rc.st.bubbles[1]
 	}
 	maxInner := max(8, min(w*3/4, w-4)-2)
 	text := rc.cells.wrap(sanitize(m.Body), maxInner)
@@ -251,7 +175,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 		metaW += 1 + rc.cells.width(glyphFailed)
 		meta += p.text.render(" ") + p.failed.render(glyphFailed)
 	case own:
-		g := tickGlyph(tick)
+		g := rc.st.tickGlyph(tick)
 		metaW += 1 + rc.cells.width(g)
 		meta += p.text.render(" ") + p.ticks[tick].render(g)
 	}
@@ -282,7 +206,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 	out := make([]string, 0, len(text)+2)
 	add := func(content string) { out = append(out, lead+pad+content+pad+trail) }
 	if sender != "" {
-		add(p.senders[senderIndex(m.From)].render(sender + spaces(innerW-rc.cells.width(sender))))
+		add(p.senders[senderIndex(m.From, len(p.senders))].render(sender + spaces(innerW-rc.cells.width(sender))))
 	}
 	for i, l := range text {
 		if i == len(text)-1 && inline {

@@ -29,14 +29,10 @@ type promptDialog struct {
 // newPrompt builds a prompt with one field per label; values prefill them.
 func newPrompt(com *common, title, hint string, labels []string, values []string, submit func([]string) (tea.Cmd, error)) *promptDialog {
 	d := &promptDialog{com: com, title: title, labels: labels, hint: hint, submit: submit, width: promptWidth}
-	s := textinput.DefaultDarkStyles()
-	s.Cursor.Blink = false
-	s.Cursor.Color = colAccent
-	s.Focused.Text = lipgloss.NewStyle().Foreground(colText)
 	for i := range labels {
 		ti := textinput.New()
 		ti.Prompt = "› "
-		ti.SetStyles(s)
+		com.st.styleField(&ti)
 		ti.CharLimit = 256
 		if i < len(values) {
 			ti.SetValue(values[i])
@@ -114,7 +110,7 @@ func (d *promptDialog) View() string {
 		b.WriteString("\n\n" + st.dim.Render(d.labels[i]) + "\n" + d.inputs[i].View())
 	}
 	if d.err != "" {
-		b.WriteString("\n\n" + lipgloss.NewStyle().Foreground(colErr).Render(d.com.cells.truncate(d.err, w)))
+		b.WriteString("\n\n" + lipgloss.NewStyle().Foreground(d.com.st.pal.err).Render(d.com.cells.truncate(d.err, w)))
 	}
 	if d.hint != "" {
 		b.WriteString("\n\n" + st.dim.Render(strings.Join(d.com.cells.wrap(d.hint, w), "\n")))

@@ -42,7 +42,7 @@ type searchDialog struct {
 }
 
 func newSearchDialog(com *common, conv, title string) *searchDialog {
-	d := &searchDialog{com: com, conv: conv, title: title, input: newFilterInput(), width: 40, height: 20}
+	d := &searchDialog{com: com, conv: conv, title: title, input: newFilterInput(&com.st), width: 40, height: 20}
 	d.input.Prompt = "› "
 	d.input.Focus()
 	return d

@@ -26,8 +26,8 @@ type helpScreen struct {
 func newHelpScreen(com *common) helpScreen {
 	h := help.New()
 	s := help.DefaultDarkStyles()
-	s.FullKey = lipgloss.NewStyle().Bold(true).Foreground(colAccent)
-	s.FullDesc = lipgloss.NewStyle().Foreground(colText)
+	s.FullKey = lipgloss.NewStyle().Bold(true).Foreground(com.st.pal.accent)
+	s.FullDesc = lipgloss.NewStyle().Foreground(com.st.pal.text)
 	h.Styles = s
 	vp := viewport.New()
 	vp.KeyMap = viewport.DefaultKeyMap()

@@ -53,7 +53,7 @@ func newListPane(com *common) listPane {
 		loading: map[string]int{},
 		width:   80,
 		height:  22,
-		filter:  newFilterInput(),
+		filter:  newFilterInput(&com.st),
 	}
 }
 

@@ -6,21 +6,15 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 
 	"github.com/imcore/im/protocol"
 )
 
-// newFilterInput returns the list's search field.
-func newFilterInput() textinput.Model {
+// newFilterInput returns a search field.
+func newFilterInput(st *styles) textinput.Model {
 	ti := textinput.New()
 	ti.Prompt = "/ "
-	s := textinput.DefaultDarkStyles()
-	s.Cursor.Blink = false
-	s.Cursor.Color = colAccent
-	s.Focused.Text = lipgloss.NewStyle().Foreground(colText)
-	s.Focused.Prompt = lipgloss.NewStyle().Foreground(colAccent)
-	ti.SetStyles(s)
+	st.styleField(&ti)
 	ti.CharLimit = 64
 	return ti
 }

@@ -131,7 +131,7 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 		var own bool
 		preview, t, own, previewStyle = rowPreview(c, s)
 		if own {
-			tick = renderTick(st, t, bg)
+			tick = st.renderTick(t, bg)
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/imcore/im/client"
@@ -48,10 +49,15 @@ type pendingGroup struct {
 
 // New returns the UI for backend b.
 func New(b Backend, opts Options) Model {
+	opts = opts.withDefaults()
+	pal := darkPalette
+	if opts.Theme == "light" {
+		pal = lightPalette
+	}
 	com := &common{
 		b:    b,
-		opts: opts.withDefaults(),
-		st:   defaultStyles(),
+		opts: opts,
+		st:   newStyles(pal, false),
 		keys: defaultKeyMap(),
 		tick: tea.Tick,
 		live: newLive(),
@@ -78,7 +84,11 @@ func New(b Backend, opts Options) Model {
 func (m Model) Init() tea.Cmd {
 	// Asking for the size again covers a resize between the program's
 	// first size query and its resize handler (panes split at start).
-	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), loadDrafts(m.com.b), tea.RequestWindowSize)
+	var askTheme tea.Cmd
+	if m.com.opts.Theme == "" {
+		askTheme = tea.RequestBackgroundColor
+	}
+	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), loadDrafts(m.com.b), tea.RequestWindowSize, askTheme)
 }
 
 // Update routes one message.
@@ -108,6 +118,21 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		if msg.Mode == ansi.ModeUnicodeCore && (msg.Value == ansi.ModeReset || msg.Value == ansi.ModeSet || msg.Value == ansi.ModePermanentlySet) {
 			m.com.cells = cells{ansi.GraphemeWidth}
 			m.chat.restyle()
+		}
+	case tea.BackgroundColorMsg:
+		if m.com.opts.Theme == "" {
+			pal := darkPalette
+			if !msg.IsDark() {
+				pal = lightPalette
+			}
+			m.setStyles(newStyles(pal, m.com.st.plain))
+		}
+	case tea.ColorProfileMsg:
+		// No colours (NO_COLOR, a dumb terminal): glyphs tell apart what
+		// colours would.
+		plain := msg.Profile == colorprofile.NoTTY || msg.Profile == colorprofile.ASCII
+		if plain != m.com.st.plain {
+			m.setStyles(newStyles(m.com.st.pal, plain))
 		}
 	case tea.FocusMsg:
 		m.termFocused = true
@@ -232,6 +257,15 @@ func (m *Model) onSessions(msg sessionsMsg) tea.Cmd {
 		}
 	}
 	return cmd
+}
+
+// setStyles changes the theme: the components draw with st from now on.
+func (m *Model) setStyles(st styles) {
+	m.com.st = st
+	m.chat.restyle()
+	st.styleField(&m.list.filter)
+	m.help = newHelpScreen(m.com)
+	m.layout()
 }
 
 // split says whether list and chat are shown side by side.

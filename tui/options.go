@@ -26,10 +26,17 @@ type Options struct {
 	// NoMouse leaves the mouse to the terminal (text selection) instead of
 	// taking wheel and clicks.
 	NoMouse bool
+	// Theme is "dark" or "light": the colours for a terminal with a dark or
+	// a light background. Empty, the terminal is asked for its background
+	// (dark until it answers).
+	Theme string
 	// NoNotify turns off the bell and the desktop notifications (OSC 9 and
 	// OSC 777) for messages that arrive out of sight.
 	NoNotify bool
 }
+
+// Themes are the names Options.Theme takes.
+var Themes = []string{"dark", "light"}
 
 // withDefaults fills the options left zero.
 func (o Options) withDefaults() Options {

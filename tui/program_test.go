@@ -104,12 +104,25 @@ type program struct {
 	f  *tuitest.Fake
 }
 
+// colourTerminal is the environment of a true-colour terminal, as the
+// program's colour detection reads it (the tests' output is no TTY).
+var colourTerminal = []string{"TERM=xterm-256color", "COLORTERM=truecolor", "TTY_FORCE=1"}
+
 func startProgram(t *testing.T, f *tuitest.Fake, w, h int) *program {
 	t.Helper()
+	return startProgramIn(t, f, w, h, colourTerminal, Options{})
+}
+
+// startProgramIn starts the program with the environment env and opts
+// (the clock is the tests').
+func startProgramIn(t *testing.T, f *tuitest.Fake, w, h int, env []string, opts Options) *program {
+	t.Helper()
 	f.Now = func() time.Time { return testNow }
-	m := New(f, Options{Now: func() time.Time { return testNow }, Location: time.UTC})
+	opts.Now, opts.Location = func() time.Time { return testNow }, time.UTC
+	m := New(f, opts)
 	s := &screens{changed: make(chan struct{}, 1)}
-	tm := teatest.NewTestModel(t, probe{m: m, s: s}, teatest.WithInitialTermSize(w, h))
+	tm := teatest.NewTestModel(t, probe{m: m, s: s}, teatest.WithInitialTermSize(w, h),
+		teatest.WithProgramOptions(tea.WithEnvironment(env)))
 	p := &program{t: t, tm: tm, s: s, f: f}
 	t.Cleanup(func() { _ = tm.Quit() })
 	return p
