@@ -1,6 +1,8 @@
 package client
 
 import (
+	"time"
+
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/session"
 )
@@ -72,4 +74,15 @@ func (c *Client) SearchMessages(conv, query string, limit int) ([]Message, error
 		out[i] = Message{Message: m.Message}
 	}
 	return out, nil
+}
+
+// TickTimes returns when this device saw conv's ticks first cover message
+// seq: delivered to every other member, read by every other member (zero
+// while not yet, or not known).
+func (c *Client) TickTimes(conv string, seq int64) (delivered, read time.Time) {
+	d, r, err := c.store.TickTimes(conv, seq)
+	if err != nil {
+		c.log.Error("read tick times", "conv", conv, "err", err)
+	}
+	return d, r
 }

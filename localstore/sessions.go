@@ -43,7 +43,7 @@ func putServerSession(tx *sql.Tx, in protocol.Session, now int64) error {
 		return err
 	}
 	if in.Ticks != (protocol.Ticks{}) {
-		if _, _, err := raiseTicks(tx, in.Conv, in.Ticks); err != nil {
+		if _, _, err := raiseTicks(tx, in.Conv, in.Ticks, now); err != nil {
 			return err
 		}
 	}

@@ -493,3 +493,20 @@ func TestMessageInfoLeavesTheSenderOut(t *testing.T) {
 		t.Fatalf("receiptLines of bob's message = %q, want %q", got, want)
 	}
 }
+
+// TestMessageInfoShowsWhenDeliveredAndRead checks that the info of the
+// user's own message says when it was delivered to and read by everyone,
+// as this device saw the ticks rise; someone else's message has no such
+// lines.
+func TestMessageInfoShowsWhenDeliveredAndRead(t *testing.T) {
+	f := newFixture()
+	f.AddMessages(team, msg(team, 9, "alice", "who brings snacks?", ms(-time.Hour)), msg(team, 10, "carol", "me", ms(-30*time.Minute)))
+	f.SetTickTimes(team, 9, testNow.Add(-50*time.Minute), time.Time{})
+	h := newHarness(t, f, 100, 40)
+	h.press("enter") // team
+	h.press("ctrl+o")
+	h.contains("Delivered to all: Today 14:40", "Read by all: not yet", "when this device saw the ticks rise")
+	h.press("esc", "tab", "i") // carol's message
+	h.contains("Message info", "“me”")
+	h.lacks("Delivered to all")
+}

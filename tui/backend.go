@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"time"
 
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
@@ -58,6 +59,10 @@ type Backend interface {
 	Typing(conv string)
 	// Ticks returns conv's tick boundaries as known now.
 	Ticks(conv string) protocol.Ticks
+	// TickTimes returns when this device saw conv's ticks first cover
+	// message seq: delivered and read by every other member (zero: not
+	// yet).
+	TickTimes(conv string, seq int64) (delivered, read time.Time)
 	// Drafts returns the kept drafts: conversation → text.
 	Drafts() (map[string]string, error)
 	// SaveDraft keeps text as conv's draft, across restarts; "" forgets

@@ -49,12 +49,17 @@ func newInfoDialog(com *common, conv string, msg client.Message) (*infoDialog, t
 			"loading receipts…",
 		},
 	}
-	b, id := com.b, d.id
+	b, id, seq, own := com.b, d.id, msg.Seq, msg.From == com.me()
 	return d, func() tea.Msg {
+		var r receiptsMsg
+		if own {
+			r.delivered, r.read = b.TickTimes(conv, seq)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), receiptsTimeout)
 		defer cancel()
-		rs, err := b.Receipts(ctx, conv)
-		return receiptsMsg{id: id, members: rs, err: err}
+		r.members, r.err = b.Receipts(ctx, conv)
+		r.id = id
+		return r
 	}
 }
 
@@ -68,11 +73,15 @@ func (d *infoDialog) Update(msg tea.Msg) (bool, tea.Cmd) {
 		if msg.id != d.id {
 			return false, nil
 		}
+		d.body = d.body[:len(d.body)-1]
+		if d.from == d.com.me() {
+			d.body = append(d.body, tickTimeLines(d.com.now(), msg.delivered, msg.read)...)
+		}
 		if msg.err != nil {
-			d.body = append(d.body[:len(d.body)-1], "could not load receipts: "+msg.err.Error())
+			d.body = append(d.body, "could not load receipts: "+msg.err.Error())
 			return false, nil
 		}
-		d.body = append(d.body[:len(d.body)-1], receiptLines(d.seq, d.com.me(), d.from, msg.members)...)
+		d.body = append(d.body, receiptLines(d.seq, d.com.me(), d.from, msg.members)...)
 	case tea.KeyPressMsg:
 		s, k := msg.String(), d.com.keys.Dialog
 		if key.Matches(msg, k.Cancel) || key.Matches(msg, k.Confirm) || s == "q" || s == "i" {
@@ -133,4 +142,23 @@ func receiptLines(seq int64, me, sender string, members []protocol.MemberReceipt
 	list(glyphDelivered+" Delivered, not read", delivered)
 	list(glyphSent+" Not delivered yet", waiting)
 	return out
+}
+
+// tickTimeLines say when the user's message was delivered to and read by
+// every other member, as this device saw its ticks rise. The server keeps
+// no times with receipts (docs/PROTOCOL.md, "Receipt times").
+func tickTimeLines(now, delivered, read time.Time) []string {
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "not yet"
+		}
+		t = t.In(now.Location())
+		return dayLabel(t, now) + " " + t.Format("15:04")
+	}
+	return []string{
+		glyphDelivered + " Delivered to all: " + when(delivered),
+		glyphRead + " Read by all: " + when(read),
+		"(when this device saw the ticks rise)",
+		"",
+	}
 }

@@ -47,11 +47,13 @@ type sentMsg struct {
 	err  error
 }
 
-// receiptsMsg answers Backend.Receipts for the message-info dialog.
+// receiptsMsg answers Backend.Receipts for the message-info dialog, with
+// when the device saw the message delivered and read (own messages).
 type receiptsMsg struct {
-	id      int
-	members []protocol.MemberReceipt
-	err     error
+	id              int
+	members         []protocol.MemberReceipt
+	delivered, read time.Time
+	err             error
 }
 
 // typingExpiredMsg ends a typing indicator unless it was renewed.

@@ -60,6 +60,7 @@ type Fake struct {
 	ticks    map[string]protocol.Ticks
 	receipts map[string][]protocol.MemberReceipt
 	drafts   map[string]string
+	times    map[string][2]time.Time // conv/seq → delivered, read
 	calls    []Call
 	outSeq   int
 
@@ -86,6 +87,7 @@ func NewFake(user, device, server string) *Fake {
 		ticks:    map[string]protocol.Ticks{},
 		receipts: map[string][]protocol.MemberReceipt{},
 		drafts:   map[string]string{},
+		times:    map[string][2]time.Time{},
 		Now:      time.Now,
 	}
 }
@@ -359,4 +361,19 @@ func (f *Fake) SearchMessages(conv, query string, limit int) ([]client.Message, 
 		}
 	}
 	return out, nil
+}
+
+// SetTickTimes sets what TickTimes answers for message seq of conv.
+func (f *Fake) SetTickTimes(conv string, seq int64, delivered, read time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.times[fmt.Sprintf("%s/%d", conv, seq)] = [2]time.Time{delivered, read}
+}
+
+// TickTimes implements tui.Backend.
+func (f *Fake) TickTimes(conv string, seq int64) (delivered, read time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.times[fmt.Sprintf("%s/%d", conv, seq)]
+	return t[0], t[1]
 }
