@@ -42,7 +42,7 @@ func TestTmuxGroupCreatedOfflineKeepsFocusAndDraft(t *testing.T) {
 	alice := r.client("alice", "alice", 120, 30)
 	r.newChat(alice, "bob")
 	r.send(alice, "hello bob")
-	r.tm.keys(alice, "Escape") // 120 columns: the list takes the keys, the chat stays
+	r.toList(alice) // 120 columns: the list takes the keys, the chat stays
 
 	r.stopServer()
 	r.tm.waitFor(alice, "alice offline", false, containsAll("○ offline"))
