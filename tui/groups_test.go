@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
@@ -425,4 +426,33 @@ func TestGroupCreatedLaterLeavesTheUserWhereTheyAre(t *testing.T) {
 		t.Fatalf("the input holds %q, want the text typed", v)
 	}
 	h.contains("group queued group created")
+}
+
+// TestGroupActionsTableIsTheRouting checks what the package doc promises:
+// a group action's dialog is reached, from the group menu and by its key in
+// the history, through its one line in groupActions and nothing else.
+func TestGroupActionsTableIsTheRouting(t *testing.T) {
+	for i, a := range groupActions {
+		h := newHarness(t, newFixture(), 100, 30)
+		openTeam(h)
+		view := func() string {
+			if h.m.dialog == nil {
+				return "no dialog"
+			}
+			h.m.dialog.SetSize(50, 30)
+			return ansi.Strip(h.m.dialog.View())
+		}
+		h.press("ctrl+r", itoa(int64(i+1)))
+		byMenu := view()
+		h.press("esc", "tab", a.key.Keys()[0])
+		byKey := view()
+		d, err := a.open(h.m.com, h.m.chat.c.sess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.SetSize(50, 30)
+		if direct := ansi.Strip(d.View()); byMenu != direct || byKey != direct {
+			t.Errorf("%s: the menu opened\n%s\nthe key\n%s\nthe table's constructor makes\n%s", a.label, byMenu, byKey, direct)
+		}
+	}
 }
