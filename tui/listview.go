@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
-
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/session"
 )
@@ -84,23 +82,25 @@ func (l *listPane) View() string {
 	return b.String()
 }
 
-// renderRow renders one row as two lines of exactly w cells.
+// renderRow renders one row as two lines of exactly w cells, with the
+// styles as escape sequences (rowPaints): a list shows many rows.
 func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, string) {
 	st := c.st
-	bg := lipgloss.NewStyle()
+	p := &st.rows[0]
 	if sel {
-		bg = st.selected
+		p = &st.rows[1]
 	}
-	gutter := bg.Render(" ")
+	gutter := p.bg.render(" ")
 	if sel && c.focused {
-		gutter = st.gutterSel.Inherit(bg).Render("▌")
+		gutter = p.gutter.render("▌")
 	}
 	inner := w - 2 // gutter and right margin
 
-	var icon, title, when, preview, tick string
+	var icon, title, when, preview string
+	var tick protocol.Tick
 	var unread int64
-	var muted, pinned, marked bool
-	previewStyle := st.dim
+	var muted, pinned, marked, own bool
+	look := lookDim
 	switch r.kind {
 	case rowFolder:
 		icon, title = iconFolder, r.folder
@@ -127,60 +127,56 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 			ts = s.LastMsg.ClientTS
 		}
 		when = listTime(ts, c.now)
-		var t protocol.Tick
-		var own bool
-		preview, t, own, previewStyle = rowPreview(c, s)
-		if own {
-			tick = st.renderTick(t, bg)
-		}
+		preview, tick, own, look = rowPreview(c, s)
 	}
 
 	// Line 1: icon, title, time.
-	whenStyle := st.dim
+	whenPaint := p.dim
 	if unread > 0 && !muted {
-		whenStyle = st.accent
+		whenPaint = p.accent
 	}
 	whenW := c.cells.width(when)
 	titleW := max(0, inner-3-whenW-1)
-	line1 := gutter + bg.Render(icon+" ") + st.title.Inherit(bg).Render(c.cells.fit(title, titleW)) +
-		bg.Render(" ") + whenStyle.Inherit(bg).Render(when) + bg.Render(" ")
+	line1 := gutter + p.bg.render(icon+" ") + p.title.render(c.cells.fit(title, titleW)) +
+		p.bg.render(" ") + whenPaint.render(when) + p.bg.render(" ")
 
 	// Line 2: preview, marks, badge.
-	var marks []string
-	var marksW int
-	addMark := func(s string, style lipgloss.Style) {
-		marks = append(marks, style.Inherit(bg).Render(s))
+	var marks strings.Builder
+	marksW := 0
+	addMark := func(s string, pt paint) {
+		marks.WriteString(p.bg.render(" ") + pt.render(s))
 		marksW += c.cells.width(s) + 1
 	}
 	if muted {
-		addMark(markMute, bg)
+		addMark(markMute, p.bg)
 	}
 	if pinned {
-		addMark(markPin, bg)
+		addMark(markPin, p.bg)
 	}
 	if marked {
-		addMark(markUnread, st.dot)
+		addMark(markUnread, p.dot)
 	}
 	if unread > 0 {
-		badge := st.badge
+		badge := p.badge
 		if muted {
-			badge = st.badgeMuted
+			badge = p.badgeMuted
 		}
-		addMark(" "+fmt.Sprint(unread)+" ", badge)
+		addMark(" "+itoa(unread)+" ", badge)
 	}
 	prevW := max(0, inner-3-marksW)
-	prev := previewStyle.Inherit(bg).Render(c.cells.fit(preview, prevW))
-	if tick != "" {
-		tw := c.cells.width(tick)
-		if prevW > tw+1 {
-			prev = tick + bg.Render(" ") + previewStyle.Inherit(bg).Render(c.cells.fit(preview, prevW-tw-1))
+	text := p.looks[look]
+	prev := text.render(c.cells.fit(preview, prevW))
+	if own {
+		g := st.tickGlyph(tick)
+		if tw := c.cells.width(g); prevW > tw+1 {
+			tp := p.dim
+			if tick == protocol.TickRead {
+				tp = p.read
+			}
+			prev = tp.render(g) + p.bg.render(" ") + text.render(c.cells.fit(preview, prevW-tw-1))
 		}
 	}
-	line2 := gutter + bg.Render("   ") + prev
-	for _, mk := range marks {
-		line2 += bg.Render(" ") + mk
-	}
-	line2 += bg.Render(" ")
+	line2 := gutter + p.bg.render("   ") + prev + marks.String() + p.bg.render(" ")
 	return line1, line2
 }
 
@@ -198,31 +194,42 @@ func (l *listPane) folderPreview(category string) string {
 	return strings.Join(names, ", ")
 }
 
+// look is how a row's preview text is drawn.
+type look int
+
+const (
+	lookDim    look = iota // a message
+	lookTyping             // who is typing
+	lookSystem             // a group's event
+	lookDraft              // the user's draft
+	looks                  // how many there are
+)
+
 // rowPreview returns the preview text of a session, the tick of the user's
-// own last message (own says whether there is one), and the text's style.
-func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick, own bool, style lipgloss.Style) {
+// own last message (own says whether there is one), and how to draw it.
+func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick, own bool, how look) {
 	if users := c.typing[s.Conv]; len(users) > 0 {
-		return typingText(users, isGroup(s)), 0, false, c.st.typing
+		return typingText(users, isGroup(s)), 0, false, lookTyping
 	}
 	if d := c.drafts[s.Conv]; d != "" {
-		return "draft: " + oneLine(d), 0, false, c.st.draft
+		return "draft: " + oneLine(d), 0, false, lookDraft
 	}
 	lm := s.LastMsg
 	if lm == nil {
 		if _, ok := protocol.IsGateway(s.Conv); ok {
-			return "business messages", 0, false, c.st.dim
+			return "business messages", 0, false, lookDim
 		}
-		return "", 0, false, c.st.dim
+		return "", 0, false, lookDim
 	}
 	if lm.Kind == protocol.KindSystem {
-		return oneLine(lm.Body), 0, false, c.st.system
+		return oneLine(lm.Body), 0, false, lookSystem
 	}
 	if lm.From == c.me {
 		ticks := s.Ticks.Merge(c.ticks[s.Conv])
-		return oneLine(lm.Body), protocol.TickOf(lm.Seq, ticks), true, c.st.dim
+		return oneLine(lm.Body), protocol.TickOf(lm.Seq, ticks), true, lookDim
 	}
 	if isGroup(s) {
-		return lm.From + ": " + oneLine(lm.Body), 0, false, c.st.dim
+		return lm.From + ": " + oneLine(lm.Body), 0, false, lookDim
 	}
-	return oneLine(lm.Body), 0, false, c.st.dim
+	return oneLine(lm.Body), 0, false, lookDim
 }

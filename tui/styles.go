@@ -96,6 +96,8 @@ type styles struct {
 
 	// bubbles are the message bubbles' paints: 0 someone else's, 1 one's own.
 	bubbles [2]bubblePaints
+	// rows are the list rows' paints: 0 a row, 1 the selected row.
+	rows [2]rowPaints
 }
 
 func defaultStyles() styles { return newStyles(darkPalette, false) }
@@ -145,7 +147,23 @@ func newStyles(p palette, plain bool) styles {
 		st.newBelow = st.newBelow.Reverse(true)
 	}
 	st.bubbles = newBubblePaints(p)
+	for i, bg := range []lipgloss.Style{lipgloss.NewStyle(), st.selected} {
+		r := &st.rows[i]
+		r.bg, r.gutter = newPaint(bg), newPaint(st.gutterSel.Inherit(bg))
+		r.title, r.dim, r.accent = newPaint(st.title.Inherit(bg)), newPaint(st.dim.Inherit(bg)), newPaint(st.accent.Inherit(bg))
+		r.read, r.dot = newPaint(st.readTick.Inherit(bg)), newPaint(st.dot.Inherit(bg))
+		r.badge, r.badgeMuted = newPaint(st.badge.Inherit(bg)), newPaint(st.badgeMuted.Inherit(bg))
+		r.looks = [looks]paint{lookDim: r.dim, lookTyping: newPaint(st.typing.Inherit(bg)),
+			lookSystem: newPaint(st.system.Inherit(bg)), lookDraft: newPaint(st.draft.Inherit(bg))}
+	}
 	return st
+}
+
+// rowPaints are a list row's styles as escape sequences, on its
+// background.
+type rowPaints struct {
+	bg, gutter, title, dim, accent, read, dot, badge, badgeMuted paint
+	looks                                                        [looks]paint // the preview text, by look
 }
 
 // Tick glyphs: a clock while the server has not answered, then one tick,
@@ -175,14 +193,6 @@ func (st *styles) tickGlyph(t protocol.Tick) string {
 		return glyphRead
 	}
 	return glyphPending
-}
-
-// renderTick renders a tick state on background bg.
-func (st *styles) renderTick(t protocol.Tick, bg lipgloss.Style) string {
-	if t == protocol.TickRead {
-		return st.readTick.Inherit(bg).Render(st.tickGlyph(t))
-	}
-	return st.dim.Inherit(bg).Render(st.tickGlyph(t))
 }
 
 // styleInput gives the message editor the theme's colours.
