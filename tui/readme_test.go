@@ -23,4 +23,8 @@ func TestReadmeShowsTheTicksDrawn(t *testing.T) {
 			t.Errorf("the README shows %q for the %s tick, the client draws %q", got, []string{"pending", "sent", "delivered", "read"}[i], want)
 		}
 	}
+	plain := regexp.MustCompile("without colours,\\s+`NO_COLOR`, read is (\\S+)\\)").FindSubmatch(readme)
+	if plain == nil || string(plain[1]) != glyphReadPlain {
+		t.Errorf("the README should say that without colours read is %s: %q", glyphReadPlain, plain)
+	}
 }
