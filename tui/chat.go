@@ -48,6 +48,13 @@ func (p *chatPane) KeyMap() (inputKeys, historyKeys) {
 	return p.com.keys.Input, p.com.keys.History
 }
 
+// focusMode is what takes the keys when the chat has them: the input or
+// the history.
+func (p *chatPane) focusMode() focusArea { return p.mode }
+
+// session is the open chat's session; a chat must be open.
+func (p *chatPane) session() protocol.Session { return p.c.sess }
+
 // isOpen says whether a chat is open.
 func (p *chatPane) isOpen() bool { return p.c != nil }
 
@@ -98,11 +105,19 @@ func (p *chatPane) close() tea.Cmd {
 	return keep
 }
 
-// SetFocused says whether the chat has the keys.
-func (p *chatPane) SetFocused(f bool) {
-	p.focused = f
+// SetFocus says whether the chat has the keys and, when it has, whether
+// the input or the history takes them.
+func (p *chatPane) SetFocus(focused bool, mode focusArea) {
+	p.focused = focused
+	if focused && (mode == focusInput || mode == focusHistory) {
+		p.mode = mode
+	}
 	p.setMode(p.mode)
 }
+
+// place says where the user is: the count of chats opened so far and what
+// the input holds. A change of either means the user went on.
+func (p *chatPane) place() (gen int, typed string) { return p.gen, p.input.Value() }
 
 // setMode gives the keys to the input or the history. A former member's
 // group has no input: the history takes its place.

@@ -20,7 +20,7 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		// follows by sync (SessionsChanged); reloading the list now would
 		// read the state from before the change.
 		if m.chat.conv() == ev.Conv {
-			s := m.chat.c.sess
+			s := m.chat.session()
 			s.Title, s.Members = ev.Title, ev.Members
 			m.chat.setSession(s)
 		} else if pg := m.creating; pg != nil && ev.Key == pg.key {
@@ -67,7 +67,7 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 // with nothing typed since; otherwise a notice says the group is there.
 func (m *Model) groupCreated(pg *pendingGroup, ev client.GroupChanged) tea.Cmd {
 	m.creating = nil
-	if m.dialog != nil || m.showHelp || m.chat.gen != pg.chatGen || m.chat.input.Value() != pg.input {
+	if gen, typed := m.chat.place(); m.dialog != nil || m.showHelp || gen != pg.chatGen || typed != pg.input {
 		return m.status.notify("group "+pg.title+" created: it is in the list", false)
 	}
 	return m.openChat(protocol.Session{Conv: ev.Conv, Kind: "group", Title: ev.Title, Members: ev.Members})

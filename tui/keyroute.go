@@ -85,7 +85,7 @@ func (m *Model) groupMenuKey() tea.Cmd {
 	var d dialog
 	var cmd tea.Cmd
 	if !m.listFocused && m.chat.isOpen() {
-		d, cmd = groupMenu(m.com, m.chat.c.sess)
+		d, cmd = groupMenu(m.com, m.chat.session())
 	} else {
 		r, ok := m.list.selected()
 		switch {

@@ -193,7 +193,8 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 			cmds = append(cmds, m.closeChat())
 		}
 	case groupCreatingMsg:
-		m.creating = &pendingGroup{key: msg.key, title: msg.title, chatGen: m.chat.gen, input: m.chat.input.Value()}
+		gen, typed := m.chat.place()
+		m.creating = &pendingGroup{key: msg.key, title: msg.title, chatGen: gen, input: typed}
 	case doneMsg:
 	default:
 		// A paste and the editor's own messages.
@@ -293,7 +294,7 @@ func (m *Model) focusArea() focusArea {
 	if m.listFocused || !m.chat.isOpen() {
 		return focusList
 	}
-	return m.chat.mode
+	return m.chat.focusMode()
 }
 
 // layout sizes the panes for the window.
@@ -322,10 +323,7 @@ func (m *Model) setFocus(f focusArea) {
 	}
 	m.listFocused = f == focusList
 	m.list.SetFocused(m.listFocused)
-	if f != focusList {
-		m.chat.mode = f
-	}
-	m.chat.SetFocused(!m.listFocused)
+	m.chat.SetFocus(!m.listFocused, f)
 }
 
 // openChat opens the chat of session s with the input focused.

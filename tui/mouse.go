@@ -47,7 +47,7 @@ func (m *Model) onClick(msg tea.MouseClickMsg) tea.Cmd {
 		m.setFocus(focusList)
 		return m.list.clickRow(msg.Y)
 	}
-	m.setFocus(m.chat.mode)
+	m.setFocus(m.chat.focusMode())
 	m.chat.click(msg.Y)
 	return nil
 }

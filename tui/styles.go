@@ -170,13 +170,12 @@ type rowPaints struct {
 // two grey ticks, two blue ticks. Without colours read ticks are heavier,
 // to tell them from delivered ones.
 const (
-	glyphPending    = "◷"
-	glyphSent       = "✓"
-	glyphDelivered  = "✓✓"
-	glyphRead       = "✓✓"
-	glyphReadPlain  = "✔✔"
-	glyphFailed     = "✗ not sent" // an own message refused after it may have been stored
-	glyphFailedBare = "✗"
+	glyphPending   = "◷"
+	glyphSent      = "✓"
+	glyphDelivered = "✓✓"
+	glyphRead      = "✓✓"
+	glyphReadPlain = "✔✔"
+	glyphFailed    = "✗ not sent" // an own message refused after it may have been stored
 )
 
 // tickGlyph is the glyph of tick state t.
