@@ -24,12 +24,13 @@ import (
 // tmuxWait bounds every wait of the tmux test on something to show up.
 const tmuxWait = 30 * time.Second
 
-// The tick colours of tui/styles.go: delivered ticks are colDim, read
-// ticks colRead. They are repeated here because the test reads them off a
-// real terminal (tmux), not from the package.
+// The tick colours of tui/styles.go's dark palette (a tmux pane does not
+// say its background is light): delivered ticks are its dim colour, read
+// ticks its read colour. They are repeated here because the test reads
+// them off a real terminal (tmux), not from the package.
 var (
-	tickReadColour      = lipgloss.Color("#53BDEB") // tui colRead
-	tickDeliveredColour = lipgloss.Color("#8696A0") // tui colDim
+	tickReadColour      = lipgloss.Color("#53BDEB") // tui darkPalette.read
+	tickDeliveredColour = lipgloss.Color("#8696A0") // tui darkPalette.dim
 )
 
 // TestTmuxTwoClients runs the real binaries: imserver, and imtui as alice
