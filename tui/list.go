@@ -83,6 +83,10 @@ func (l *listPane) Update(msg tea.Msg) tea.Cmd {
 		return l.onSessions(msg)
 	case tea.KeyPressMsg:
 		return l.onKey(msg)
+	case tea.PasteMsg:
+		if l.filtering {
+			return l.filterKey(msg)
+		}
 	}
 	return nil
 }

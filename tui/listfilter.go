@@ -37,10 +37,11 @@ func (l *listPane) stopFilter() {
 	l.rebuild()
 }
 
-// filterKey handles a key while the search field is shown: arrows move
-// the cursor, enter opens the chat under it, esc ends the search; the rest
-// is typed.
-func (l *listPane) filterKey(msg tea.KeyPressMsg) tea.Cmd {
+// filterKey handles a key (or a paste) while the search field is shown:
+// arrows move the cursor, enter opens the chat under it, esc ends the
+// search; the rest is typed.
+func (l *listPane) filterKey(m tea.Msg) tea.Cmd {
+	msg, _ := m.(tea.KeyPressMsg)
 	k := l.com.keys.List
 	switch {
 	case msg.String() == "esc":
@@ -69,7 +70,7 @@ func (l *listPane) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	var cmd tea.Cmd
 	before := l.filter.Value()
-	l.filter, cmd = l.filter.Update(msg)
+	l.filter, cmd = l.filter.Update(m)
 	if l.filter.Value() != before {
 		l.level().cursor = 0
 		l.rebuild()

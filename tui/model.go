@@ -80,14 +80,16 @@ func New(b Backend, opts Options) Model {
 	return m
 }
 
-// Init starts reading events and loads the session list.
+// Init starts reading events, loads the session list and the drafts, and
+// asks the terminal for its size and, unless a theme was chosen, its
+// background.
 func (m Model) Init() tea.Cmd {
-	// Asking for the size again covers a resize between the program's
-	// first size query and its resize handler (panes split at start).
 	var askTheme tea.Cmd
 	if m.com.opts.Theme == "" {
 		askTheme = tea.RequestBackgroundColor
 	}
+	// Asking for the size again covers a resize between the program's
+	// first size query and its resize handler (panes split at start).
 	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), loadDrafts(m.com.b), tea.RequestWindowSize, askTheme)
 }
 
@@ -201,7 +203,9 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		switch {
 		case m.dialog != nil:
 			cmds = append(cmds, m.updateDialog(msg))
-		case !m.listFocused:
+		case m.listFocused:
+			cmds = append(cmds, m.list.Update(msg))
+		default:
 			cmds = append(cmds, m.chat.Update(msg))
 		}
 	}

@@ -3,6 +3,8 @@ package tui
 import (
 	"strings"
 	"testing"
+
+	tea "charm.land/bubbletea/v2"
 )
 
 // TestListFilterByTitle checks that / in the list filters the chats by
@@ -21,9 +23,10 @@ func TestListFilterByTitle(t *testing.T) {
 	h.contains("👤 bob", "📁 work")
 	h.lacks("/ er")
 
-	// Case does not matter; enter opens the chat under the cursor.
+	// Case does not matter, a paste is typed too; enter opens the chat
+	// under the cursor.
 	h.press("/")
-	h.typeText("YUK")
+	h.send(tea.PasteMsg{Content: "YUK"})
 	h.press("enter")
 	if h.m.chat.conv() != "d:alice:yuki" {
 		t.Fatalf("enter opened %q, want yuki's chat", h.m.chat.conv())
