@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 
 	json "github.com/go-json-experiment/json"
 
@@ -119,29 +122,33 @@ func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
 		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
 	}
 	defer rows.Close()
-	var out []protocol.Session
-	moved := false
+	var objects [][]byte
+	var ticks []protocol.Ticks
 	for rows.Next() {
-		var object string
+		var object []byte
 		var t protocol.Ticks
 		if err := rows.Scan(&object, &t.DeliveredSeq, &t.ReadSeq); err != nil {
 			return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
 		}
-		var sess protocol.Session
-		if err := json.Unmarshal([]byte(object), &sess); err != nil {
-			return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
-		}
-		sess.Ticks = sess.Ticks.Merge(t)
+		objects, ticks = append(objects, object), append(ticks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+	}
+	out := make([]protocol.Session, len(objects))
+	if err := decodeSessions(objects, out); err != nil {
+		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+	}
+	moved := false
+	for i := range out {
+		sess := &out[i]
+		sess.Ticks = sess.Ticks.Merge(ticks[i])
 		if m, ok := outbox[sess.Conv]; ok {
 			sess.LastMsg = &m
 			if m.ClientTS > sess.WriteTS {
 				sess.WriteTS, moved = m.ClientTS, true
 			}
 		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
 	}
 	if moved {
 		slices.SortStableFunc(out, func(a, b protocol.Session) int {
@@ -149,6 +156,32 @@ func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
 		})
 	}
 	return out, nil
+}
+
+// decodeSessions decodes the session objects into out, on two CPUs or
+// more for a long list: decoding is most of the time a list takes to read,
+// and a start reads the whole list before its first paint.
+func decodeSessions(objects [][]byte, out []protocol.Session) error {
+	const perWorker = 256
+	workers := min(runtime.GOMAXPROCS(0), (len(objects)+perWorker-1)/perWorker)
+	decode := func(from, step int) error {
+		for i := from; i < len(objects); i += step {
+			if err := json.Unmarshal(objects[i], &out[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if workers <= 1 {
+		return decode(0, 1)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { errs[w] = decode(w, workers) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // newestOutbox returns, per conversation, the newest of the user's

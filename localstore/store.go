@@ -71,6 +71,9 @@ func (s *Store) DeviceID() string { return s.deviceID }
 // ensureDeviceID reads the device id, generating and keeping one the first
 // time.
 func (s *Store) ensureDeviceID(ctx context.Context) (string, error) {
+	if id, ok, err := s.meta(ctx, "device"); err != nil || ok {
+		return id, err // every start but the first: no write
+	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err

@@ -36,6 +36,9 @@ type Model struct {
 
 	// creating is the group the user asked for, until the server answers.
 	creating *pendingGroup
+	// draftsAsked says the kept drafts were asked for: after the first
+	// list, which they must not delay.
+	draftsAsked bool
 }
 
 // pendingGroup is a group the user asked for and where the user was then:
@@ -80,8 +83,8 @@ func New(b Backend, opts Options) Model {
 	return m
 }
 
-// Init starts reading events, loads the session list and the drafts, and
-// asks the terminal for its size and, unless a theme was chosen, its
+// Init starts reading events, loads the session list (then the drafts),
+// and asks the terminal for its size and, unless a theme was chosen, its
 // background.
 func (m Model) Init() tea.Cmd {
 	var askTheme tea.Cmd
@@ -90,7 +93,7 @@ func (m Model) Init() tea.Cmd {
 	}
 	// Asking for the size again covers a resize between the program's
 	// first size query and its resize handler (panes split at start).
-	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), loadDrafts(m.com.b), tea.RequestWindowSize, askTheme)
+	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), tea.RequestWindowSize, askTheme)
 }
 
 // Update routes one message.
@@ -249,6 +252,10 @@ func (m *Model) updateDialog(msg tea.Msg) tea.Cmd {
 // session's new state.
 func (m *Model) onSessions(msg sessionsMsg) tea.Cmd {
 	cmd := m.list.Update(msg)
+	if !m.draftsAsked {
+		m.draftsAsked = true
+		cmd = tea.Batch(cmd, loadDrafts(m.com.b))
+	}
 	if msg.err != nil {
 		return cmd
 	}
