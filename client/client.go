@@ -68,6 +68,7 @@ type Client struct {
 	events *eventQueue
 	ids    atomic.Int64
 	kick   chan struct{} // wakes the engine: outbox, requests or reads to send
+	retry  chan struct{} // ends the wait before the next connection attempt
 
 	mu      sync.Mutex
 	conn    Conn
@@ -132,6 +133,7 @@ func New(cfg Config) (*Client, error) {
 		now:     cfg.Now,
 		events:  newEventQueue(),
 		kick:    make(chan struct{}, 1),
+		retry:   make(chan struct{}, 1),
 		conn:    Conn{State: Offline},
 		user:    user,
 		reads:   make(map[string]int64),
@@ -176,6 +178,19 @@ func (c *Client) setConn(conn Conn) {
 	c.conn = conn
 	c.mu.Unlock()
 	c.events.push(ConnChanged{Conn: conn})
+}
+
+// Reconnect tries to connect now when the engine is offline, waiting for
+// its next attempt: the user asked for it, or has something to send. It
+// does nothing otherwise.
+func (c *Client) Reconnect() {
+	if c.Conn().State != Offline {
+		return
+	}
+	select {
+	case c.retry <- struct{}{}:
+	default:
+	}
 }
 
 // wake tells the engine there is something to send.

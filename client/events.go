@@ -9,7 +9,8 @@ const maxQueuedErrors = 64
 // eventQueue hands events to the UI without ever blocking the engine. Events
 // wait in a queue where a repeated kind is coalesced (one MessagesChanged
 // per conversation, one SessionsChanged, the latest ConnChanged, the
-// highest ticks per conversation, one typing per user and conversation), so
+// highest ticks per conversation, one typing per user and conversation,
+// one Incoming per conversation with the count summed), so
 // the queue stays small however slow the UI is and no change goes
 // unreported.
 type eventQueue struct {
@@ -71,6 +72,15 @@ func (q *eventQueue) coalesce(e Event) bool {
 		case TicksChanged:
 			if w, ok := waiting.(TicksChanged); ok && w.Conv == e.Conv {
 				w.Ticks = w.Ticks.Merge(e.Ticks)
+				q.queue[i] = w
+				return true
+			}
+		case Incoming:
+			if w, ok := waiting.(Incoming); ok && w.Conv == e.Conv {
+				w.Count += e.Count
+				if e.Last.Seq > w.Last.Seq {
+					w.Last = e.Last
+				}
 				q.queue[i] = w
 				return true
 			}

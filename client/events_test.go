@@ -39,6 +39,7 @@ func TestEventsCoalesceWhileTheUIIsSlow(t *testing.T) {
 		q.push(SessionsChanged{})
 		q.push(TicksChanged{Conv: "a", Ticks: protocol.Ticks{DeliveredSeq: int64(i), ReadSeq: int64(i / 2)}})
 		q.push(ConnChanged{Conn: Conn{State: ConnState(i % 3)}})
+		q.push(Incoming{Conv: "b", Count: 1, Last: protocol.Message{Conv: "b", Seq: int64(i + 1)}})
 	}
 	for i := range 2 * maxQueuedErrors {
 		q.push(ErrorEvent{Op: "op", Err: errors.New(string(rune('a' + i%26)))})
@@ -52,7 +53,8 @@ func TestEventsCoalesceWhileTheUIIsSlow(t *testing.T) {
 	convs := map[string]bool{}
 	var ticks protocol.Ticks
 	var conn Conn
-	errs := 0
+	errs, incoming := 0, 0
+	var newest int64
 	for _, e := range drain(t, q) {
 		switch e := e.(type) {
 		case MessagesChanged:
@@ -63,7 +65,13 @@ func TestEventsCoalesceWhileTheUIIsSlow(t *testing.T) {
 			conn = e.Conn
 		case ErrorEvent:
 			errs++
+		case Incoming:
+			incoming += e.Count
+			newest = max(newest, e.Last.Seq)
 		}
+	}
+	if incoming != 10000 || newest != 10000 {
+		t.Errorf("incoming messages counted %d up to seq %d, want 10000 and 10000", incoming, newest)
 	}
 	if len(convs) != 3 {
 		t.Errorf("messages changed in %v, want a, b and c", convs)

@@ -13,10 +13,13 @@ import (
 // test on a server that does not serve groups yet.
 func createGroup(t *testing.T, p *profile, title string, members ...string) GroupChanged {
 	t.Helper()
-	p.client.CreateGroup(title, members)
+	key := p.client.CreateGroup("", title, members)
 	e := p.waitEvent("the group", func(e Event) bool {
 		switch e := e.(type) {
 		case GroupChanged:
+			if e.Key != key {
+				t.Errorf("the answer to create_group carries key %q, want %q", e.Key, key)
+			}
 			return true
 		case ErrorEvent:
 			return e.Op == "create_group"

@@ -63,7 +63,8 @@ func (l *link) storeMessages(msgs []protocol.Message) {
 	if len(msgs) == 0 {
 		return
 	}
-	if _, err := l.c.store.PutMessages(msgs); err != nil {
+	fresh, err := l.c.store.PutNewMessages(msgs)
+	if err != nil {
 		// Not acknowledged: the server pushes them again on the next hello.
 		l.c.log.Error("store messages", "err", err)
 		l.c.events.push(ErrorEvent{Op: "store", Err: err})
@@ -83,6 +84,11 @@ func (l *link) storeMessages(msgs []protocol.Message) {
 		}
 	}
 	l.c.events.push(SessionsChanged{})
+	for _, m := range fresh {
+		if m.From != l.self && m.Kind != protocol.KindSystem {
+			l.c.events.push(Incoming{Conv: m.Conv, Count: 1, Last: m})
+		}
+	}
 	l.armAck()
 	if len(unknown) > 0 {
 		l.syncAll()

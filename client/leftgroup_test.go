@@ -34,15 +34,18 @@ func TestDeletingALeftGroupHidesItLocally(t *testing.T) {
 	defer c.Close()
 
 	c.SessionOp(left, "delete", 0, "")
-	c.SessionOp(kept, "delete", 0, "")
 	if got := convsOf(t, c); !slices.Equal(got, []string{kept}) {
 		t.Fatalf("list after deleting the left group = %v, want [%s]", got, kept)
 	}
-	c.mu.Lock()
-	queued := len(c.queue)
-	c.mu.Unlock()
-	if queued != 1 {
-		t.Errorf("%d requests queued for the server, want 1 (the member group's delete only)", queued)
+	// The member group's delete shows at once too, and waits for the
+	// server; the left group's is this device's alone.
+	c.SessionOp(kept, "delete", 0, "")
+	if got := convsOf(t, c); len(got) != 0 {
+		t.Fatalf("list after deleting both = %v, want none", got)
+	}
+	ops, err := st.PendingOps()
+	if err != nil || len(ops) != 1 || ops[0].Conv != kept || ops[0].Op != "delete" {
+		t.Errorf("operations kept for the server = %+v, %v; want the member group's delete only", ops, err)
 	}
 	// Added back: the server's newer session replaces the local hiding.
 	err = st.PutSessions([]protocol.Session{{Conv: left, Kind: "group", Title: "old team", Members: []string{"alice", "bob"},

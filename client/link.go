@@ -55,7 +55,10 @@ type link struct {
 	acking    map[string]int64     // highest delivered mark sent and not yet answered
 	ackFail   int                  // delivered frames refused for a passing reason in a row
 	ackTimer  *time.Timer
-	ackSince  time.Time // when the oldest unacknowledged message was stored
+	ackSince  time.Time       // when the oldest unacknowledged message was stored
+	opsSent   map[int64]bool  // session ops sent on this connection, awaiting their answer
+	opsWait   map[string]bool // conversations whose session op waits for its retry timer
+	opsFail   int             // session ops refused for a passing reason in a row
 }
 
 func newLink(c *Client, ws *websocket.Conn) *link {
@@ -70,7 +73,7 @@ func newLink(c *Client, ws *websocket.Conn) *link {
 		syncing: make(map[string]bool), resync: make(map[string]bool), filling: make(map[string]bool),
 		syncFail: make(map[string]int), retryAt: make(map[string]time.Time), acking: make(map[string]int64),
 		unacked: make(map[string]bool), seen: make(map[string]int64), acked: make(map[string]int64),
-		ackTimer: timer,
+		ackTimer: timer, opsSent: make(map[int64]bool), opsWait: make(map[string]bool),
 	}
 }
 
@@ -147,10 +150,11 @@ func temporary(f protocol.Frame) bool {
 }
 
 // sendLocal sends what the UI left for the server: outbox messages, read
-// marks, queued requests.
+// marks, session operations, queued requests.
 func (l *link) sendLocal() {
 	l.flushOutbox()
 	l.flushReads()
+	l.flushOps()
 	for _, req := range l.c.takeQueue() {
 		l.request(req)
 	}

@@ -47,6 +47,7 @@ func (c *Client) Send(conv, body string) (Message, error) {
 	}
 	c.events.push(MessagesChanged{Conv: conv})
 	c.wake()
+	c.Reconnect() // offline, the user has something to send: try now
 	return Message{Message: m, Outbox: true}, nil
 }
 
@@ -144,6 +145,7 @@ func (l *link) onSent(it localstore.OutboxItem, f protocol.Frame) {
 			l.c.log.Error("drop refused message", "err", err)
 		}
 		l.c.events.push(ErrorEvent{Op: "send", Err: fmt.Errorf("message to %s refused: %w", it.Conv, answerError(f))})
+		l.c.events.push(SendRefused{Conv: it.Conv, Body: it.Body, Kept: it.Tried})
 		l.c.events.push(MessagesChanged{Conv: it.Conv})
 		l.flushOutbox()
 	}

@@ -111,6 +111,11 @@ func TestRefusedSendIsDroppedAndReported(t *testing.T) {
 	if len(box) != 0 || len(alice.messages(others)) != 0 {
 		t.Fatalf("outbox %+v, chat %+v", box, alice.messages(others))
 	}
+	// Its text comes back, for the UI to keep it as the chat's draft.
+	r := alice.waitEvent("the refused text", func(e Event) bool { _, ok := e.(SendRefused); return ok }).(SendRefused)
+	if r.Conv != others || r.Body != "not mine" || r.Kept {
+		t.Fatalf("SendRefused = %+v", r)
+	}
 }
 
 // Local failures of Send are returned at once.

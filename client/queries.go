@@ -1,20 +1,24 @@
 package client
 
 import (
+	"time"
+
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // Sessions returns the list subBiz ("" the main list) from the profile's
 // store, as it is shown (sorted, deleted sessions hidden), and the list's
-// total unread count. It works offline.
+// total unread count by the session rules. It works offline.
 func (c *Client) Sessions(subBiz string) ([]protocol.Session, int64, error) {
 	list, err := c.store.Sessions(subBiz)
 	if err != nil {
 		return nil, 0, err
 	}
-	total, err := c.store.TotalUnread(subBiz)
-	if err != nil {
-		return nil, 0, err
+	now := c.now().UnixMilli()
+	var total int64
+	for i := range list {
+		total += session.ObjectUnread(&list[i], now)
 	}
 	return list, total, nil
 }
@@ -43,4 +47,42 @@ func (c *Client) Ticks(conv string) protocol.Ticks {
 		c.log.Error("read ticks", "conv", conv, "err", err)
 	}
 	return t
+}
+
+// Drafts returns what the user typed and did not send, per conversation,
+// as kept by SaveDraft.
+func (c *Client) Drafts() (map[string]string, error) { return c.store.Drafts() }
+
+// SaveDraft keeps text as the draft of conv, across restarts; "" forgets
+// it.
+func (c *Client) SaveDraft(conv, text string) {
+	if err := c.store.SetDraft(conv, text); err != nil {
+		c.log.Error("save draft", "conv", conv, "err", err)
+	}
+}
+
+// SearchMessages returns up to limit stored messages of conv that hold
+// every word of query (or words starting so), newest first. It searches
+// what this device holds, offline too.
+func (c *Client) SearchMessages(conv, query string, limit int) ([]Message, error) {
+	found, err := c.store.SearchMessages(conv, query, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, len(found))
+	for i, m := range found {
+		out[i] = Message{Message: m.Message}
+	}
+	return out, nil
+}
+
+// TickTimes returns when this device saw conv's ticks first cover message
+// seq: delivered to every other member, read by every other member (zero
+// while not yet, or not known).
+func (c *Client) TickTimes(conv string, seq int64) (delivered, read time.Time) {
+	d, r, err := c.store.TickTimes(conv, seq)
+	if err != nil {
+		c.log.Error("read tick times", "conv", conv, "err", err)
+	}
+	return d, r
 }

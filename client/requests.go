@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/protocol"
 )
 
@@ -17,9 +18,12 @@ const typingInterval = 3 * time.Second
 
 // SessionOp applies a session operation (pin, unpin, mute, unmute,
 // mark_unread, delete, set_category) to conv. until is the mute's end in
-// Unix ms (0: until unmuted); category is for set_category. The request
-// waits for a connection if there is none; the updated session is stored
-// when the server answers (SessionsChanged), a refusal is an ErrorEvent.
+// Unix ms (0: until unmuted); category is for set_category. It works
+// offline: the operation shows in the stored list at once
+// (SessionsChanged), is kept until the server answers, across restarts,
+// and goes out as soon as there is a connection; the server's answer
+// replaces what was shown, a refusal is an ErrorEvent and the list shows
+// the server's state again.
 func (c *Client) SessionOp(conv, op string, until int64, category string) {
 	if op == "delete" && c.leftGroup(conv) {
 		// The server refuses every frame about a group the user has left;
@@ -31,24 +35,13 @@ func (c *Client) SessionOp(conv, op string, until int64, category string) {
 		c.events.push(SessionsChanged{})
 		return
 	}
-	c.enqueue(&request{
-		op:    "session_op " + op,
-		frame: &protocol.SessionOp{Conv: conv, Op: op, Until: until, Category: category},
-		retry: true, // an operation applied twice is applied once
-		answer: func(l *link, f protocol.Frame) {
-			switch f := f.(type) {
-			case *protocol.OK:
-				if f.Session != nil {
-					if err := c.store.PutSessions([]protocol.Session{*f.Session}); err != nil {
-						c.log.Error("store session", "conv", conv, "err", err)
-					}
-					c.events.push(SessionsChanged{})
-				}
-			default:
-				c.events.push(ErrorEvent{Op: "session_op " + op, Err: c.refusal(f)})
-			}
-		},
-	})
+	if _, err := c.store.ApplySessionOp(localstore.PendingOp{Conv: conv, Op: op, Until: until, Category: category}); err != nil {
+		c.log.Error("keep session op", "conv", conv, "op", op, "err", err)
+		c.events.push(ErrorEvent{Op: "session_op " + op, Err: err})
+		return
+	}
+	c.events.push(SessionsChanged{})
+	c.wake()
 }
 
 // leftGroup reports whether conv is a group whose stored session says the
@@ -63,18 +56,28 @@ func (c *Client) leftGroup(conv string) bool {
 }
 
 // CreateGroup asks the server for a group of the user and members named
-// title. The answer is a GroupChanged event (and the new session arrives
-// by sync); a refusal is an ErrorEvent. A retried create is answered with
-// the same group, never a second one.
-func (c *Client) CreateGroup(title string, members []string) {
-	var key [12]byte
-	rand.Read(key[:])
+// title. key names the request (1-64 characters; "" makes one): a retried
+// create is answered with the same group, never a second one. The answer
+// is a GroupChanged event carrying key (and the new session arrives by
+// sync); a refusal is an ErrorEvent. It returns the key.
+func (c *Client) CreateGroup(key, title string, members []string) string {
+	if key == "" {
+		key = NewGroupKey()
+	}
 	c.enqueue(&request{
 		op:     "create_group",
-		frame:  &protocol.CreateGroup{Title: title, Members: members, Key: hex.EncodeToString(key[:])},
+		frame:  &protocol.CreateGroup{Title: title, Members: members, Key: key},
 		retry:  true,
-		answer: c.groupAnswer("create_group"),
+		answer: c.groupAnswer("create_group", key),
 	})
+	return key
+}
+
+// NewGroupKey returns a fresh key for CreateGroup.
+func NewGroupKey() string {
+	var key [12]byte
+	rand.Read(key[:])
+	return hex.EncodeToString(key[:])
 }
 
 // GroupOp changes a group: op is add or remove (with users), leave, or
@@ -85,18 +88,19 @@ func (c *Client) GroupOp(conv, op string, users []string, title string) {
 		op:     "group_op " + op,
 		frame:  &protocol.GroupOp{Conv: conv, Op: op, Users: users, Title: title},
 		retry:  op != "leave", // a second leave would be refused
-		answer: c.groupAnswer("group_op " + op),
+		answer: c.groupAnswer("group_op "+op, ""),
 		lost: func(err error) {
 			c.events.push(ErrorEvent{Op: "group_op " + op, Err: err})
 		},
 	})
 }
 
-// groupAnswer handles the answer to a group request.
-func (c *Client) groupAnswer(op string) func(*link, protocol.Frame) {
+// groupAnswer handles the answer to a group request; key is the
+// create_group's, "" for a group_op.
+func (c *Client) groupAnswer(op, key string) func(*link, protocol.Frame) {
 	return func(l *link, f protocol.Frame) {
 		if g, ok := f.(*protocol.Group); ok {
-			c.events.push(GroupChanged{Conv: g.Conv, Title: g.Title, Members: g.Members})
+			c.events.push(GroupChanged{Conv: g.Conv, Title: g.Title, Members: g.Members, Key: key})
 			l.sync("")
 			return
 		}

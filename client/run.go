@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -18,6 +20,16 @@ const helloTimeout = 20 * time.Second
 // ErrWrongProfile is returned by Run when the server welcomes a user other
 // than the one the profile belongs to.
 var ErrWrongProfile = errors.New("the profile belongs to another user")
+
+// ErrNoEndpoint is returned by Run when the URL names no WebSocket endpoint
+// of imserver: the server answered the upgrade with a client error (a
+// wrong path is 404). Retrying would not help.
+var ErrNoEndpoint = errors.New("no imserver WebSocket endpoint at this address")
+
+// ErrNeedsUser is returned by Run when a hello with a token but no user is
+// refused by a server that names users itself (dev auth): it needs the
+// user, and ignores tokens.
+var ErrNeedsUser = errors.New("this server names users itself (dev auth): give the user, not a token")
 
 // permanentError marks a failure that retrying cannot cure.
 type permanentError struct{ err error }
@@ -71,6 +83,9 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			wait.Stop()
 			return nil
 		case <-wait.C:
+		case <-c.retry:
+			wait.Stop()
+			c.log.Info("retrying now")
 		}
 	}
 }
@@ -91,8 +106,11 @@ func backoff(minWait, maxWait time.Duration, n int) time.Duration {
 func (c *Client) connect(ctx context.Context) (welcomed bool, err error) {
 	dialCtx, cancel := context.WithTimeout(ctx, helloTimeout)
 	defer cancel()
-	ws, _, err := c.cfg.Dialer.DialContext(dialCtx, c.cfg.URL, nil)
+	ws, resp, err := c.cfg.Dialer.DialContext(dialCtx, c.cfg.URL, nil)
 	if err != nil {
+		if resp != nil && wrongAddress(resp.StatusCode) {
+			return false, &permanentError{fmt.Errorf("%w: %s answered HTTP %d", ErrNoEndpoint, c.cfg.URL, resp.StatusCode)}
+		}
 		return false, fmt.Errorf("dial %s: %w", c.cfg.URL, err)
 	}
 	defer ws.Close()
@@ -135,12 +153,31 @@ func (c *Client) hello(ws *websocket.Conn) (*protocol.Welcome, error) {
 			return f, nil
 		case *protocol.ErrorFrame:
 			err := fmt.Errorf("hello refused: %w", answerError(f))
+			if c.devServerRefusedToken(f) {
+				err = fmt.Errorf("%w (the server said: %s)", ErrNeedsUser, f.Message)
+			}
 			if f.Code == protocol.CodeUnauthorized || f.Code == protocol.CodeInvalid {
 				return nil, &permanentError{err}
 			}
 			return nil, err
 		}
 	}
+}
+
+// wrongAddress says an HTTP status answering the WebSocket upgrade means
+// the address is wrong, not that the server is unwell: a client error,
+// but for a timeout or too many requests, which pass.
+func wrongAddress(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
+}
+
+// devServerRefusedToken says f refuses a hello that gave a token and no
+// user because the server names users itself (dev auth). The protocol does
+// not name the auth mode; a server that checks tokens speaks of the token
+// in every refusal, one in dev mode of the user id it lacks.
+func (c *Client) devServerRefusedToken(f *protocol.ErrorFrame) bool {
+	return f.Code == protocol.CodeUnauthorized && c.cfg.Token != "" && c.cfg.User == "" &&
+		!strings.Contains(strings.ToLower(f.Message), "token")
 }
 
 // adoptUser checks the welcomed user against the profile and records it.

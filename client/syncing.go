@@ -2,7 +2,6 @@ package client
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/imcore/im/protocol"
@@ -10,12 +9,11 @@ import (
 
 // Page sizes the engine asks for.
 const (
-	syncPage    = 500 // sessions per sync page
-	fillPage    = protocol.MaxHistoryLimit
-	newestPage  = 50 // messages fetched for a conversation the profile holds nothing of
-	maxFills    = 16 // gap fills in flight (or waiting to retry) at once; the rest queue
-	olderPage   = 50 // messages per LoadOlder
-	gatewayConv = "biz:"
+	syncPage   = 500 // sessions per sync page
+	fillPage   = protocol.MaxHistoryLimit
+	newestPage = 50 // messages fetched for a conversation the profile holds nothing of
+	maxFills   = 16 // gap fills in flight (or waiting to retry) at once; the rest queue
+	olderPage  = 50 // messages per LoadOlder
 )
 
 // lists returns the session lists the profile follows: the main list and
@@ -80,7 +78,7 @@ func (l *link) onSessions(list string, f protocol.Frame) {
 	}
 	l.c.events.push(SessionsChanged{})
 	for _, s := range page.Sessions {
-		if name, isGateway := strings.CutPrefix(s.Conv, gatewayConv); isGateway {
+		if name, isGateway := protocol.IsGateway(s.Conv); isGateway {
 			if list == "" {
 				l.sync(name)
 			}

@@ -91,6 +91,32 @@ type GroupChanged struct {
 	Conv    string
 	Title   string
 	Members []string
+	// Key is the key of the create_group this answers, "" for a group_op.
+	Key string
 }
 
 func (GroupChanged) event() {}
+
+// Incoming reports messages from other users that arrived live in Conv,
+// new to this device: Count of them, Last the newest. A UI notifies the
+// user of them. Messages fetched as history are not reported.
+type Incoming struct {
+	Conv  string
+	Count int
+	Last  protocol.Message
+}
+
+func (Incoming) event() {}
+
+// SendRefused reports one of the user's messages the server refused for
+// good (after the ErrorEvent that says why). Kept says it stays in the
+// chat, flagged as failed, because an earlier try may have been stored;
+// otherwise it left the chat, and Body is the text to give back to the
+// user.
+type SendRefused struct {
+	Conv string
+	Body string
+	Kept bool
+}
+
+func (SendRefused) event() {}

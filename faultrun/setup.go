@@ -91,7 +91,7 @@ func (r *run) createGroups() error {
 	}
 	for _, p := range plans {
 		err := p.creator.use(func(eng *client.Client, _ *localstore.Store) error {
-			eng.CreateGroup(p.title, p.members)
+			eng.CreateGroup("", p.title, p.members)
 			return nil
 		})
 		if err != nil {

@@ -30,9 +30,16 @@ const messageColumns = `conv, COALESCE(seq, 0), msg_id, sender, body, client_ts,
 // stored counts the messages that were new or took their seq. Each
 // conversation's synced seq rises over what became contiguous.
 func (s *Store) PutMessages(msgs []protocol.Message) (stored int, err error) {
+	fresh, err := s.PutNewMessages(msgs)
+	return len(fresh), err
+}
+
+// PutNewMessages is PutMessages returning the messages that were new (or
+// took their seq), in the order given.
+func (s *Store) PutNewMessages(msgs []protocol.Message) (fresh []protocol.Message, err error) {
 	for _, m := range msgs {
 		if m.Conv == "" || m.MsgID == "" || m.Seq <= 0 {
-			return 0, fmt.Errorf("put message %q in %q: conv, msg_id and a positive seq are required", m.MsgID, m.Conv)
+			return nil, fmt.Errorf("put message %q in %q: conv, msg_id and a positive seq are required", m.MsgID, m.Conv)
 		}
 	}
 	err = s.withTx(context.Background(), func(tx *sql.Tx) error {
@@ -41,14 +48,16 @@ func (s *Store) PutMessages(msgs []protocol.Message) (stored int, err error) {
 			return err
 		}
 		defer put.close()
-		stored = 0
+		fresh = fresh[:0]
 		touched := make(map[string]bool)
 		for _, m := range msgs {
 			n, err := put.put(m)
 			if err != nil {
 				return err
 			}
-			stored += n
+			if n > 0 {
+				fresh = append(fresh, m)
+			}
 			touched[m.Conv] = true
 		}
 		for conv := range touched {
@@ -59,9 +68,9 @@ func (s *Store) PutMessages(msgs []protocol.Message) (stored int, err error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("put messages: %w", err)
+		return nil, fmt.Errorf("put messages: %w", err)
 	}
-	return stored, nil
+	return fresh, nil
 }
 
 // messagePut holds the statements that store messages in one transaction.

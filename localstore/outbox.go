@@ -157,17 +157,26 @@ func (s *Store) DropOutbox(conv, msgID string) error {
 }
 
 // ensureSession stores a placeholder session for the conversation of the
-// profile's own message m when it has none.
+// profile's own message m when it has none, and brings a deleted one back.
 func ensureSession(tx *sql.Tx, m protocol.Message) error {
-	_, ok, err := getSession(tx, m.Conv)
-	if err != nil || ok {
+	sess, ok, err := getSession(tx, m.Conv)
+	if err != nil {
 		return err
+	}
+	if ok {
+		if sess.Deleted {
+			// A new message brings a deleted session back, as the server
+			// will when it stores it.
+			sess.Deleted = false
+			return putSession(tx, sess)
+		}
+		return nil
 	}
 	parsed, valid := protocol.ParseConv(m.Conv)
 	if !valid {
 		return nil
 	}
-	sess := protocol.Session{Conv: m.Conv, Title: parsed.Name, Members: []string{}, WriteTS: m.ClientTS, Kind: parsed.Kind.String()}
+	sess = protocol.Session{Conv: m.Conv, Title: parsed.Name, Members: []string{}, WriteTS: m.ClientTS, Kind: parsed.Kind.String()}
 	switch parsed.Kind {
 	case protocol.ConvDirect:
 		sess.Members, sess.Title = []string{parsed.A, parsed.B}, parsed.A

@@ -115,3 +115,71 @@ func TestRemoveAndDropOutbox(t *testing.T) {
 		t.Fatalf("outbox %+v, chat %+v", box, got)
 	}
 }
+
+// TestListShowsTheOutbox checks that a message waiting in the outbox is
+// its session's last message in the list (seq 0: not sent yet) and moves
+// the session up as a new message does, before the server answers and
+// after a restart (bug 2).
+func TestListShowsTheOutbox(t *testing.T) {
+	s, path := openTemp(t)
+	bobs := testSession(conv, 1, 100, 0)
+	older := msg(conv, 3, "alice")
+	bobs.WriteSeq, bobs.ReadSeq, bobs.LastMsg = 3, 3, &older
+	mustPutSessions(t, s, bobs, testSession("d:alice:carol", 2, 200, 0))
+	if err := s.EnqueueOutbox(protocol.Message{Conv: conv, MsgID: "o1", From: "alice", Body: "second offline message", ClientTS: 300}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		list, err := s.Sessions("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 2 || list[0].Conv != conv {
+			t.Fatalf("%s: list %v, want %s first (its outbox message is the newest)", when, convsOf(list), conv)
+		}
+		if lm := list[0].LastMsg; lm == nil || lm.Body != "second offline message" || lm.Seq != 0 || lm.From != "alice" {
+			t.Fatalf("%s: last message %+v, want the outbox message", when, lm)
+		}
+	}
+	check(s, "queued")
+	s.Close()
+	again, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	check(again, "after a restart")
+
+	// Once sent, it is the stored message it became.
+	m, err := again.ConfirmSent(conv, "o1", 4, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.ApplyMessages([]protocol.Message{m}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if lm := mustSession(t, again, conv).LastMsg; lm == nil || lm.Seq != 4 {
+		t.Fatalf("after sent: last message %+v", lm)
+	}
+	list, _ := again.Sessions("")
+	if list[0].Conv != conv || list[0].LastMsg.Seq != 4 {
+		t.Fatalf("after sent: list %v, last %+v", convsOf(list), list[0].LastMsg)
+	}
+}
+
+// TestOutboxBringsADeletedSessionBack checks that writing in a chat the
+// user deleted brings it back to the list at once, as the server will.
+func TestOutboxBringsADeletedSessionBack(t *testing.T) {
+	s, _ := openTemp(t)
+	gone := testSession(conv, 1, 100, 0)
+	gone.Deleted = true
+	mustPutSessions(t, s, gone)
+	if err := s.EnqueueOutbox(outgoing("o1", "back again")); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := s.Sessions("")
+	if len(list) != 1 || list[0].Conv != conv || list[0].LastMsg == nil || list[0].LastMsg.Body != "back again" {
+		t.Fatalf("list = %+v", list)
+	}
+}

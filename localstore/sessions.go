@@ -1,40 +1,33 @@
 package localstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"runtime"
+	"slices"
+	"sync"
 
 	json "github.com/go-json-experiment/json"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // PutSessions stores sessions from a sync page or an operation's answer.
 // A session replaces the stored one only if it is newer (a higher
 // active_ts): a late page never undoes a later change. What the profile
 // saw live since (a newer message, its own read) is kept: write_seq,
-// read_seq and the last message never go back. The sessions' ticks are
-// max-merged into the conversations' boundaries.
+// read_seq and the last message never go back; the user's session
+// operations the server has not answered are applied again over it. The
+// sessions' ticks are max-merged into the conversations' boundaries.
 func (s *Store) PutSessions(sessions []protocol.Session) error {
+	now := s.now().UnixMilli()
 	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
 		for _, in := range sessions {
-			old, ok, err := getSession(tx, in.Conv)
-			if err != nil {
-				return err
-			}
-			if in.Ticks != (protocol.Ticks{}) {
-				if _, _, err := raiseTicks(tx, in.Conv, in.Ticks); err != nil {
-					return err
-				}
-			}
-			if ok && in.ActiveTS <= old.ActiveTS {
-				continue
-			}
-			if ok {
-				in = keepLiveState(in, old)
-			}
-			if err := putSession(tx, in); err != nil {
+			if err := putServerSession(tx, in, now); err != nil {
 				return err
 			}
 		}
@@ -46,18 +39,46 @@ func (s *Store) PutSessions(sessions []protocol.Session) error {
 	return nil
 }
 
-// keepLiveState carries into a newer session from the server what the
-// stored one learned live and the server's copy may predate: a newer
-// message, a further read, higher ticks.
-func keepLiveState(in, old protocol.Session) protocol.Session {
-	if old.WriteSeq > in.WriteSeq || old.ReadSeq > in.ReadSeq {
-		if old.WriteSeq > in.WriteSeq {
-			in.WriteSeq, in.LastMsg, in.Deleted = old.WriteSeq, old.LastMsg, false
-			in.WriteTS = max(in.WriteTS, old.WriteTS)
-		}
-		in.ReadSeq = max(in.ReadSeq, old.ReadSeq)
-		in.UnreadCount = max(0, in.WriteSeq-in.ReadSeq)
+// putServerSession is one session of PutSessions.
+func putServerSession(tx *sql.Tx, in protocol.Session, now int64) error {
+	old, ok, err := getSession(tx, in.Conv)
+	if err != nil {
+		return err
 	}
+	if in.Ticks != (protocol.Ticks{}) {
+		if _, _, err := raiseTicks(tx, in.Conv, in.Ticks, now); err != nil {
+			return err
+		}
+	}
+	if ok && in.ActiveTS <= old.ActiveTS {
+		return nil
+	}
+	if ok {
+		in = keepLiveState(in, old)
+	}
+	if err := putSession(tx, in); err != nil {
+		return err
+	}
+	return reapplyPending(tx, in.Conv, now)
+}
+
+// keepLiveState carries into a newer session from the server what the
+// stored one learned live and the server's copy may predate, by the rules
+// the server will apply when it learns them too: a newer message, a further
+// read, higher ticks.
+func keepLiveState(in, old protocol.Session) protocol.Session {
+	st := session.FromObject(nobody, &in)
+	if old.WriteSeq > in.WriteSeq {
+		// If the message was the user's own, the read it implied is in
+		// old's read_seq, which the read below carries over.
+		st.OnMessage(old.WriteSeq, "")
+		in.LastMsg = old.LastMsg
+		st.WriteTS = max(st.WriteTS, old.WriteTS)
+	}
+	if old.ReadSeq > st.ReadSeq {
+		st.OnRead(old.ReadSeq)
+	}
+	st.ToObject(&in)
 	in.Ticks = in.Ticks.Merge(old.Ticks)
 	return in
 }
@@ -84,8 +105,15 @@ func (s *Store) Session(conv string) (sess protocol.Session, ok bool, err error)
 
 // Sessions returns the list subBiz ("" the main list) as it is shown:
 // deleted sessions hidden, sorted by priority descending, then write_ts
-// descending, then conv. Each session's ticks are the highest known.
+// descending, then conv. Each session's ticks are the highest known. A
+// session with messages of the user's waiting in the outbox shows the
+// newest of them as its last message (seq 0: not sent yet), and moves up
+// as the server will move it once the message is stored.
 func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
+	outbox, err := s.newestOutbox()
+	if err != nil {
+		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+	}
 	rows, err := s.r.Query(`SELECT s.object, COALESCE(t.delivered_seq, 0), COALESCE(t.read_seq, 0)
 		FROM sessions s LEFT JOIN ticks t ON t.conv = s.conv
 		WHERE s.sub_biz = ? AND s.deleted = 0
@@ -94,31 +122,98 @@ func (s *Store) Sessions(subBiz string) ([]protocol.Session, error) {
 		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
 	}
 	defer rows.Close()
-	var out []protocol.Session
+	var objects [][]byte
+	var ticks []protocol.Ticks
 	for rows.Next() {
-		var object string
+		var object []byte
 		var t protocol.Ticks
 		if err := rows.Scan(&object, &t.DeliveredSeq, &t.ReadSeq); err != nil {
 			return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
 		}
-		var sess protocol.Session
-		if err := json.Unmarshal([]byte(object), &sess); err != nil {
-			return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+		objects, ticks = append(objects, object), append(ticks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+	}
+	out := make([]protocol.Session, len(objects))
+	if err := decodeSessions(objects, out); err != nil {
+		return nil, fmt.Errorf("sessions of %q: %w", subBiz, err)
+	}
+	moved := false
+	for i := range out {
+		sess := &out[i]
+		sess.Ticks = sess.Ticks.Merge(ticks[i])
+		if m, ok := outbox[sess.Conv]; ok {
+			sess.LastMsg = &m
+			if m.ClientTS > sess.WriteTS {
+				sess.WriteTS, moved = m.ClientTS, true
+			}
 		}
-		sess.Ticks = sess.Ticks.Merge(t)
-		out = append(out, sess)
+	}
+	if moved {
+		slices.SortStableFunc(out, func(a, b protocol.Session) int {
+			return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(b.WriteTS, a.WriteTS), cmp.Compare(a.Conv, b.Conv))
+		})
+	}
+	return out, nil
+}
+
+// decodeSessions decodes the session objects into out, on two CPUs or
+// more for a long list: decoding is most of the time a list takes to read,
+// and a start reads the whole list before its first paint.
+func decodeSessions(objects [][]byte, out []protocol.Session) error {
+	const perWorker = 256
+	workers := min(runtime.GOMAXPROCS(0), (len(objects)+perWorker-1)/perWorker)
+	decode := func(from, step int) error {
+		for i := from; i < len(objects); i += step {
+			if err := json.Unmarshal(objects[i], &out[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if workers <= 1 {
+		return decode(0, 1)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { errs[w] = decode(w, workers) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// newestOutbox returns, per conversation, the newest of the user's
+// messages waiting in the outbox.
+func (s *Store) newestOutbox() (map[string]protocol.Message, error) {
+	// The partial index of unsent messages: the table would be scanned
+	// whole otherwise, every time the list is read.
+	rows, err := s.r.Query(`SELECT conv, msg_id, sender, body, client_ts FROM messages INDEXED BY messages_unsent
+		WHERE seq IS NULL AND failed = 0 ORDER BY conv, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out map[string]protocol.Message
+	for rows.Next() {
+		var m protocol.Message
+		if err := rows.Scan(&m.Conv, &m.MsgID, &m.From, &m.Body, &m.ClientTS); err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = make(map[string]protocol.Message)
+		}
+		out[m.Conv] = m
 	}
 	return out, rows.Err()
 }
 
 // TotalUnread returns the unread count of the list subBiz ("" the main
-// list): the sum over sessions neither deleted nor muted (a mute whose
-// until has passed no longer counts as muted).
+// list) by the session rules: the sum over sessions neither deleted nor
+// muted (a mute whose until has passed no longer counts as muted).
 func (s *Store) TotalUnread(subBiz string) (int64, error) {
-	var n int64
-	err := s.r.QueryRow(`SELECT COALESCE(SUM(unread_count), 0) FROM sessions
-		WHERE sub_biz = ? AND deleted = 0 AND (muted = 0 OR (mute_until > 0 AND mute_until <= ?))`,
-		subBiz, s.now().UnixMilli()).Scan(&n)
+	n, err := listTotal(s.r, subBiz, s.now().UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("total unread of %q: %w", subBiz, err)
 	}
@@ -128,18 +223,20 @@ func (s *Store) TotalUnread(subBiz string) (int64, error) {
 // SubBizLists returns the names of the nested lists the main list has a
 // gateway session for.
 func (s *Store) SubBizLists() ([]string, error) {
-	rows, err := s.r.Query(`SELECT substr(conv, 5) FROM sessions WHERE sub_biz = '' AND conv LIKE 'biz:%' ORDER BY conv`)
+	rows, err := s.r.Query(`SELECT conv FROM sessions WHERE sub_biz = '' AND conv LIKE ? ORDER BY conv`, protocol.GatewayConv("")+"%")
 	if err != nil {
 		return nil, fmt.Errorf("sub-business lists: %w", err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
+		var conv string
+		if err := rows.Scan(&conv); err != nil {
 			return nil, err
 		}
-		out = append(out, name)
+		if name, ok := protocol.IsGateway(conv); ok {
+			out = append(out, name)
+		}
 	}
 	return out, rows.Err()
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/imcore/im/protocol"
 )
 
-// session builds a session of the main list.
-func session(conv string, activeTS, writeTS, priority int64) protocol.Session {
+// testSession builds a session of the main list.
+func testSession(conv string, activeTS, writeTS, priority int64) protocol.Session {
 	return protocol.Session{Conv: conv, Kind: "direct", Title: conv, Members: []string{"alice", "x"}, ActiveTS: activeTS, WriteTS: writeTS, Priority: priority}
 }
 
@@ -58,15 +58,15 @@ func TestSessionKeepsEveryField(t *testing.T) {
 
 func TestSessionsOrderAndDeleted(t *testing.T) {
 	s, _ := openTemp(t)
-	gone := session("d:alice:gone", 9, 900, 0)
+	gone := testSession("d:alice:gone", 9, 900, 0)
 	gone.Deleted = true
-	nested := session("d:alice:shop", 10, 1000, 0)
+	nested := testSession("d:alice:shop", 10, 1000, 0)
 	nested.SubBiz = "shop"
 	mustPutSessions(t, s,
-		session("d:alice:b", 1, 100, 0),
-		session("d:alice:c", 2, 300, 0),
-		session("d:alice:a", 3, 100, 0), // ties with b on write_ts: conv decides
-		session("d:alice:pinned", 4, 50, 1),
+		testSession("d:alice:b", 1, 100, 0),
+		testSession("d:alice:c", 2, 300, 0),
+		testSession("d:alice:a", 3, 100, 0), // ties with b on write_ts: conv decides
+		testSession("d:alice:pinned", 4, 50, 1),
 		gone, nested,
 	)
 	got, err := s.Sessions("")
@@ -84,9 +84,9 @@ func TestSessionsOrderAndDeleted(t *testing.T) {
 
 func TestOlderSessionNeverReplacesNewer(t *testing.T) {
 	s, _ := openTemp(t)
-	newer := session(conv, 20, 20, 1)
+	newer := testSession(conv, 20, 20, 1)
 	mustPutSessions(t, s, newer)
-	older := session(conv, 10, 10, 0)
+	older := testSession(conv, 10, 10, 0)
 	older.Ticks = protocol.Ticks{DeliveredSeq: 3}
 	mustPutSessions(t, s, older)
 	got := mustSession(t, s, conv)
@@ -100,15 +100,15 @@ func TestOlderSessionNeverReplacesNewer(t *testing.T) {
 
 func TestTotalUnread(t *testing.T) {
 	s, _ := openTemp(t)
-	plain := session("d:alice:a", 1, 1, 0)
+	plain := testSession("d:alice:a", 1, 1, 0)
 	plain.UnreadCount = 2
-	muted := session("d:alice:b", 2, 2, 0)
+	muted := testSession("d:alice:b", 2, 2, 0)
 	muted.UnreadCount, muted.Muted = 3, true
-	expired := session("d:alice:c", 3, 3, 0)
+	expired := testSession("d:alice:c", 3, 3, 0)
 	expired.UnreadCount, expired.Muted, expired.MuteUntil = 5, true, time.Now().Add(-time.Minute).UnixMilli()
-	deleted := session("d:alice:d", 4, 4, 0)
+	deleted := testSession("d:alice:d", 4, 4, 0)
 	deleted.UnreadCount, deleted.Deleted = 7, true
-	nested := session("d:alice:e", 5, 5, 0)
+	nested := testSession("d:alice:e", 5, 5, 0)
 	nested.UnreadCount, nested.SubBiz = 11, "shop"
 	mustPutSessions(t, s, plain, muted, expired, deleted, nested)
 	if n, err := s.TotalUnread(""); err != nil || n != 7 {
@@ -121,7 +121,7 @@ func TestTotalUnread(t *testing.T) {
 
 func TestApplyMessagesMovesTheSession(t *testing.T) {
 	s, _ := openTemp(t)
-	base := session(conv, 10, 10, 0)
+	base := testSession(conv, 10, 10, 0)
 	base.WriteSeq, base.ReadSeq, base.Deleted = 4, 4, true
 	mustPutSessions(t, s, base)
 
@@ -156,7 +156,7 @@ func TestApplyMessagesMovesTheSession(t *testing.T) {
 func TestApplyMessagesMovesTheGateway(t *testing.T) {
 	s, _ := openTemp(t)
 	gw := protocol.Session{Conv: "biz:shop", Kind: "biz", Title: "shop", ActiveTS: 1, WriteTS: 1, UnreadCount: 1}
-	nested := session("d:alice:seller", 2, 2, 0)
+	nested := testSession("d:alice:seller", 2, 2, 0)
 	nested.SubBiz, nested.WriteSeq, nested.UnreadCount = "shop", 1, 1
 	mustPutSessions(t, s, gw, nested)
 	if lists, _ := s.SubBizLists(); !slices.Equal(lists, []string{"shop"}) {
@@ -174,7 +174,7 @@ func TestApplyMessagesMovesTheGateway(t *testing.T) {
 
 func TestApplyRead(t *testing.T) {
 	s, _ := openTemp(t)
-	base := session(conv, 10, 10, 0)
+	base := testSession(conv, 10, 10, 0)
 	base.WriteSeq, base.ReadSeq, base.UnreadCount, base.MarkedUnread = 9, 2, 7, true
 	mustPutSessions(t, s, base)
 	if changed, err := s.ApplyRead(conv, 5); err != nil || !changed {
@@ -190,5 +190,29 @@ func TestApplyRead(t *testing.T) {
 	s.ApplyRead(conv, 100)
 	if got := mustSession(t, s, conv); got.ReadSeq != 9 || got.UnreadCount != 0 {
 		t.Fatalf("a read past write_seq: %+v", got)
+	}
+}
+
+// TestGatewayCountsAsTheServerDoes checks the gateway's unread count is the
+// nested list's total by the session rules: a muted nested chat's messages
+// do not count, as on the server.
+func TestGatewayCountsAsTheServerDoes(t *testing.T) {
+	s, _ := openTemp(t)
+	gw := protocol.Session{Conv: "biz:shop", Kind: "biz", Title: "shop", ActiveTS: 1, WriteTS: 1}
+	loud := testSession("d:alice:seller", 2, 2, 0)
+	loud.SubBiz = "shop"
+	quiet := testSession("d:alice:support", 3, 3, 0)
+	quiet.SubBiz, quiet.Muted = "shop", true
+	mustPutSessions(t, s, gw, loud, quiet)
+	s.ApplyMessages([]protocol.Message{msg(quiet.Conv, 1, "support"), msg(quiet.Conv, 2, "support")}, "alice")
+	if got := mustSession(t, s, "biz:shop"); got.UnreadCount != 0 || got.LastMsg == nil || got.LastMsg.Conv != quiet.Conv {
+		t.Fatalf("gateway after a muted chat's messages: unread %d, last %+v; want 0 and the message", got.UnreadCount, got.LastMsg)
+	}
+	s.ApplyMessages([]protocol.Message{msg(loud.Conv, 1, "seller")}, "alice")
+	if got := mustSession(t, s, "biz:shop"); got.UnreadCount != 1 {
+		t.Fatalf("gateway after a message in an unmuted chat: unread %d, want 1", got.UnreadCount)
+	}
+	if n, _ := s.TotalUnread("shop"); n != 1 {
+		t.Fatalf("the nested list's total = %d, want 1", n)
 	}
 }

@@ -14,10 +14,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/imcore/im/internal/sqliteconn"
 )
 
 // Store is one profile's database.
@@ -31,7 +32,7 @@ type Store struct {
 // Open opens (creating if needed) the database at path, brings its schema
 // up to date and gives it a device id on first use.
 func Open(path string) (*Store, error) {
-	w, err := sql.Open("sqlite", dsn(path, false))
+	w, err := sql.Open("sqlite", sqliteconn.DSN(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -43,7 +44,7 @@ func Open(path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", dsn(path, true))
+	r, err := sql.Open("sqlite", sqliteconn.DSN(path, true))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -58,24 +59,6 @@ func Open(path string) (*Store, error) {
 	return s, nil
 }
 
-// dsn sets the pragmas through the connection string so that every
-// connection of a pool gets them.
-func dsn(path string, readOnly bool) string {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)") // first: the pragmas after it may wait for a lock
-	q.Add("_pragma", "journal_mode(WAL)")
-	// FULL: a commit (a message the UI was told is queued, a read)
-	// survives a power loss, not only a crash of the process.
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	if readOnly {
-		q.Add("_pragma", "query_only(1)")
-	} else {
-		q.Set("_txlock", "immediate")
-	}
-	return "file:" + path + "?" + q.Encode()
-}
-
 // Close releases the database.
 func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
@@ -88,6 +71,9 @@ func (s *Store) DeviceID() string { return s.deviceID }
 // ensureDeviceID reads the device id, generating and keeping one the first
 // time.
 func (s *Store) ensureDeviceID(ctx context.Context) (string, error) {
+	if id, ok, err := s.meta(ctx, "device"); err != nil || ok {
+		return id, err // every start but the first: no write
+	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err

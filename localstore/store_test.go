@@ -1,8 +1,11 @@
 package localstore
 
 import (
-	"github.com/imcore/im/internal/sqlmigrate"
+	"strconv"
 	"testing"
+
+	"github.com/imcore/im/internal/sqliteconn"
+	"github.com/imcore/im/internal/sqlmigrate"
 )
 
 func TestDeviceIDIsKeptAcrossReopen(t *testing.T) {
@@ -53,7 +56,7 @@ func TestPragmasApplyToEveryConnection(t *testing.T) {
 		{"writer", func(p string) (v string, err error) { err = s.w.QueryRow("PRAGMA " + p).Scan(&v); return }},
 		{"reader", func(p string) (v string, err error) { err = s.r.QueryRow("PRAGMA " + p).Scan(&v); return }},
 	} {
-		for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "5000", "synchronous": "2", "foreign_keys": "1"} {
+		for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": strconv.Itoa(sqliteconn.BusyTimeoutMS), "synchronous": "2", "foreign_keys": "1"} {
 			got, err := db.q(pragma)
 			if err != nil || got != want {
 				t.Errorf("%s: PRAGMA %s = %q (%v), want %q", db.name, pragma, got, err, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/imcore/im/protocol"
 )
@@ -14,9 +15,10 @@ import (
 func (s *Store) RaiseTicks(conv string, t protocol.Ticks) (protocol.Ticks, bool, error) {
 	var out protocol.Ticks
 	var changed bool
+	now := s.now().UnixMilli()
 	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
 		var err error
-		out, changed, err = raiseTicks(tx, conv, t)
+		out, changed, err = raiseTicks(tx, conv, t, now)
 		return err
 	})
 	if err != nil {
@@ -25,8 +27,9 @@ func (s *Store) RaiseTicks(conv string, t protocol.Ticks) (protocol.Ticks, bool,
 	return out, changed, nil
 }
 
-// raiseTicks is RaiseTicks inside a transaction; the merge happens in SQL.
-func raiseTicks(tx *sql.Tx, conv string, t protocol.Ticks) (protocol.Ticks, bool, error) {
+// raiseTicks is RaiseTicks inside a transaction at time now (ms); the
+// merge happens in SQL. A rise is recorded with its time (TickTimes).
+func raiseTicks(tx *sql.Tx, conv string, t protocol.Ticks, now int64) (protocol.Ticks, bool, error) {
 	var old protocol.Ticks
 	err := tx.QueryRow(`SELECT delivered_seq, read_seq FROM ticks WHERE conv = ?`, conv).Scan(&old.DeliveredSeq, &old.ReadSeq)
 	if err != nil && err != sql.ErrNoRows {
@@ -41,7 +44,33 @@ func raiseTicks(tx *sql.Tx, conv string, t protocol.Ticks) (protocol.Ticks, bool
 	if err != nil {
 		return protocol.Ticks{}, false, err
 	}
-	return out, out != old, nil
+	if out == old {
+		return out, false, nil
+	}
+	_, err = tx.Exec(`INSERT INTO tick_rises (conv, delivered_seq, read_seq, at) VALUES (?, ?, ?, ?)`,
+		conv, out.DeliveredSeq, out.ReadSeq, now)
+	return out, true, err
+}
+
+// TickTimes returns when this device saw conv's boundaries first cover
+// message seq: delivered to every other member, and read by every other
+// member (zero while not yet). It is when the device learned it: at once
+// while online, at the next sync after being offline.
+func (s *Store) TickTimes(conv string, seq int64) (delivered, read time.Time, err error) {
+	var d, r sql.NullInt64
+	err = s.r.QueryRow(`SELECT
+		(SELECT min(at) FROM tick_rises WHERE conv = ?1 AND delivered_seq >= ?2),
+		(SELECT min(at) FROM tick_rises WHERE conv = ?1 AND read_seq >= ?2)`, conv, seq).Scan(&d, &r)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("tick times of %s/%d: %w", conv, seq, err)
+	}
+	if d.Valid {
+		delivered = time.UnixMilli(d.Int64)
+	}
+	if r.Valid {
+		read = time.UnixMilli(r.Int64)
+	}
+	return delivered, read, nil
 }
 
 // Ticks returns conv's stored tick boundaries (zero when none are known).

@@ -2,6 +2,7 @@ package localstore
 
 import (
 	"testing"
+	"time"
 
 	"github.com/imcore/im/protocol"
 )
@@ -29,5 +30,33 @@ func TestTicksNeverGoBack(t *testing.T) {
 	}
 	if fresh, _, _ := s.RaiseTicks("d:a:b", protocol.Ticks{ReadSeq: 2}); fresh != (protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2}) {
 		t.Fatalf("first ticks = %+v: read must imply delivered", fresh)
+	}
+}
+
+// TestTickTimes checks that the store says when it saw the ticks of a
+// message rise: delivered, then read.
+func TestTickTimes(t *testing.T) {
+	s, _ := openTemp(t)
+	at := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return at }
+	if _, _, err := s.RaiseTicks(conv, protocol.Ticks{DeliveredSeq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	at = at.Add(2 * time.Minute)
+	s.RaiseTicks(conv, protocol.Ticks{DeliveredSeq: 3}) // no rise: nothing new
+	at = at.Add(3 * time.Minute)
+	s.RaiseTicks(conv, protocol.Ticks{DeliveredSeq: 5, ReadSeq: 3})
+	for _, tc := range []struct {
+		seq             int64
+		delivered, read time.Time
+	}{
+		{3, at.Add(-5 * time.Minute), at},
+		{5, at, time.Time{}},
+		{6, time.Time{}, time.Time{}},
+	} {
+		d, r, err := s.TickTimes(conv, tc.seq)
+		if err != nil || !d.Equal(tc.delivered) || !r.Equal(tc.read) {
+			t.Errorf("TickTimes(%d) = %v, %v, %v; want %v, %v", tc.seq, d, r, err, tc.delivered, tc.read)
+		}
 	}
 }

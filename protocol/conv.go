@@ -51,11 +51,12 @@ func ParseConv(s string) (Conv, bool) {
 			return Conv{}, false
 		}
 		return Conv{Kind: ConvGroup, Name: s[2:]}, true
-	case strings.HasPrefix(s, "biz:"):
-		if !ValidUser(s[4:]) {
+	case strings.HasPrefix(s, gatewayPrefix):
+		name := s[len(gatewayPrefix):]
+		if !ValidUser(name) {
 			return Conv{}, false
 		}
-		return Conv{Kind: ConvBiz, Name: s[4:]}, true
+		return Conv{Kind: ConvBiz, Name: name}, true
 	}
 	return Conv{}, false
 }
@@ -75,6 +76,19 @@ func DirectConv(a, b string) (conv string, ok bool) {
 // GroupConv returns the conversation id of group id.
 func GroupConv(id string) string { return "g:" + id }
 
+// gatewayPrefix starts the id of a sub-business gateway session.
+const gatewayPrefix = "biz:"
+
+// GatewayConv returns the id of the gateway session that stands in the main
+// list for the nested list of sub-business name.
+func GatewayConv(name string) string { return gatewayPrefix + name }
+
+// IsGateway reports whether conv names a sub-business gateway session
+// (biz:<name>), and returns the sub-business's name.
+func IsGateway(conv string) (name string, ok bool) {
+	return strings.CutPrefix(conv, gatewayPrefix)
+}
+
 // String returns the conversation id in its wire form.
 func (c Conv) String() string {
 	switch c.Kind {
@@ -83,7 +97,7 @@ func (c Conv) String() string {
 	case ConvGroup:
 		return "g:" + c.Name
 	case ConvBiz:
-		return "biz:" + c.Name
+		return GatewayConv(c.Name)
 	}
 	return ""
 }

@@ -233,3 +233,21 @@ func TestDirectConvProperties(t *testing.T) {
 		}
 	}
 }
+
+func TestGatewayConv(t *testing.T) {
+	conv := protocol.GatewayConv("shop")
+	if conv != "biz:shop" {
+		t.Fatalf("GatewayConv(shop) = %q", conv)
+	}
+	if name, ok := protocol.IsGateway(conv); !ok || name != "shop" {
+		t.Fatalf("IsGateway(%q) = %q, %v", conv, name, ok)
+	}
+	if c, ok := protocol.ParseConv(conv); !ok || c.Kind != protocol.ConvBiz || c.String() != conv {
+		t.Fatalf("ParseConv(%q) = %+v, %v", conv, c, ok)
+	}
+	for _, other := range []string{"d:alice:bob", "g:biz:x", "bizshop", ""} {
+		if _, ok := protocol.IsGateway(other); ok {
+			t.Errorf("IsGateway(%q) is true", other)
+		}
+	}
+}

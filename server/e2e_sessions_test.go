@@ -23,7 +23,7 @@ import (
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/servertest"
-	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/session"
 )
 
 const (

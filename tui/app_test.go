@@ -17,7 +17,7 @@ func TestHelpScreenListsEveryBinding(t *testing.T) {
 	h := newHarness(t, newFixture(), 160, 60)
 	h.press("?")
 	h.contains("Keys", "Chats", "Chat actions", "Writing", "Reading history", "Everywhere", "Dialogs")
-	for _, s := range h.m.keys.helpSections() {
+	for _, s := range h.m.com.keys.helpSections() {
 		for _, b := range s.keys {
 			h.contains(b.Help().Key, b.Help().Desc)
 		}
@@ -49,7 +49,7 @@ func TestStatusBarOfflineCountsDown(t *testing.T) {
 	f := newFixture()
 	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(5 * time.Second), Err: errors.New("connection refused")})
 	h := newHarness(t, f, 100, 20)
-	h.contains("○ offline — retrying in 5s (connection refused)", "alice@laptop · localhost:8080")
+	h.contains("○ offline — retrying in 5s (connection refused)", "alice@laptop · localhost", "ctrl+l now", "? help")
 	if len(h.timers) == 0 {
 		t.Fatal("no countdown timer")
 	}
@@ -173,7 +173,7 @@ func TestSplitPaneKeepsChatOpenOnEsc(t *testing.T) {
 	h := newHarness(t, f, 120, 30)
 	openBob(h)
 	h.press("esc")
-	if h.m.focus != focusList || h.m.chat == nil {
+	if h.m.focusArea() != focusList || h.m.chat.c == nil {
 		t.Fatal("esc in split view should focus the list and keep the chat")
 	}
 	// The chat is still on screen, so new messages are read.
@@ -184,21 +184,21 @@ func TestSplitPaneKeepsChatOpenOnEsc(t *testing.T) {
 	}
 	// tab cycles list → input → history → list.
 	h.press("tab")
-	if h.m.focus != focusInput {
-		t.Fatalf("focus %v, want input", h.m.focus)
+	if h.m.focusArea() != focusInput {
+		t.Fatalf("focus %v, want input", h.m.focusArea())
 	}
 	h.press("tab")
-	if h.m.focus != focusHistory {
-		t.Fatalf("focus %v, want history", h.m.focus)
+	if h.m.focusArea() != focusHistory {
+		t.Fatalf("focus %v, want history", h.m.focusArea())
 	}
 	h.press("tab")
-	if h.m.focus != focusList {
-		t.Fatalf("focus %v, want list", h.m.focus)
+	if h.m.focusArea() != focusList {
+		t.Fatalf("focus %v, want list", h.m.focusArea())
 	}
 	// A click on a row opens that chat.
 	h.send(tea.MouseClickMsg{Button: tea.MouseLeft, X: 5, Y: 1 + 2*3}) // row 3: carol
-	if h.m.chat == nil || h.m.chat.conv != "d:alice:carol" {
-		t.Fatalf("click opened %v", h.m.chat)
+	if h.m.chat.c == nil || h.m.chat.c.conv != "d:alice:carol" {
+		t.Fatalf("click opened %v", h.m.chat.c)
 	}
 }
 
@@ -229,11 +229,11 @@ func TestSessionActionsCallBackend(t *testing.T) {
 			t.Fatalf("last call %v, want %v", got, c)
 		}
 	}
-	h.press("j") // team: pinned, unread
+	// team, the first row: pinned, unread
 	h.press("p")
 	want(tuitest.Call{Method: "SessionOp", Conv: "g:team", Op: "unpin"})
 	h.contains("unpinned team")
-	h.press("j") // bob
+	h.press("j", "j") // bob
 	h.press("p")
 	want(tuitest.Call{Method: "SessionOp", Conv: bob, Op: "pin"})
 
@@ -303,8 +303,8 @@ func TestNewChatAndGroup(t *testing.T) {
 	}
 	h.typeText("zed")
 	h.press("enter")
-	if h.m.chat == nil || h.m.chat.conv != "d:alice:zed" {
-		t.Fatalf("new chat opened %+v", h.m.chat)
+	if h.m.chat.c == nil || h.m.chat.c.conv != "d:alice:zed" {
+		t.Fatalf("new chat opened %+v", h.m.chat.c)
 	}
 	h.contains("zed", "No messages yet")
 	h.typeText("hi zed")
@@ -336,9 +336,9 @@ func TestNewChatAndGroup(t *testing.T) {
 	h.contains("creating group party")
 
 	// The server's answer opens the new group's chat.
-	h.event(client.GroupChanged{Conv: "g:party1", Title: "party", Members: []string{"alice", "bob", "carol", "dave"}})
-	if h.m.chat == nil || h.m.chat.conv != "g:party1" {
-		t.Fatalf("the created group did not open: %+v", h.m.chat)
+	h.event(client.GroupChanged{Conv: "g:party1", Key: c[0].Key, Title: "party", Members: []string{"alice", "bob", "carol", "dave"}})
+	if h.m.chat.c == nil || h.m.chat.c.conv != "g:party1" {
+		t.Fatalf("the created group did not open: %+v", h.m.chat.c)
 	}
 	h.contains("party")
 }
@@ -356,7 +356,7 @@ func TestMessageInfo(t *testing.T) {
 		{User: "frank", DeliveredSeq: 9, ReadSeq: 9},
 	})
 	h := newHarness(t, f, 100, 40)
-	h.press("j", "enter")
+	h.press("enter") // team
 	// ctrl+o while typing: the last own message.
 	h.press("ctrl+o")
 	if c := f.CallsOf("Receipts"); len(c) != 1 || c[0].Conv != team {
@@ -366,9 +366,10 @@ func TestMessageInfo(t *testing.T) {
 		"Delivered, not read (1)", "dave", "Not delivered yet (1)", "erin")
 	h.press("esc")
 	h.lacks("Message info")
-	// In the history, i shows the selected message.
+	// In the history, i shows the selected message: carol's, read by
+	// none of the four others (she is its sender, not a reader).
 	h.press("tab", "i")
-	h.contains("Message info", "“me”", "Read by 1 of 5")
+	h.contains("Message info", "“me”", "Read by 0 of 4", "Not delivered yet (4)")
 	h.press("esc")
 }
 
@@ -456,14 +457,56 @@ func TestOpeningMarkedUnreadChatReadsIt(t *testing.T) {
 }
 
 func TestReceiptLines(t *testing.T) {
-	got := receiptLines(5, "alice", []protocol.MemberReceipt{
+	got := receiptLines(5, "alice", "alice", []protocol.MemberReceipt{
 		{User: "alice", ReadSeq: 5, DeliveredSeq: 5}, {User: "bob", ReadSeq: 5, DeliveredSeq: 5}, {User: "carol", DeliveredSeq: 5},
 	})
 	want := []string{"Read by 1 of 2", "", glyphRead + " Read (1)", "  bob", "", glyphDelivered + " Delivered, not read (1)", "  carol"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("receiptLines = %q, want %q", got, want)
 	}
-	if got := receiptLines(5, "alice", nil); len(got) != 1 || got[0] != "No receipts from the other members yet." {
+	if got := receiptLines(5, "alice", "alice", nil); len(got) != 1 || got[0] != "No receipts from the other members yet." {
 		t.Fatalf("no receipts: %q", got)
 	}
+}
+
+// TestMessageInfoLeavesTheSenderOut checks bug 5: the info of someone
+// else's message counts neither its sender (whose boundaries always cover
+// it) nor the user as readers.
+func TestMessageInfoLeavesTheSenderOut(t *testing.T) {
+	f := newFixture()
+	f.SetReceipts(bob, []protocol.MemberReceipt{
+		{User: "alice", DeliveredSeq: 12, ReadSeq: 12}, {User: "bob", DeliveredSeq: 12, ReadSeq: 12},
+	})
+	h := newHarness(t, f, 100, 40)
+	openBob(h)
+	h.press("tab", "i") // the newest message: bob's
+	h.contains("Message info", "from bob")
+	h.lacks("Read by 1 of 1", "Read (1)")
+	h.contains("No other member to receive it.")
+
+	got := receiptLines(10, "alice", "bob", []protocol.MemberReceipt{
+		{User: "alice", ReadSeq: 10, DeliveredSeq: 10}, {User: "bob", ReadSeq: 10, DeliveredSeq: 10},
+		{User: "carol", ReadSeq: 9, DeliveredSeq: 10}, {User: "dave", ReadSeq: 10, DeliveredSeq: 10},
+	})
+	want := []string{"Read by 1 of 2", "", glyphRead + " Read (1)", "  dave", "", glyphDelivered + " Delivered, not read (1)", "  carol"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("receiptLines of bob's message = %q, want %q", got, want)
+	}
+}
+
+// TestMessageInfoShowsWhenDeliveredAndRead checks that the info of the
+// user's own message says when it was delivered to and read by everyone,
+// as this device saw the ticks rise; someone else's message has no such
+// lines.
+func TestMessageInfoShowsWhenDeliveredAndRead(t *testing.T) {
+	f := newFixture()
+	f.AddMessages(team, msg(team, 9, "alice", "who brings snacks?", ms(-time.Hour)), msg(team, 10, "carol", "me", ms(-30*time.Minute)))
+	f.SetTickTimes(team, 9, testNow.Add(-50*time.Minute), time.Time{})
+	h := newHarness(t, f, 100, 40)
+	h.press("enter") // team
+	h.press("ctrl+o")
+	h.contains("Delivered to all: Today 14:40", "Read by all: not yet", "when this device saw the ticks rise")
+	h.press("esc", "tab", "i") // carol's message
+	h.contains("Message info", "“me”")
+	h.lacks("Delivered to all")
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"time"
 
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
@@ -27,6 +28,9 @@ type Backend interface {
 	// Messages returns up to limit stored messages of conv below beforeSeq
 	// in ascending order; beforeSeq 0 is the newest page, outbox included.
 	Messages(conv string, beforeSeq int64, limit int) ([]client.Message, error)
+	// SearchMessages returns up to limit stored messages of conv holding
+	// every word of query, newest first.
+	SearchMessages(conv, query string, limit int) ([]client.Message, error)
 	// LoadOlder fetches the page below beforeSeq from the server; a
 	// MessagesChanged event follows when it is stored.
 	LoadOlder(conv string, beforeSeq int64)
@@ -38,16 +42,30 @@ type Backend interface {
 	// SessionOp changes a session: pin, unpin, mute, unmute, mark_unread,
 	// delete or set_category.
 	SessionOp(conv, op string, until int64, category string)
-	// CreateGroup creates a group with the user and members in it.
-	CreateGroup(title string, members []string)
+	// CreateGroup creates a group with the user and members in it; key
+	// names the request, and comes back in the GroupChanged that answers
+	// it.
+	CreateGroup(key, title string, members []string) string
 	// GroupOp changes group conv: op is add or remove (with users), leave,
 	// or rename (with title). Any member may do any of them; the answer is
 	// a GroupChanged event, a refusal an ErrorEvent.
 	GroupOp(conv, op string, users []string, title string)
 	// Receipts asks the server for every member's boundaries in conv.
 	Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error)
+	// Reconnect tries to connect now when offline, instead of waiting
+	// for the next attempt.
+	Reconnect()
 	// Typing tells the other members that the user is typing in conv.
 	Typing(conv string)
 	// Ticks returns conv's tick boundaries as known now.
 	Ticks(conv string) protocol.Ticks
+	// TickTimes returns when this device saw conv's ticks first cover
+	// message seq: delivered and read by every other member (zero: not
+	// yet).
+	TickTimes(conv string, seq int64) (delivered, read time.Time)
+	// Drafts returns the kept drafts: conversation → text.
+	Drafts() (map[string]string, error)
+	// SaveDraft keeps text as conv's draft, across restarts; "" forgets
+	// it.
+	SaveDraft(conv, text string)
 }

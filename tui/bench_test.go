@@ -43,8 +43,8 @@ func longChat(n int) *tuitest.Fake {
 func BenchmarkViewFullChat(b *testing.B) {
 	h := newHarnessOpts(b, longChat(5000), 200, 50, Options{PageSize: 2000})
 	h.press("enter")
-	if len(h.m.chat.msgs) != 2000 {
-		b.Fatalf("%d messages loaded", len(h.m.chat.msgs))
+	if len(h.m.chat.c.msgs) != 2000 {
+		b.Fatalf("%d messages loaded", len(h.m.chat.c.msgs))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -70,8 +70,8 @@ func BenchmarkChatLayout(b *testing.B) {
 func BenchmarkChatTicksChanged(b *testing.B) {
 	h := newHarnessOpts(b, longChat(5000), 200, 50, Options{PageSize: 2000})
 	h.press("enter")
-	rc := h.m.renderCtx()
-	c := h.m.chat
+	rc := h.m.com.renderCtx()
+	c := h.m.chat.c
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

@@ -1,344 +1,401 @@
 package tui
 
 import (
-	"strings"
-	"time"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textarea"
+	tea "charm.land/bubbletea/v2"
 
-	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
 )
 
-// chatModel is an open conversation: its loaded messages, their rendered
-// lines and the scroll position. The input lives beside it in Model.
-type chatModel struct {
-	conv  string
-	sess  protocol.Session
-	group bool
-	msgs  []client.Message
-	ticks protocol.Ticks
+// focusArea is what takes the keys.
+type focusArea int
 
-	// The unread divider goes above the first message from someone else
-	// with unreadFrom < seq <= unreadUpTo (the session when it was opened).
-	unreadFrom, unreadUpTo int64
-	unreadCount            int64
+const (
+	focusList    focusArea = iota // the session list
+	focusInput                    // the message editor
+	focusHistory                  // the message history (scrolling, selection)
+)
 
-	lines   []string // rendered lines, width-1 cells (the gutter is added in view)
-	lineMsg []int    // message index of each line, -1 for decorations
-	msgLine []int    // first line of each message
-	msgEnd  []int    // one past the last line of each message
-	divLine int      // line of the unread divider, -1 if none
-	width   int      // pane width
-	height  int      // message area height
-	offset  int      // first visible line
-	follow  bool     // stick to the newest message
-
-	sel int // selected message while reading the history, -1 none
-
-	loaded       bool  // the first page arrived
-	gen          int   // generation of the open chat, to drop stale pages
-	loadingOlder bool  // a local older page is being read
-	awaitServer  int64 // LoadOlder was asked for the page below this seq
-	reloading    bool  // a reload is in flight
-	reloadAgain  bool  // another change came during it
-
-	storeEnd bool // a former member's: nothing older is stored, and the server may not be asked
-
-	readSent   int64     // highest seq marked read
-	lastTyping time.Time // when Typing was last sent
-	cache      map[string]cachedLines
+// chatPane is the open chat: its history (a conversation) and the input
+// below it. It loads and pages the history, sends what is typed, marks what
+// is seen read and opens message info and the group actions; leaving the
+// chat it asks of the root.
+type chatPane struct {
+	asks
+	com       *common
+	c         *conversation       // nil while no chat is open
+	positions map[string]position // where the user left chats, reading further up
+	gen       int                 // counts the chats opened, to drop stale pages
+	draftGen  int                 // counts changes of the input, for the timed draft save
+	input     textarea.Model
+	mode      focusArea // focusInput or focusHistory
+	focused   bool      // the chat has the keys
+	split     bool      // the list is on screen beside the chat
+	width     int
+	height    int
 }
 
-// cachedLines are a message's rendered lines for one layout.
-type cachedLines struct {
-	key   layoutKey
-	lines []string
+func newChatPane(com *common) chatPane {
+	return chatPane{com: com, input: newInput(com.keys, &com.st), mode: focusInput, positions: map[string]position{}, width: 80, height: 23}
 }
 
-// layoutKey is everything a message's rendering depends on besides its
-// immutable body and sender.
-type layoutKey struct {
-	w          int
-	tick       protocol.Tick
-	showSender bool
-	seq        int64
-	outbox     bool
-	failed     bool
-	clientTS   int64
+// chatHeaderHeight is the chat header: title and subtitle.
+const chatHeaderHeight = 2
+
+// KeyMap returns the chat's bindings: writing and reading the history.
+func (p *chatPane) KeyMap() (inputKeys, historyKeys) {
+	return p.com.keys.Input, p.com.keys.History
 }
 
-func newChat(sess protocol.Session, ticks protocol.Ticks, gen int) *chatModel {
-	c := &chatModel{
-		conv:        sess.Conv,
-		sess:        sess,
-		group:       isGroup(&sess),
-		ticks:       sess.Ticks.Merge(ticks),
-		unreadFrom:  sess.ReadSeq,
-		unreadUpTo:  sess.WriteSeq,
-		unreadCount: sess.UnreadCount,
-		follow:      true,
-		sel:         -1,
-		gen:         gen,
-		readSent:    sess.ReadSeq,
-		cache:       map[string]cachedLines{},
+// focusMode is what takes the keys when the chat has them: the input or
+// the history.
+func (p *chatPane) focusMode() focusArea { return p.mode }
+
+// session is the open chat's session; a chat must be open.
+func (p *chatPane) session() protocol.Session { return p.c.sess }
+
+// isOpen says whether a chat is open.
+func (p *chatPane) isOpen() bool { return p.c != nil }
+
+// conv is the open chat's conversation id, "" when none is open.
+func (p *chatPane) conv() string {
+	if p.c == nil {
+		return ""
 	}
-	if sess.MarkedUnread {
-		// Opening a chat marked unread reads it, which clears the mark.
-		c.readSent = max(0, sess.ReadSeq-1)
-	}
-	return c
+	return p.c.conv
 }
 
-// msgKey names a message across reloads (an outbox message keeps its
-// msg_id when the server stores it).
-func msgKey(m *client.Message) string {
-	if m.MsgID != "" {
-		return m.MsgID
+// open opens conv with its session and returns the command that loads its
+// newest messages. The input takes the focus (the history for a group the
+// user has left).
+func (p *chatPane) open(s protocol.Session) tea.Cmd {
+	if p.c != nil && p.c.conv == s.Conv {
+		p.setMode(focusInput)
+		return nil
 	}
-	return "#" + itoa(m.Seq)
+	keep := p.keepDraft()
+	p.keepPosition()
+	p.gen++
+	p.c = newConversation(s, p.com.live.ticks[s.Conv], p.gen)
+	p.input.Reset()
+	p.input.SetValue(p.com.live.drafts[s.Conv])
+	p.mode = focusInput
+	p.layout()
+	p.setMode(focusInput)
+	limit := p.com.opts.PageSize
+	if s.UnreadCount > 0 {
+		limit = int(min(int64(1000), max(int64(limit), s.UnreadCount+int64(limit)/2)))
+	}
+	if pos, ok := p.positions[s.Conv]; ok {
+		// Back where the user left it: load from there down.
+		p.c.restore = &pos
+		limit = int(min(maxWindow, max(int64(limit), s.WriteSeq-pos.seq+1+int64(p.com.opts.PageSize))))
+	}
+	return tea.Batch(keep, p.loadNewest(limit))
 }
 
-// oldestSeq is the lowest stored seq loaded, 0 when none is.
-func (c *chatModel) oldestSeq() int64 {
-	for i := range c.msgs {
-		if c.msgs[i].Seq > 0 && !c.msgs[i].Outbox {
-			return c.msgs[i].Seq
-		}
-	}
-	return 0
+// close closes the open chat, keeping its draft.
+func (p *chatPane) close() tea.Cmd {
+	keep := p.keepDraft()
+	p.keepPosition()
+	p.c = nil
+	p.input.Reset()
+	p.input.Blur()
+	return keep
 }
 
-// newestSeq is the highest stored seq loaded.
-func (c *chatModel) newestSeq() int64 {
-	var n int64
-	for i := range c.msgs {
-		n = max(n, c.msgs[i].Seq)
+// SetFocus says whether the chat has the keys and, when it has, whether
+// the input or the history takes them.
+func (p *chatPane) SetFocus(focused bool, mode focusArea) {
+	p.focused = focused
+	if focused && (mode == focusInput || mode == focusHistory) {
+		p.mode = mode
 	}
-	return n
+	p.setMode(p.mode)
 }
 
-// storedCount is the number of loaded messages the server has stored.
-func (c *chatModel) storedCount() int {
-	n := 0
-	for i := range c.msgs {
-		if c.msgs[i].Seq > 0 {
-			n++
-		}
+// place says where the user is: the count of chats opened so far and what
+// the input holds. A change of either means the user went on.
+func (p *chatPane) place() (gen int, typed string) { return p.gen, p.input.Value() }
+
+// setMode gives the keys to the input or the history. A former member's
+// group has no input: the history takes its place.
+func (p *chatPane) setMode(f focusArea) {
+	if f == focusInput && p.readOnly() {
+		f = focusHistory
 	}
-	return n
-}
-
-// atBeginning says the first message of the conversation is loaded.
-func (c *chatModel) atBeginning() bool {
-	o := c.oldestSeq()
-	return c.loaded && (o == 1 || (o == 0 && c.sess.WriteSeq == 0))
-}
-
-// anchor remembers which message is at the top of the screen.
-type anchor struct {
-	key   string
-	delta int
-	ok    bool
-}
-
-func (c *chatModel) anchor() anchor {
-	if c.follow {
-		return anchor{}
-	}
-	for l := c.offset; l < len(c.lineMsg); l++ {
-		if i := c.lineMsg[l]; i >= 0 {
-			return anchor{key: msgKey(&c.msgs[i]), delta: c.offset - c.msgLine[i], ok: true}
-		}
-	}
-	return anchor{}
-}
-
-// setMessages replaces the loaded window, keeping what is on screen where
-// it is.
-func (c *chatModel) setMessages(rc renderCtx, msgs []client.Message) {
-	a := c.anchor()
-	selKey := ""
-	if c.sel >= 0 && c.sel < len(c.msgs) {
-		selKey = msgKey(&c.msgs[c.sel])
-	}
-	c.msgs = msgs
-	c.layout(rc, a)
-	if selKey != "" {
-		c.sel = -1
-		for i := range c.msgs {
-			if msgKey(&c.msgs[i]) == selKey {
-				c.sel = i
-				break
-			}
-		}
-		if c.sel < 0 && len(c.msgs) > 0 {
-			c.sel = len(c.msgs) - 1
-		}
-	}
-}
-
-// prepend adds an older page above the loaded messages.
-func (c *chatModel) prepend(rc renderCtx, older []client.Message) {
-	oldest := c.oldestSeq()
-	keep := older[:0:0]
-	for _, m := range older {
-		if oldest == 0 || (m.Seq > 0 && m.Seq < oldest) {
-			keep = append(keep, m)
-		}
-	}
-	if len(keep) == 0 {
-		return
-	}
-	a := c.anchor()
-	if !a.ok && len(c.msgs) > 0 {
-		// Following the bottom but the whole chat fits: keep the bottom.
-		a = anchor{}
-	}
-	c.msgs = append(keep, c.msgs...)
-	if c.sel >= 0 {
-		c.sel += len(keep)
-	}
-	c.layout(rc, a)
-}
-
-// rebuild re-renders in place (ticks, width, typing changed).
-func (c *chatModel) rebuild(rc renderCtx) { c.layout(rc, c.anchor()) }
-
-// rebuildAtTop re-renders after a change of the top line (the loading
-// note), keeping the top on screen when it was.
-func (c *chatModel) rebuildAtTop(rc renderCtx) {
-	top := c.offset == 0 && !c.follow
-	c.rebuild(rc)
-	if top {
-		c.setOffset(0)
-	}
-}
-
-// maxOffset is the last valid scroll position.
-func (c *chatModel) maxOffset() int { return max(0, len(c.lines)-c.height) }
-
-// setOffset scrolls to line o and updates follow.
-func (c *chatModel) setOffset(o int) {
-	c.offset = max(0, min(o, c.maxOffset()))
-	c.follow = c.offset >= c.maxOffset()
-}
-
-// scroll moves by n lines (negative is up).
-func (c *chatModel) scroll(n int) {
-	c.setOffset(c.offset + n)
-	c.clampSel()
-}
-
-// atTop says the oldest loaded line is on screen.
-func (c *chatModel) atTop() bool { return c.offset == 0 }
-
-// gotoBottom shows the newest message.
-func (c *chatModel) gotoBottom() {
-	c.setOffset(c.maxOffset())
-	c.follow = true
-}
-
-// visible says whether line l is on screen.
-func (c *chatModel) visible(l int) bool { return l >= c.offset && l < c.offset+c.height }
-
-// maxVisibleSeq is the highest stored seq with a line on screen.
-func (c *chatModel) maxVisibleSeq() int64 {
-	var s int64
-	end := min(len(c.lines), c.offset+c.height)
-	for l := c.offset; l < end; l++ {
-		if i := c.lineMsg[l]; i >= 0 && !c.msgs[i].Outbox {
-			s = max(s, c.msgs[i].Seq)
-		}
-	}
-	return s
-}
-
-// clampSel keeps the selection on a message that is on screen.
-func (c *chatModel) clampSel() {
-	if c.sel < 0 || len(c.msgs) == 0 {
-		return
-	}
-	c.sel = min(c.sel, len(c.msgs)-1)
-	if c.msgEnd[c.sel] > c.offset && c.msgLine[c.sel] < c.offset+c.height {
-		return
-	}
-	// Pick the message nearest the side we moved to.
-	if c.msgLine[c.sel] < c.offset {
-		for i := c.sel; i < len(c.msgs); i++ {
-			if c.msgLine[i] >= c.offset {
-				c.sel = i
-				return
-			}
-		}
+	p.mode = f
+	if p.focused && f == focusInput && p.c != nil {
+		p.input.Focus()
 	} else {
-		for i := c.sel; i >= 0; i-- {
-			if c.msgEnd[i] <= c.offset+c.height {
-				c.sel = i
-				return
+		p.input.Blur()
+	}
+	if c := p.c; c != nil {
+		if p.focused && f == focusHistory {
+			if c.sel < 0 {
+				c.sel = len(c.msgs) - 1
+				c.clampSel()
 			}
+		} else {
+			c.sel = -1
 		}
 	}
+	p.layout()
 }
 
-// moveSel moves the selection by d messages and scrolls to show it.
-func (c *chatModel) moveSel(d int) {
-	if len(c.msgs) == 0 {
-		return
-	}
-	if c.sel < 0 {
-		c.sel = len(c.msgs) - 1
-	} else {
-		c.sel = max(0, min(c.sel+d, len(c.msgs)-1))
-	}
-	c.showSel()
+// SetSize sets the pane's size: header, history, legend and input.
+func (p *chatPane) SetSize(w, h int) {
+	p.width, p.height = w, h
+	p.layout()
 }
 
-// showSel scrolls so that the selected message is on screen.
-func (c *chatModel) showSel() {
-	if c.sel < 0 || c.sel >= len(c.msgs) {
+// layout sizes the history and the input for the pane and the input's
+// height.
+func (p *chatPane) layout() {
+	p.input.SetWidth(max(4, p.width-3))
+	c := p.c
+	if c == nil {
 		return
 	}
-	start, end := c.msgLine[c.sel], c.msgEnd[c.sel]
+	h := max(1, p.height-chatHeaderHeight-1-p.inputHeight())
+	if c.width != p.width || c.height != h {
+		c.width, c.height = p.width, h
+		c.rebuild(p.com.renderCtx())
+	}
+}
+
+// inputHeight is the height of the input area: the editor, or the line
+// that tells a former member why there is none.
+func (p *chatPane) inputHeight() int {
+	if p.readOnly() {
+		return 1
+	}
+	return p.input.Height()
+}
+
+// readOnly says the open chat is a group the user has left: its stored
+// messages show, but nothing is sent, typed or marked read there.
+func (p *chatPane) readOnly() bool {
+	return p.c != nil && leftGroup(&p.c.sess, p.com.me())
+}
+
+// setSession applies a new state of the open chat's session: the header
+// (a group's title and members), the ticks, and whether the user may still
+// write there.
+func (p *chatPane) setSession(s protocol.Session) {
+	c := p.c
+	c.sess = s
+	c.group = isGroup(&s)
+	c.ticks = c.ticks.Merge(s.Ticks)
+	if p.readOnly() {
+		if p.mode == focusInput {
+			p.setMode(focusHistory)
+		}
+	} else if c.storeEnd {
+		// A member again: the server's history is open once more.
+		c.storeEnd = false
+	}
+	p.layout() // the input area's height may have changed
+	c.rebuild(p.com.renderCtx())
+}
+
+// restyle renders the open chat again after a change of the theme or of
+// how text is measured.
+func (p *chatPane) restyle() {
+	p.com.st.styleInput(&p.input)
+	if c := p.c; c != nil {
+		clear(c.cache)
+		c.rebuild(p.com.renderCtx())
+	}
+}
+
+// setTicks raises the open chat's ticks.
+func (p *chatPane) setTicks(t protocol.Ticks) {
+	p.c.ticks = p.c.ticks.Merge(t)
+	p.c.rebuild(p.com.renderCtx())
+}
+
+// Update handles the chat's messages: pages, send answers, timeouts and,
+// while it has the focus, keys and the editor's own messages.
+func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case messagesMsg:
+		return p.onMessages(msg)
+	case sentMsg:
+		return p.onSent(msg)
+	case draftSaveMsg:
+		if msg.gen == p.draftGen && msg.conv == p.conv() {
+			return p.saveDraft(msg.conv, p.input.Value())
+		}
+	case splitSendMsg:
+		if p.conv() != msg.conv || inputBody(p.input.Value()) != msg.body {
+			return notice("not sent: the text changed", true)
+		}
+		return p.sendParts(msg.conv, msg.parts)
+	case olderTimeoutMsg:
+		if c := p.c; c != nil && c.conv == msg.conv && c.gen == msg.gen && c.awaitServer == msg.before {
+			c.awaitServer = 0
+			c.rebuildAtTop(p.com.renderCtx())
+		}
+	case tea.KeyPressMsg:
+		if p.c == nil {
+			return nil
+		}
+		if p.mode == focusHistory {
+			return p.historyKey(msg)
+		}
+		return p.inputKey(msg)
+	default:
+		// A paste and the editor's own messages.
+		if p.c != nil && p.mode == focusInput {
+			return p.updateInput(msg)
+		}
+	}
+	return nil
+}
+
+// inputKey handles a key while typing.
+func (p *chatPane) inputKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, c := p.com.keys.Input, p.c
 	switch {
-	case start < c.offset:
-		c.setOffset(start - c.decorationsAbove(c.sel))
-	case end > c.offset+c.height:
-		c.setOffset(min(start, end-c.height))
+	case key.Matches(msg, k.Send):
+		return p.send()
+	case key.Matches(msg, k.Back):
+		p.ask(leaveChatMsg{})
+		return nil
+	case key.Matches(msg, k.PageUp):
+		return p.scroll(-max(1, c.height-1))
+	case key.Matches(msg, k.PageDown):
+		return p.scroll(max(1, c.height-1))
+	case key.Matches(msg, k.ScrollUp) && p.input.Value() == "":
+		return p.scroll(-1)
+	case key.Matches(msg, k.ScrollDown) && p.input.Value() == "":
+		return p.scroll(1)
+	case key.Matches(msg, k.Info):
+		return p.openInfo(c.lastOwn(p.com.me()))
 	}
+	return p.updateInput(msg)
 }
 
-// decorationsAbove counts the separator lines right above message i, so
-// that selecting the first message also shows its day separator.
-func (c *chatModel) decorationsAbove(i int) int {
-	n := 0
-	for l := c.msgLine[i] - 1; l >= 0 && c.lineMsg[l] < 0; l-- {
-		n++
-	}
-	return n
-}
-
-// lastOwn returns the index of the newest own stored message, -1 if none.
-func (c *chatModel) lastOwn(me string) int {
-	for i := len(c.msgs) - 1; i >= 0; i-- {
-		if c.msgs[i].From == me && c.msgs[i].Seq > 0 && c.msgs[i].Kind != protocol.KindSystem {
-			return i
+// historyKey handles a key while reading the history.
+func (p *chatPane) historyKey(msg tea.KeyPressMsg) tea.Cmd {
+	k, c := p.com.keys.History, p.c
+	switch {
+	case key.Matches(msg, k.Up):
+		c.moveSel(-1)
+		if c.atTop() {
+			return p.loadOlder()
+		}
+	case key.Matches(msg, k.Down):
+		c.moveSel(1)
+	case key.Matches(msg, k.PageUp):
+		return p.scroll(-max(1, c.height-1))
+	case key.Matches(msg, k.PageDown):
+		return p.scroll(max(1, c.height-1))
+	case key.Matches(msg, k.HalfUp):
+		return p.scroll(-max(1, c.height/2))
+	case key.Matches(msg, k.HalfDown):
+		return p.scroll(max(1, c.height/2))
+	case key.Matches(msg, k.Top):
+		c.setOffset(0)
+		if len(c.msgs) > 0 {
+			c.sel = 0
+		}
+		return p.loadOlder()
+	case key.Matches(msg, k.Bottom):
+		c.gotoBottom()
+		c.sel = len(c.msgs) - 1
+	case key.Matches(msg, k.Info):
+		return p.openInfo(c.sel)
+	case key.Matches(msg, k.Input):
+		if p.readOnly() {
+			return notice("you are no longer a member of this group", false)
+		}
+		p.setMode(focusInput)
+	case key.Matches(msg, k.Back):
+		p.ask(leaveChatMsg{})
+	case key.Matches(msg, k.Search):
+		p.ask(showDialogMsg{newSearchDialog(p.com, c.conv, c.title())})
+	default:
+		if a, ok := groupActionKey(msg); ok {
+			d, cmd := startGroupAction(p.com, c.sess, a)
+			if d != nil {
+				p.ask(showDialogMsg{d})
+			}
+			return cmd
 		}
 	}
-	return -1
+	return nil
 }
 
-// title is the chat's name for its header.
-func (c *chatModel) title() string { return sessionTitle(&c.sess) }
+// scroll scrolls the history by n lines; reaching the top loads older
+// messages.
+func (p *chatPane) scroll(n int) tea.Cmd {
+	c := p.c
+	if c == nil {
+		return nil
+	}
+	c.scroll(n)
+	if n < 0 && c.atTop() {
+		return p.loadOlder()
+	}
+	return nil
+}
 
-// subtitle describes the chat under its title, for user me.
-func (c *chatModel) subtitle(me string) string {
-	if leftGroup(&c.sess, me) {
-		return "not a member · read-only"
+// click selects what was clicked at line y of the pane: a message in the
+// history, or the input.
+func (p *chatPane) click(y int) {
+	c := p.c
+	if c == nil {
+		return
 	}
-	if c.group {
-		return itoa(int64(len(c.sess.Members))) + " members: " + strings.Join(c.sess.Members, ", ")
+	y -= chatHeaderHeight
+	if y >= c.height {
+		p.setMode(focusInput)
+		return
 	}
-	if strings.HasPrefix(c.conv, "biz:") {
-		return "business"
+	top := max(0, c.height-len(c.lines))
+	if l := c.offset + y - top; y >= top && l < len(c.lines) && c.lineMsg[l] >= 0 {
+		p.setMode(focusHistory)
+		c.sel = c.lineMsg[l]
 	}
-	return "direct chat"
+}
+
+// openInfo shows the receipts of message i of the open chat.
+func (p *chatPane) openInfo(i int) tea.Cmd {
+	c := p.c
+	if c == nil || i < 0 || i >= len(c.msgs) {
+		return notice("no message selected", false)
+	}
+	if p.readOnly() {
+		return notice("no receipts: you are no longer a member of this group", false)
+	}
+	msg := c.msgs[i]
+	if msg.Seq <= 0 || msg.Outbox {
+		return notice("not sent yet: waiting for the server", false)
+	}
+	if msg.Kind == protocol.KindSystem {
+		return notice("system messages have no receipts", false)
+	}
+	d, cmd := newInfoDialog(p.com, c.conv, msg)
+	p.ask(showDialogMsg{d})
+	return cmd
+}
+
+// markRead sends a read receipt for the newest message on screen; seen
+// says the chat is on screen with the terminal focused. A group the user
+// has left is not marked (the server refuses the receipt).
+func (p *chatPane) markRead(seen bool) tea.Cmd {
+	c := p.c
+	if c == nil || !c.loaded || !seen || p.readOnly() {
+		return nil
+	}
+	seq := c.maxVisibleSeq()
+	if seq <= c.readSent {
+		return nil
+	}
+	c.readSent = seq
+	b, conv := p.com.b, c.conv
+	return call(func() { b.MarkRead(conv, seq) })
 }

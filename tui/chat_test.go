@@ -92,7 +92,7 @@ func TestTickStates(t *testing.T) {
 }
 
 func TestTickOf(t *testing.T) {
-	c := &chatModel{ticks: protocol.Ticks{DeliveredSeq: 5, ReadSeq: 3}}
+	c := &conversation{ticks: protocol.Ticks{DeliveredSeq: 5, ReadSeq: 3}}
 	cases := []struct {
 		m    client.Message
 		want protocol.Tick
@@ -132,16 +132,16 @@ func TestScrollBackThroughHistory(t *testing.T) {
 	h.press("enter")
 	h.contains("message 200")
 	h.lacks("message 150 ", "loading")
-	if got := len(h.m.chat.msgs); got != 50 {
+	if got := len(h.m.chat.c.msgs); got != 50 {
 		t.Fatalf("first page holds %d messages, want 50", got)
 	}
 
 	// Page up to the top of the first page: the next page comes from the
 	// local store.
-	for i := 0; i < 40 && h.m.chat.oldestSeq() == 151; i++ {
+	for i := 0; i < 40 && h.m.chat.c.oldestSeq() == 151; i++ {
 		h.press("pgup")
 	}
-	if o := h.m.chat.oldestSeq(); o != 101 {
+	if o := h.m.chat.c.oldestSeq(); o != 101 {
 		t.Fatalf("after scrolling to the top the oldest loaded is %d, want 101", o)
 	}
 	if n := len(f.CallsOf("LoadOlder")); n != 0 {
@@ -174,7 +174,7 @@ func TestScrollBackThroughHistory(t *testing.T) {
 	h.event(client.MessagesChanged{Conv: bob})
 	h.lacks("loading older")
 	h.contains("message 81")
-	if o := h.m.chat.oldestSeq(); o != 31 {
+	if o := h.m.chat.c.oldestSeq(); o != 31 {
 		t.Fatalf("oldest loaded %d after the server page, want 31", o)
 	}
 	h.press("pgup")
@@ -189,19 +189,19 @@ func TestScrollBackThroughHistory(t *testing.T) {
 func TestScrollKeysAndWheel(t *testing.T) {
 	h := newHarness(t, historyFixture(), 80, 24)
 	h.press("enter")
-	c := h.m.chat
+	c := h.m.chat.c
 	bottom := c.offset
 	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelUp, X: 40, Y: 10})
-	if c = h.m.chat; c.offset != bottom-3 || c.follow {
+	if c = h.m.chat.c; c.offset != bottom-3 || c.follow {
 		t.Fatalf("wheel up: offset %d (bottom %d), follow %v", c.offset, bottom, c.follow)
 	}
 	h.send(tea.MouseWheelMsg{Button: tea.MouseWheelDown, X: 40, Y: 10})
-	if c = h.m.chat; c.offset != bottom || !c.follow {
+	if c = h.m.chat.c; c.offset != bottom || !c.follow {
 		t.Fatalf("wheel down: offset %d, want %d and following", c.offset, bottom)
 	}
 	// Arrows scroll while the input is empty.
 	h.press("up", "up")
-	if c = h.m.chat; c.offset != bottom-2 {
+	if c = h.m.chat.c; c.offset != bottom-2 {
 		t.Fatalf("up twice: offset %d, want %d", c.offset, bottom-2)
 	}
 	h.press("down", "down")
@@ -209,24 +209,24 @@ func TestScrollKeysAndWheel(t *testing.T) {
 	h.press("esc")          // 80 columns: esc closes the chat
 	h.press("enter", "tab") // reopen, focus the history
 	h.contains("↑↓ select") // the hint of the history
-	sel := h.m.chat.sel
+	sel := h.m.chat.c.sel
 	h.press("k", "k", "k")
-	if got := h.m.chat.sel; got != sel-3 {
+	if got := h.m.chat.c.sel; got != sel-3 {
 		t.Fatalf("k×3 moved the selection from %d to %d", sel, got)
 	}
 	h.press("j")
-	if got := h.m.chat.sel; got != sel-2 {
+	if got := h.m.chat.c.sel; got != sel-2 {
 		t.Fatalf("j moved the selection to %d, want %d", got, sel-2)
 	}
 	for i := 0; i < 30; i++ {
 		h.press("k")
 	}
-	if !h.m.chat.visible(h.m.chat.msgLine[h.m.chat.sel]) {
+	if !h.m.chat.c.visible(h.m.chat.c.msgLine[h.m.chat.c.sel]) {
 		t.Fatal("the selected message scrolled off screen")
 	}
 	h.press("ctrl+d", "u", "b", "f", "space", "d")
 	h.press("end")
-	if !h.m.chat.follow {
+	if !h.m.chat.c.follow {
 		t.Fatal("end should follow the newest message")
 	}
 }
@@ -277,7 +277,7 @@ func TestGroupChatShowsSendersAndTyping(t *testing.T) {
 		msg(team, 5, "alice", "me too", ms(-27*time.Hour+3*time.Minute)),
 	)
 	h := newHarness(t, f, 80, 24)
-	h.press("j", "enter")
+	h.press("enter") // team
 	h.contains("3 members: alice, bob, carol", "start of the conversation")
 	// The system message is centred, without a bubble or a time.
 	l := h.lineWith("created the group")
@@ -332,12 +332,12 @@ func TestInputNewlineAndSendOffline(t *testing.T) {
 	h.typeText("second ")
 	h.press("ctrl+j")
 	h.typeText("third 🎈")
-	if v := h.m.input.Value(); v != "first line\nsecond \nthird 🎈" {
+	if v := h.m.chat.input.Value(); v != "first line\nsecond \nthird 🎈" {
 		t.Fatalf("input = %q", v)
 	}
 	h.contains("first line", "second", "third 🎈")
-	if h.m.input.Height() != 3 {
-		t.Fatalf("input height %d, want 3", h.m.input.Height())
+	if h.m.chat.input.Height() != 3 {
+		t.Fatalf("input height %d, want 3", h.m.chat.input.Height())
 	}
 	h.checkGeometry()
 	h.press("enter")
@@ -345,7 +345,7 @@ func TestInputNewlineAndSendOffline(t *testing.T) {
 	if len(sends) != 1 || sends[0].Body != "first line\nsecond \nthird 🎈" || sends[0].Conv != bob {
 		t.Fatalf("Send calls = %v", sends)
 	}
-	if h.m.input.Value() != "" {
+	if h.m.chat.input.Value() != "" {
 		t.Fatal("input not cleared after send")
 	}
 	// Offline: the message shows with the pending clock.
@@ -358,8 +358,8 @@ func TestInputNewlineAndSendOffline(t *testing.T) {
 	h.press("enter")
 	h.typeText("?")
 	h.lacks("Keys  —")
-	if h.m.input.Value() != "?" {
-		t.Fatalf("input = %q, want ?", h.m.input.Value())
+	if h.m.chat.input.Value() != "?" {
+		t.Fatalf("input = %q, want ?", h.m.chat.input.Value())
 	}
 	if n := len(f.CallsOf("Send")); n != 1 {
 		t.Fatalf("%d sends", n)
@@ -430,7 +430,26 @@ func TestFailedSendGivesTheTextBack(t *testing.T) {
 	h.typeText("will this go?")
 	h.press("enter")
 	h.contains("send: too_large")
-	if v := h.m.input.Value(); v != "will this go?" {
+	if v := h.m.chat.input.Value(); v != "will this go?" {
 		t.Fatalf("input = %q, want the text back", v)
+	}
+}
+
+// TestNarrowHeaderHasOneBackArrow checks bug 7: in the narrow layout the
+// back arrow heads the title only; the line under it (what the chat is,
+// who is typing) lines up with the title, without an arrow.
+func TestNarrowHeaderHasOneBackArrow(t *testing.T) {
+	h := newHarness(t, newFixture(), 80, 24)
+	openBob(h)
+	lines := strings.Split(h.screen(), "\n")
+	if !strings.HasPrefix(lines[0], " ← bob") {
+		t.Fatalf("title line %q", lines[0])
+	}
+	if !strings.HasPrefix(lines[1], "   direct chat") {
+		t.Fatalf("subtitle line %q, want it under the title without an arrow", lines[1])
+	}
+	h.event(client.TypingEvent{Conv: bob, User: "bob"})
+	if l := strings.Split(h.screen(), "\n")[1]; !strings.HasPrefix(l, "   typing…") {
+		t.Fatalf("typing line %q, want it under the title without an arrow", l)
 	}
 }

@@ -6,97 +6,22 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
-
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
 )
 
-// Tick glyphs: a clock while the server has not answered, then one tick,
-// two grey ticks, two blue ticks.
-const (
-	glyphPending   = "◷"
-	glyphSent      = "✓"
-	glyphDelivered = "✓✓"
-	glyphRead      = "✓✓"
-	// glyphFailed marks an own message the server refused after it may
-	// have stored it: it stays in the chat, flagged.
-	glyphFailed = "✗ not sent"
-)
-
 // renderCtx is what rendering messages needs from the root model.
 type renderCtx struct {
-	st  *styles
-	now time.Time
-	me  string
+	st    *styles
+	cells cells
+	now   time.Time
+	me    string
 }
-
-var (
-	ownBubble   = lipgloss.NewStyle().Foreground(colText).Background(colOwnBg)
-	otherBubble = lipgloss.NewStyle().Foreground(colText).Background(colOtherBg)
-	dayChip     = lipgloss.NewStyle().Foreground(colDim).Background(colOtherBg)
-)
-
-// bubblePaints are the bubble styles as escape sequences: index 0 is
-// someone else's bubble, 1 one's own.
-type bubblePaints struct {
-	text, dim paint
-	ticks     [4]paint // by protocol.Tick
-	failed    paint
-	senders   []paint // by senderColors index
-}
-
-var bubbles = func() [2]bubblePaints {
-	var out [2]bubblePaints
-	dim := lipgloss.NewStyle().Foreground(colDim)
-	for i, bg := range []lipgloss.Style{otherBubble, ownBubble} {
-		p := &out[i]
-		p.text = newPaint(bg)
-		p.dim = newPaint(dim.Inherit(bg))
-		for t := protocol.TickPending; t <= protocol.TickRead; t++ {
-			fg := dim
-			if t == protocol.TickRead {
-				fg = lipgloss.NewStyle().Foreground(colRead)
-			}
-			p.ticks[t] = newPaint(fg.Inherit(bg))
-		}
-		p.failed = newPaint(lipgloss.NewStyle().Foreground(colErr).Inherit(bg))
-		for _, c := range senderColors {
-			p.senders = append(p.senders, newPaint(lipgloss.NewStyle().Bold(true).Foreground(c).Inherit(bg)))
-		}
-	}
-	return out
-}()
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// renderTick renders a tick state on background bg.
-func renderTick(st *styles, t protocol.Tick, bg lipgloss.Style) string {
-	switch t {
-	case protocol.TickSent:
-		return st.dim.Inherit(bg).Render(glyphSent)
-	case protocol.TickDelivered:
-		return st.dim.Inherit(bg).Render(glyphDelivered)
-	case protocol.TickRead:
-		return lipgloss.NewStyle().Foreground(colRead).Inherit(bg).Render(glyphRead)
-	}
-	return st.dim.Inherit(bg).Render(glyphPending)
-}
-
-func tickGlyph(t protocol.Tick) string {
-	switch t {
-	case protocol.TickSent:
-		return glyphSent
-	case protocol.TickDelivered:
-		return glyphDelivered
-	case protocol.TickRead:
-		return glyphRead
-	}
-	return glyphPending
-}
-
 // tickOf is the tick of one of the user's own messages.
-func (c *chatModel) tickOf(m *client.Message) protocol.Tick {
+func (c *conversation) tickOf(m *client.Message) protocol.Tick {
 	if m.Outbox || m.Seq <= 0 {
 		return protocol.TickPending
 	}
@@ -118,7 +43,7 @@ func msgTimeMS(ms int64, now time.Time) time.Time { return time.UnixMilli(ms).In
 
 // layout renders every loaded message into lines and restores the scroll
 // position from a.
-func (c *chatModel) layout(rc renderCtx, a anchor) {
+func (c *conversation) layout(rc renderCtx, a anchor) {
 	w := max(10, c.width-1) // the first column is the selection gutter
 	lines := make([]string, 0, len(c.lines)+8)
 	lineMsg := make([]int, 0, cap(lines))
@@ -133,17 +58,17 @@ func (c *chatModel) layout(rc renderCtx, a anchor) {
 	switch {
 	case !c.loaded:
 	case (c.loadingOlder || c.awaitServer != 0) && len(c.msgs) == 0:
-		deco(center(rc.st.dim.Render("loading messages…"), w))
+		deco(rc.cells.center(rc.st.dim.Render("loading messages…"), w))
 	case c.loadingOlder || c.awaitServer != 0:
-		deco(center(rc.st.dim.Render("loading older messages…"), w))
+		deco(rc.cells.center(rc.st.dim.Render("loading older messages…"), w))
 	case c.atBeginning() && len(c.msgs) > 0:
-		deco(center(rc.st.dim.Render("· start of the conversation ·"), w))
+		deco(rc.cells.center(rc.st.dim.Render("· start of the conversation ·"), w))
 	case c.storeEnd && len(c.msgs) > 0:
-		deco(center(rc.st.dim.Render("· no older messages on this device ·"), w))
+		deco(rc.cells.center(rc.st.dim.Render("· no older messages on this device ·"), w))
 	case c.storeEnd:
-		deco(center(rc.st.dim.Render("No messages on this device."), w))
+		deco(rc.cells.center(rc.st.dim.Render("No messages on this device."), w))
 	case len(c.msgs) == 0:
-		deco(center(rc.st.dim.Render("No messages yet. Say hello!"), w))
+		deco(rc.cells.center(rc.st.dim.Render("No messages yet. Say hello!"), w))
 	}
 
 	var prevT time.Time
@@ -157,7 +82,7 @@ func (c *chatModel) layout(rc renderCtx, a anchor) {
 			if len(lines) > 0 {
 				deco(strings.Repeat(" ", w))
 			}
-			deco(center(dayChip.Render(" "+dayLabel(t, rc.now)+" "), w))
+			deco(rc.cells.center(rc.st.dayChip.Render(" "+dayLabel(t, rc.now)+" "), w))
 			brk = true
 		}
 		if !divider && c.unreadCount > 0 && m.From != rc.me && m.Seq > c.unreadFrom && m.Seq <= c.unreadUpTo {
@@ -169,8 +94,8 @@ func (c *chatModel) layout(rc renderCtx, a anchor) {
 			}
 			label += " "
 			c.divLine = len(lines)
-			side := max(0, (w-width(label))/2)
-			deco(rc.st.divider.Render(strings.Repeat("─", side) + label + strings.Repeat("─", max(0, w-side-width(label)))))
+			side := max(0, (w-rc.cells.width(label))/2)
+			deco(rc.st.divider.Render(strings.Repeat("─", side) + label + strings.Repeat("─", max(0, w-side-rc.cells.width(label)))))
 			brk = true
 		}
 		system := m.Kind == protocol.KindSystem
@@ -207,7 +132,7 @@ func (c *chatModel) layout(rc renderCtx, a anchor) {
 
 // renderMessage renders one message as lines exactly w cells wide, from
 // the cache when nothing it depends on changed.
-func (c *chatModel) renderMessage(rc renderCtx, m *client.Message, showSender bool, w int) []string {
+func (c *conversation) renderMessage(rc renderCtx, m *client.Message, showSender bool, w int) []string {
 	own := m.From == rc.me && m.Kind != protocol.KindSystem
 	tick := protocol.TickPending
 	if own {
@@ -220,8 +145,8 @@ func (c *chatModel) renderMessage(rc renderCtx, m *client.Message, showSender bo
 	}
 	var lines []string
 	if m.Kind == protocol.KindSystem {
-		for _, l := range wrapText(sanitize(m.Body), max(1, w-6)) {
-			lines = append(lines, center(rc.st.system.Render(l), w))
+		for _, l := range rc.cells.wrap(sanitize(m.Body), max(1, w-6)) {
+			lines = append(lines, rc.cells.center(rc.st.system.Render(l), w))
 		}
 	} else {
 		lines = renderBubble(rc, m, own, tick, showSender, w)
@@ -233,37 +158,37 @@ func (c *chatModel) renderMessage(rc renderCtx, m *client.Message, showSender bo
 // renderBubble draws a message as a coloured bubble: own messages on the
 // right, others on the left, the time (and tick) at the bottom right.
 func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick, showSender bool, w int) []string {
-	p := &bubbles[0]
+	p := &rc.st.bubbles[0]
 	if own {
-		p = &bubbles[1]
+		p = &rc.st.bubbles[1]
 	}
 	maxInner := max(8, min(w*3/4, w-4)-2)
-	text := wrapText(sanitize(m.Body), maxInner)
+	text := rc.cells.wrap(sanitize(m.Body), maxInner)
 	if len(text) == 0 {
 		text = []string{""}
 	}
 	clock := msgTime(m, rc.now).Format("15:04")
-	metaW := width(clock)
+	metaW := rc.cells.width(clock)
 	meta := p.dim.render(clock)
 	switch {
 	case own && m.Failed:
-		metaW += 1 + width(glyphFailed)
+		metaW += 1 + rc.cells.width(glyphFailed)
 		meta += p.text.render(" ") + p.failed.render(glyphFailed)
 	case own:
-		g := tickGlyph(tick)
-		metaW += 1 + width(g)
+		g := rc.st.tickGlyph(tick)
+		metaW += 1 + rc.cells.width(g)
 		meta += p.text.render(" ") + p.ticks[tick].render(g)
 	}
 	widths := make([]int, len(text))
 	innerW := 0
 	for i, l := range text {
-		widths[i] = width(l)
+		widths[i] = rc.cells.width(l)
 		innerW = max(innerW, widths[i])
 	}
 	sender := ""
 	if showSender {
-		sender = truncate(m.From, maxInner)
-		innerW = max(innerW, width(sender))
+		sender = rc.cells.truncate(m.From, maxInner)
+		innerW = max(innerW, rc.cells.width(sender))
 	}
 	lastW := widths[len(text)-1]
 	inline := lastW+2+metaW <= maxInner
@@ -281,7 +206,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 	out := make([]string, 0, len(text)+2)
 	add := func(content string) { out = append(out, lead+pad+content+pad+trail) }
 	if sender != "" {
-		add(p.senders[senderIndex(m.From)].render(sender + spaces(innerW-width(sender))))
+		add(p.senders[senderIndex(m.From, len(p.senders))].render(sender + spaces(innerW-rc.cells.width(sender))))
 	}
 	for i, l := range text {
 		if i == len(text)-1 && inline {
@@ -298,7 +223,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 
 // view renders the message area: exactly c.width x c.height. The selection
 // gutter marks the selected message while the history has focus.
-func (c *chatModel) view(st *styles, showSel bool) string {
+func (c *conversation) view(st *styles, cw cells, showSel bool) string {
 	var b strings.Builder
 	w := max(10, c.width-1)
 	blank := strings.Repeat(" ", c.width)
@@ -314,6 +239,15 @@ func (c *chatModel) view(st *styles, showSel bool) string {
 		if l > c.offset || top > 0 {
 			b.WriteByte('\n')
 		}
+		if l == end-1 && c.newBelow > 0 && !c.follow {
+			// The bottom line says that new messages came below.
+			label := itoa(int64(c.newBelow)) + " new message ↓"
+			if c.newBelow > 1 {
+				label = itoa(int64(c.newBelow)) + " new messages ↓"
+			}
+			b.WriteString(cw.center(st.newBelow.Render(" "+label+" "), c.width))
+			break
+		}
 		if showSel && c.sel >= 0 && c.lineMsg[l] == c.sel {
 			b.WriteString(st.gutterSel.Render("▌"))
 		} else {
@@ -321,7 +255,7 @@ func (c *chatModel) view(st *styles, showSel bool) string {
 		}
 		line := c.lines[l]
 		if c.width-1 < w {
-			line = truncate(line, c.width-1)
+			line = cw.truncate(line, c.width-1)
 		}
 		b.WriteString(line)
 	}

@@ -26,7 +26,8 @@ func last(conv string, seq int64, from, body string, at int64) *protocol.Message
 
 // newFixture returns alice's fake engine with a varied session list:
 // pinned, muted, marked unread, wide characters, a folder, a business
-// gateway and a deleted chat.
+// gateway and a deleted chat. The list shows: team (pinned), the folder
+// work, bob, carol, Shop, dave, yuki.
 func newFixture() *tuitest.Fake {
 	f := tuitest.NewFake("alice", "laptop", "localhost:8080")
 	f.SetSessions("", []protocol.Session{
@@ -48,9 +49,9 @@ func newFixture() *tuitest.Fake {
 			LastMsg: last("d:alice:yuki", 3, "yuki", "こんにちは、元気ですか？今日は一緒に晩ご飯を食べましょう。駅前の新しいお店はどう？", ms(-72*time.Hour))},
 		{Conv: "biz:shop", Kind: "biz", Title: "Shop", UnreadCount: 1, WriteTS: ms(-3 * time.Hour),
 			LastMsg: last("biz:shop", 0, "shop", "Your order has shipped", ms(-3*time.Hour))},
-		{Conv: "g:ops", Kind: "group", Title: "ops", Category: "work", UnreadCount: 4, WriteTS: ms(-4 * time.Hour),
+		{Conv: "g:ops", Kind: "group", Title: "ops", Category: "work", UnreadCount: 4, WriteTS: ms(-10 * time.Minute),
 			Members: []string{"alice", "erin"},
-			LastMsg: last("g:ops", 4, "erin", "deploy done", ms(-4*time.Hour))},
+			LastMsg: last("g:ops", 4, "erin", "deploy done", ms(-10*time.Minute))},
 		{Conv: "d:alice:erin", Kind: "direct", Title: "erin", Category: "work", WriteTS: ms(-40 * 24 * time.Hour),
 			LastMsg: last("d:alice:erin", 2, "alice", "thanks!", ms(-40*24*time.Hour))},
 		{Conv: "d:alice:mallory", Kind: "direct", Title: "mallory", Deleted: true, WriteTS: ms(-time.Minute)},

@@ -49,35 +49,43 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(sanitize(s)), " ")
 }
 
+// cells measures and cuts text in terminal cells the way the renderer will
+// draw it. Bubble Tea's renderer counts code points (wcwidth: an emoji of
+// three people joined by zero-width joiners is six cells) unless the
+// terminal reports that it clusters graphemes (mode 2027: two cells); a
+// layout measured otherwise overflows its line, and the renderer cuts the
+// end. The zero value counts code points.
+type cells struct{ method ansi.Method }
+
 // width is the number of terminal cells s takes (wide characters and emoji
 // count two, escape sequences none).
-func width(s string) int {
+func (c cells) width(s string) int {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x80 || c < 0x20 {
-			return ansi.StringWidth(s)
+		if b := s[i]; b >= 0x80 || b < 0x20 {
+			return c.method.StringWidth(s)
 		}
 	}
 	return len(s) // printable ASCII: one cell a byte
 }
 
 // truncate cuts s to at most w cells, ending in "…" when cut.
-func truncate(s string, w int) string {
+func (c cells) truncate(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	if width(s) <= w {
+	if c.width(s) <= w {
 		return s
 	}
-	return ansi.Truncate(s, w, "…")
+	return c.method.Truncate(s, w, "…")
 }
 
 // fit truncates or pads s to exactly w cells.
-func fit(s string, w int) string {
+func (c cells) fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	s = truncate(s, w)
-	if n := width(s); n < w {
+	s = c.truncate(s, w)
+	if n := c.width(s); n < w {
 		s += strings.Repeat(" ", w-n)
 	}
 	return s
@@ -85,18 +93,18 @@ func fit(s string, w int) string {
 
 // spread puts left and right at both ends of a w-cell line, truncating left
 // first when both do not fit.
-func spread(left, right string, w int) string {
-	rw := width(right)
+func (c cells) spread(left, right string, w int) string {
+	rw := c.width(right)
 	if rw >= w {
-		return fit(right, w)
+		return c.fit(right, w)
 	}
-	return fit(left, w-rw) + right
+	return c.fit(left, w-rw) + right
 }
 
 // center places s in the middle of a w-cell line.
-func center(s string, w int) string {
-	s = truncate(s, w)
-	pad := w - width(s)
+func (c cells) center(s string, w int) string {
+	s = c.truncate(s, w)
+	pad := w - c.width(s)
 	if pad <= 0 {
 		return s
 	}
@@ -147,19 +155,19 @@ func dayLabel(t, now time.Time) string {
 	return t.Format("Monday, 2 January 2006")
 }
 
-// wrapText wraps s (already sanitized) to lines of at most w cells, breaking
+// wrap wraps s (already sanitized) to lines of at most w cells, breaking
 // words longer than a line.
-func wrapText(s string, w int) []string {
+func (c cells) wrap(s string, w int) []string {
 	if w < 1 {
 		w = 1
 	}
 	var out []string
 	for _, para := range strings.Split(s, "\n") {
-		if width(para) <= w {
+		if c.width(para) <= w {
 			out = append(out, para)
 			continue
 		}
-		wrapped := ansi.Wrap(para, w, "")
+		wrapped := c.method.Wrap(para, w, "")
 		for _, l := range strings.Split(wrapped, "\n") {
 			out = append(out, strings.TrimRight(l, " "))
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
@@ -16,10 +17,10 @@ import (
 
 const team = "g:team"
 
-// openTeam opens the fixture's group "team" (second row, after the folder).
+// openTeam opens the fixture's group "team" (the first row: pinned).
 func openTeam(h *harness) {
 	h.t.Helper()
-	h.press("j", "enter")
+	h.press("enter")
 	h.contains("3 members: alice, bob, carol")
 }
 
@@ -136,19 +137,19 @@ func TestGroupActionsFromTheList(t *testing.T) {
 	f := newFixture()
 	h := newHarness(t, f, 80, 24)
 	// The folder row is not a group.
-	h.press("ctrl+r")
+	h.press("j", "ctrl+r")
 	h.contains("not a group chat")
 	if h.m.dialog != nil {
 		t.Fatal("a menu opened on a folder")
 	}
 	// On team's row: the menu, leave, confirm.
-	h.press("j", "ctrl+r")
+	h.press("k", "ctrl+r")
 	h.contains("Group team")
 	h.press("4")
 	h.contains("Leave team?")
 	h.press("enter")
 	lastGroupOp(t, f, tuitest.Call{Conv: team, Op: "leave"})
-	if h.m.chat != nil {
+	if h.m.chat.c != nil {
 		t.Fatal("the list's menu opened the chat")
 	}
 	// Add from the list, through the menu.
@@ -159,7 +160,7 @@ func TestGroupActionsFromTheList(t *testing.T) {
 
 	// A direct chat has no group actions: not from its row, nor inside.
 	n := len(f.CallsOf("GroupOp"))
-	h.press("j", "ctrl+r")
+	h.press("j", "j", "ctrl+r")
 	h.contains("not a group chat")
 	h.press("enter", "ctrl+r")
 	h.lacks("ctrl+r group", "Group bob")
@@ -216,8 +217,8 @@ func TestFormerMemberGroupIsReadOnly(t *testing.T) {
 			h.contains("old crew", "not a member · read-only", "who is coming?", "not me", "alice left",
 				notMemberText, "· no older messages on this device ·")
 			h.lacks("Type a message", "ctrl+r group", "enter write", "members:")
-			if h.m.focus != focusHistory {
-				t.Fatalf("focus %v, want the history", h.m.focus)
+			if h.m.focusArea() != focusHistory {
+				t.Fatalf("focus %v, want the history", h.m.focusArea())
 			}
 			h.checkGeometry()
 
@@ -226,26 +227,26 @@ func TestFormerMemberGroupIsReadOnly(t *testing.T) {
 			h.press("enter")
 			h.contains("you are no longer a member of this group")
 			h.press("a", "tab", "tab")
-			if h.m.focus == focusInput {
+			if h.m.focusArea() == focusInput {
 				t.Fatal("the input took the focus")
 			}
 			// shift+tab does not get stuck on the missing input either.
 			h.press("shift+tab")
-			if want := map[int]focusArea{80: focusHistory, 120: focusList}[w]; h.m.focus != want {
-				t.Fatalf("shift+tab: focus %v, want %v", h.m.focus, want)
+			if want := map[int]focusArea{80: focusHistory, 120: focusList}[w]; h.m.focusArea() != want {
+				t.Fatalf("shift+tab: focus %v, want %v", h.m.focusArea(), want)
 			}
 			h.press("shift+tab")
-			if h.m.focus != focusHistory {
-				t.Fatalf("shift+tab again: focus %v, want the history", h.m.focus)
+			if h.m.focusArea() != focusHistory {
+				t.Fatalf("shift+tab again: focus %v, want the history", h.m.focusArea())
 			}
 			h.send(tea.MouseClickMsg{Button: tea.MouseLeft, X: w - 5, Y: 22})
 			h.send(tea.PasteMsg{Content: "pasted"})
-			if h.m.focus == focusInput || h.m.input.Value() != "" {
-				t.Fatalf("focus %v, input %q", h.m.focus, h.m.input.Value())
+			if h.m.focusArea() == focusInput || h.m.chat.input.Value() != "" {
+				t.Fatalf("focus %v, input %q", h.m.focusArea(), h.m.chat.input.Value())
 			}
 			// Even a draft left over cannot be sent.
-			h.m.input.SetValue("left over")
-			h.run(h.m.send())
+			h.m.chat.input.SetValue("left over")
+			h.run(h.m.chat.send())
 
 			// No group actions, no receipts, no history from the server.
 			h.press("ctrl+r")
@@ -293,9 +294,13 @@ func TestRemovedWhileTypingTurnsReadOnly(t *testing.T) {
 	h.event(client.SessionsChanged{})
 	h.event(client.MessagesChanged{Conv: team})
 	h.contains(notMemberText, "bob removed alice", "not a member · read-only")
-	h.lacks("half a thought")
-	if h.m.focus != focusHistory {
-		t.Fatalf("focus %v, want the history", h.m.focus)
+	// The input and its text are gone from the chat; the list still shows
+	// the text as the group's draft.
+	if scr := h.screen(); strings.Count(scr, "half a thought") != 1 || !strings.Contains(scr, "draft: half a thought") {
+		t.Fatalf("the text typed should show only as the list's draft:\n%s", scr)
+	}
+	if h.m.focusArea() != focusHistory {
+		t.Fatalf("focus %v, want the history", h.m.focusArea())
 	}
 	h.press("enter", "esc", "tab", "enter")
 	h.checkGeometry()
@@ -316,15 +321,15 @@ func TestRemovedWhileTypingTurnsReadOnly(t *testing.T) {
 	h.contains("2 members: alice, bob", "half a thought", "ctrl+r group")
 	h.lacks(notMemberText)
 	h.press("enter") // from the history: write
-	if h.m.focus != focusInput {
-		t.Fatalf("focus %v, want the input back", h.m.focus)
+	if h.m.focusArea() != focusInput {
+		t.Fatalf("focus %v, want the input back", h.m.focusArea())
 	}
 
 	// Leaving: the answer to this client's leave turns the chat read-only
 	// before the sync does.
 	h.event(client.GroupChanged{Conv: team, Title: "team", Members: []string{"bob"}})
 	h.contains(notMemberText)
-	if h.m.focus == focusInput {
+	if h.m.focusArea() == focusInput {
 		t.Fatal("the input kept the focus")
 	}
 }
@@ -361,13 +366,9 @@ func TestHelpScreenListsGroupKeys(t *testing.T) {
 	h.press("?")
 	h.contains("ctrl+r", "group actions menu", "r/+/-/L", "group: rename, add, remove, leave")
 	// The summary line names the history's real bindings.
-	k := h.m.keys.History
-	for _, b := range []struct {
-		key  string
-		want string
-	}{{k.Rename.Keys()[0], "r"}, {k.AddMembers.Keys()[0], "+"}, {k.RemoveMember.Keys()[0], "-"}, {k.LeaveGroup.Keys()[0], "L"}} {
-		if b.key != b.want {
-			t.Errorf("binding %q, help says %q", b.key, b.want)
+	for i, want := range []string{"r", "+", "-", "L"} {
+		if got := groupActions[i].key.Keys()[0]; got != want {
+			t.Errorf("%s is bound to %q, help says %q", groupActions[i].label, got, want)
 		}
 	}
 }
@@ -384,14 +385,74 @@ func TestLegendDropsLowRanksFirst(t *testing.T) {
 		{30, " enter send · ctrl+r group "},
 		{5, " enter send "},
 	} {
-		if got := legend(parts, tc.w); got != tc.want {
+		if got := legend(codePoints, parts, tc.w); got != tc.want {
 			t.Errorf("legend(%d) = %q, want %q", tc.w, got, tc.want)
 		}
-		if got := legend(parts, tc.w); width(got) > tc.w && strings.Count(got, "·") > 0 {
-			t.Errorf("legend(%d) is %d wide", tc.w, width(got))
+		if got := legend(codePoints, parts, tc.w); codePoints.width(got) > tc.w && strings.Count(got, "·") > 0 {
+			t.Errorf("legend(%d) is %d wide", tc.w, codePoints.width(got))
 		}
 	}
-	if got := legend(nil, 10); got != "" {
+	if got := legend(codePoints, nil, 10); got != "" {
 		t.Errorf("empty legend = %q", got)
+	}
+}
+
+// TestGroupCreatedLaterLeavesTheUserWhereTheyAre checks bug 1: a group
+// asked for offline is answered once the connection is back; by then the
+// user has gone to another chat and typed there. The answer must not take
+// them away nor wipe what they typed: it says the group is there.
+func TestGroupCreatedLaterLeavesTheUserWhereTheyAre(t *testing.T) {
+	f := newFixture()
+	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(30 * time.Second)})
+	h := newHarness(t, f, 100, 30)
+	h.press("N")
+	h.typeText("queued group")
+	h.press("tab")
+	h.typeText("bob")
+	h.press("enter")
+	h.contains("creating group queued group")
+	c := f.CallsOf("CreateGroup")
+	if len(c) != 1 || c[0].Key == "" {
+		t.Fatalf("CreateGroup calls %v, want one with a key", c)
+	}
+	openBob(h)
+	h.typeText("half typed draft")
+
+	h.event(client.GroupChanged{Conv: "g:q1", Key: c[0].Key, Title: "queued group", Members: []string{"alice", "bob"}})
+	if h.m.chat.conv() != bob || h.m.focusArea() != focusInput {
+		t.Fatalf("the answer moved the user to %q (focus %v)", h.m.chat.conv(), h.m.focusArea())
+	}
+	if v := h.m.chat.input.Value(); v != "half typed draft" {
+		t.Fatalf("the input holds %q, want the text typed", v)
+	}
+	h.contains("group queued group created")
+}
+
+// TestGroupActionsTableIsTheRouting checks what the package doc promises:
+// a group action's dialog is reached, from the group menu and by its key in
+// the history, through its one line in groupActions and nothing else.
+func TestGroupActionsTableIsTheRouting(t *testing.T) {
+	for i, a := range groupActions {
+		h := newHarness(t, newFixture(), 100, 30)
+		openTeam(h)
+		view := func() string {
+			if h.m.dialog == nil {
+				return "no dialog"
+			}
+			h.m.dialog.SetSize(50, 30)
+			return ansi.Strip(h.m.dialog.View())
+		}
+		h.press("ctrl+r", itoa(int64(i+1)))
+		byMenu := view()
+		h.press("esc", "tab", a.key.Keys()[0])
+		byKey := view()
+		d, err := a.open(h.m.com, h.m.chat.c.sess)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.SetSize(50, 30)
+		if direct := ansi.Strip(d.View()); byMenu != direct || byKey != direct {
+			t.Errorf("%s: the menu opened\n%s\nthe key\n%s\nthe table's constructor makes\n%s", a.label, byMenu, byKey, direct)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,9 @@ import (
 
 // testNow is the fixed clock of the tests: Saturday 14 March 2026, 15:30 UTC.
 var testNow = time.Date(2026, 3, 14, 15, 30, 0, 0, time.UTC)
+
+// codePoints measures text as the renderer does by default, by code point.
+var codePoints cells
 
 // clock is a settable clock for tests.
 type clock struct{ t time.Time }
@@ -37,6 +42,7 @@ type harness struct {
 	m      Model
 	timers []timer
 	quit   bool
+	raws   []string // what the model printed around the renderer (tea.Raw)
 }
 
 func newHarness(t testing.TB, f *tuitest.Fake, w, h int) *harness {
@@ -50,7 +56,7 @@ func newHarnessOpts(t testing.TB, f *tuitest.Fake, w, h int, opts Options) *harn
 	f.Now = hs.clock.now
 	opts.Now, opts.Location = hs.clock.now, time.UTC
 	m := New(f, opts)
-	m.tick = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+	m.com.tick = func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
 		hs.timers = append(hs.timers, timer{d, fn})
 		return nil
 	}
@@ -65,7 +71,7 @@ func newHarnessOpts(t testing.TB, f *tuitest.Fake, w, h int, opts Options) *harn
 func (hs *harness) send(msgs ...tea.Msg) {
 	hs.t.Helper()
 	queue := append([]tea.Msg(nil), msgs...)
-	for len(queue) > 0 {
+	for len(queue) > 0 && !hs.quit { // a program that quit handles nothing more
 		msg := queue[0]
 		queue = queue[1:]
 		next, cmd := hs.m.Update(msg)
@@ -93,10 +99,25 @@ func (hs *harness) exec(cmd tea.Cmd) []tea.Msg {
 	case tea.QuitMsg:
 		hs.quit = true
 		return nil
+	case tea.RawMsg:
+		hs.raws = append(hs.raws, fmt.Sprint(msg.Msg))
+		return nil
 	default:
+		// tea.Sequence's message is an unexported slice of commands, run
+		// in order.
+		if v := reflect.ValueOf(msg); v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeOf(tea.Cmd(nil)) {
+			var out []tea.Msg
+			for i := range v.Len() {
+				out = append(out, hs.exec(v.Index(i).Interface().(tea.Cmd))...)
+			}
+			return out
+		}
 		return []tea.Msg{msg}
 	}
 }
+
+// windowSize is a terminal resize to w x h.
+func windowSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
 
 // event delivers an engine event as the event-wait command would.
 func (hs *harness) event(ev client.Event) { hs.t.Helper(); hs.send(eventMsg{ev}) }
@@ -198,7 +219,7 @@ func (hs *harness) checkGeometry() {
 		hs.t.Fatalf("screen has %d lines, want %d:\n%s", len(lines), hs.m.height, hs.screen())
 	}
 	for i, l := range lines {
-		if w := ansi.StringWidth(l); w != hs.m.width {
+		if w := hs.m.com.cells.width(l); w != hs.m.width {
 			hs.t.Fatalf("line %d is %d cells wide, want %d: %q\n%s", i, w, hs.m.width, l, hs.screen())
 		}
 	}

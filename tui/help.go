@@ -18,24 +18,26 @@ type helpSection struct {
 
 // helpScreen is the full-screen list of every binding, scrollable.
 type helpScreen struct {
+	com  *common
 	help help.Model
 	vp   viewport.Model
 }
 
-func newHelpScreen() helpScreen {
+func newHelpScreen(com *common) helpScreen {
 	h := help.New()
 	s := help.DefaultDarkStyles()
-	s.FullKey = lipgloss.NewStyle().Bold(true).Foreground(colAccent)
-	s.FullDesc = lipgloss.NewStyle().Foreground(colText)
+	s.FullKey = lipgloss.NewStyle().Bold(true).Foreground(com.st.pal.accent)
+	s.FullDesc = lipgloss.NewStyle().Foreground(com.st.pal.text)
 	h.Styles = s
 	vp := viewport.New()
 	vp.KeyMap = viewport.DefaultKeyMap()
 	vp.MouseWheelEnabled = true
-	return helpScreen{help: h, vp: vp}
+	return helpScreen{com: com, help: h, vp: vp}
 }
 
-// setContent lays the sections out in as many columns as fit in w.
-func (h *helpScreen) setContent(st *styles, km keyMap, w, ht int) {
+// SetSize lays the sections out in as many columns as fit in w.
+func (h *helpScreen) SetSize(w, ht int) {
+	st, km := &h.com.st, h.com.keys
 	h.vp.SetWidth(w)
 	h.vp.SetHeight(ht)
 	var blocks []string
@@ -66,10 +68,10 @@ func (h *helpScreen) setContent(st *styles, km keyMap, w, ht int) {
 	h.vp.SetContentLines(lines)
 }
 
-// update scrolls the help screen.
-func (h *helpScreen) update(msg tea.Msg) {
+// Update scrolls the help screen.
+func (h *helpScreen) Update(msg tea.Msg) {
 	h.vp, _ = h.vp.Update(msg)
 }
 
-// view renders the help screen, exactly the viewport's size.
-func (h *helpScreen) view() string { return h.vp.View() }
+// View renders the help screen, exactly the viewport's size.
+func (h *helpScreen) View() string { return h.vp.View() }

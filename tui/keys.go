@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"strings"
-
 	"charm.land/bubbles/v2/key"
 )
 
@@ -17,6 +15,7 @@ type globalKeys struct {
 	NextFocus key.Binding
 	PrevFocus key.Binding
 	GroupMenu key.Binding // the selected group row or the open group chat
+	Reconnect key.Binding // offline: try to connect now
 }
 
 // listKeys act on the session list.
@@ -24,7 +23,7 @@ type listKeys struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Open, Back                              key.Binding
 	Pin, Mute, MarkUnread, Delete, Category key.Binding
-	NewChat, NewGroup, Quit                 key.Binding
+	NewChat, NewGroup, Search, Quit         key.Binding
 }
 
 // inputKeys act while typing a message.
@@ -36,10 +35,10 @@ type inputKeys struct {
 }
 
 // historyKeys act while reading the history (the message pane has focus).
+// A group chat's history also takes the group actions' keys (groupActions).
 type historyKeys struct {
 	Up, Down, PageUp, PageDown, HalfUp, HalfDown, Top, Bottom key.Binding
-	Info, Input, Back                                         key.Binding
-	Rename, AddMembers, RemoveMember, LeaveGroup              key.Binding // group chats
+	Info, Input, Back, Search                                 key.Binding
 }
 
 // dialogKeys act in dialogs and on the help screen.
@@ -65,6 +64,7 @@ func defaultKeyMap() keyMap {
 			PrevFocus: bind([]string{"shift+tab"}, "shift+tab", "previous pane"),
 			// ctrl+g would be the textarea's select all.
 			GroupMenu: bind([]string{"ctrl+r"}, "ctrl+r", "group actions menu"),
+			Reconnect: bind([]string{"ctrl+l"}, "ctrl+l", "reconnect now (offline)"),
 		},
 		List: listKeys{
 			Up:         bind([]string{"up", "k", "ctrl+p"}, "↑/k", "previous chat"),
@@ -82,6 +82,7 @@ func defaultKeyMap() keyMap {
 			Category:   bind([]string{"c"}, "c", "move to category (folder)"),
 			NewChat:    bind([]string{"n"}, "n", "new chat by user id"),
 			NewGroup:   bind([]string{"N"}, "N", "new group"),
+			Search:     bind([]string{"/"}, "/", "search chats by title"),
 			Quit:       bind([]string{"q"}, "q", "quit"),
 		},
 		Input: inputKeys{
@@ -106,11 +107,7 @@ func defaultKeyMap() keyMap {
 			Info:     bind([]string{"i", "ctrl+o"}, "i", "message info (receipts)"),
 			Input:    bind([]string{"enter", "a"}, "enter/a", "write a message"),
 			Back:     bind([]string{"esc", "q", "h", "left"}, "esc/q", "back to the list"),
-
-			Rename:       bind([]string{"r"}, "r", "rename the group"),
-			AddMembers:   bind([]string{"+"}, "+", "add members"),
-			RemoveMember: bind([]string{"-"}, "-", "remove a member"),
-			LeaveGroup:   bind([]string{"L"}, "L", "leave the group (asks)"),
+			Search:   bind([]string{"/"}, "/", "search the messages"),
 		},
 		Dialog: dialogKeys{
 			Confirm:   bind([]string{"enter"}, "enter", "confirm / choose"),
@@ -126,22 +123,16 @@ func defaultKeyMap() keyMap {
 func (k keyMap) helpSections() []helpSection {
 	l, in, h, g, d := k.List, k.Input, k.History, k.Global, k.Dialog
 	return []helpSection{
-		{"Chats", []key.Binding{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.Open, l.Back}},
+		{"Chats", []key.Binding{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.Open, l.Back, l.Search}},
 		{"Chat actions", []key.Binding{l.Pin, l.Mute, l.MarkUnread, l.Delete, l.Category, l.NewChat, l.NewGroup, l.Quit}},
 		{"Writing", []key.Binding{in.Send, in.Newline, in.ScrollUp, in.ScrollDown, in.PageUp, in.PageDown, in.Info, in.Back}},
-		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back,
-			groupHelp(h)}},
+		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back, h.Search,
+			groupHelp()}},
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
-			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu}},
+			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
 			bind([]string{"y"}, "y / n", "yes / no in confirmations"), bind([]string{"1"}, "1-9", "pick an option")}},
 	}
-}
-
-// groupHelp sums the history's group keys up in one help line.
-func groupHelp(h historyKeys) key.Binding {
-	ks := []string{h.Rename.Help().Key, h.AddMembers.Help().Key, h.RemoveMember.Help().Key, h.LeaveGroup.Help().Key}
-	return bind(ks, strings.Join(ks, "/"), "group: rename, add, remove, leave")
 }
 
 // ShortHelp returns the bindings shown in the list footer hint.

@@ -1,38 +1,36 @@
 package tui
 
 import (
-	"sort"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
-// rowKind says what a list row opens.
-type rowKind int
+// listPane is the session list with its folder stack: the main list,
+// category folders and sub-business lists. It loads the lists it shows,
+// moves its cursor, and acts on the selected session; opening a chat it
+// asks of the root.
+type listPane struct {
+	asks
+	com     *common
+	levels  []listLevel
+	lists   map[string][]protocol.Session // by sub_biz; "" is the main list
+	loaded  map[string]bool
+	totals  map[string]int64 // the backend's total unread, by sub_biz
+	loading map[string]int   // sub_biz -> 1 loading, 2 loading and dirty
+	rows    []listRow
+	width   int
+	height  int // rows area height in lines
+	focused bool
+	loadErr string
 
-const (
-	rowSession rowKind = iota // a conversation
-	rowFolder                 // a category: opens its sessions
-	rowGateway                // a biz:<name> session: opens the nested list
-)
-
-// listRow is one entry of the visible list.
-type listRow struct {
-	kind   rowKind
-	sess   *protocol.Session // rowSession and rowGateway
-	folder string            // rowFolder: the category
-	count  int               // rowFolder: sessions inside
-	unread int64             // rowFolder: unread inside, muted excluded
-	marked bool              // rowFolder: a session inside is marked unread
-	latest int64             // rowFolder: newest write_ts inside
-}
-
-// key identifies a row across reloads, to keep the cursor on it.
-func (r listRow) key() string {
-	if r.kind == rowFolder {
-		return "folder:" + r.folder
-	}
-	return r.sess.Conv
+	filter    textinput.Model // the search by title
+	filtering bool            // the search field is shown
 }
 
 // listLevel is one step into the list: the main list, a category folder,
@@ -45,104 +43,194 @@ type listLevel struct {
 	offset   int
 }
 
-// listModel is the session list with its folder stack.
-type listModel struct {
-	levels  []listLevel
-	lists   map[string][]protocol.Session // by sub_biz; "" is the main list
-	loaded  map[string]bool
-	total   int64 // total unread of the main list
-	rows    []listRow
-	width   int
-	height  int // rows area height in lines
-	loadErr string
-}
-
-func newListModel() listModel {
-	return listModel{
-		levels: []listLevel{{title: "Chats"}},
-		lists:  map[string][]protocol.Session{},
-		loaded: map[string]bool{},
+func newListPane(com *common) listPane {
+	return listPane{
+		com:     com,
+		levels:  []listLevel{{title: "Chats"}},
+		lists:   map[string][]protocol.Session{},
+		loaded:  map[string]bool{},
+		totals:  map[string]int64{},
+		loading: map[string]int{},
+		width:   80,
+		height:  22,
+		filter:  newFilterInput(&com.st),
 	}
 }
 
-// level returns the current level.
-func (l *listModel) level() *listLevel { return &l.levels[len(l.levels)-1] }
+// Init loads the main list.
+func (l *listPane) Init() tea.Cmd {
+	l.loading[""] = 1
+	return l.load("")
+}
 
-// rowHeight is the number of lines one row takes.
-const rowHeight = 2
+// SetSize sets the pane's size: the header line and the rows below.
+func (l *listPane) SetSize(w, h int) {
+	l.width, l.height = w, max(rowHeight, h-1)
+	l.clamp()
+}
+
+// SetFocused says whether the list has the keys (its cursor shows).
+func (l *listPane) SetFocused(f bool) { l.focused = f }
+
+// KeyMap returns the list's bindings.
+func (l *listPane) KeyMap() listKeys { return l.com.keys.List }
+
+// Update handles the list's messages: its loaded lists and, while it has
+// the focus, keys.
+func (l *listPane) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case sessionsMsg:
+		return l.onSessions(msg)
+	case tea.KeyPressMsg:
+		return l.onKey(msg)
+	case tea.PasteMsg:
+		if l.filtering {
+			return l.filterKey(msg)
+		}
+	}
+	return nil
+}
+
+// load reads one list from the backend.
+func (l *listPane) load(subBiz string) tea.Cmd {
+	b := l.com.b
+	return func() tea.Msg {
+		s, total, err := b.Sessions(subBiz)
+		return sessionsMsg{subBiz: subBiz, sessions: s, total: total, err: err}
+	}
+}
+
+// reload reloads the main list and the nested list on screen, coalescing
+// bursts: at most one load per list is in flight.
+func (l *listPane) reload() tea.Cmd {
+	subs := []string{""}
+	if sb := l.level().subBiz; sb != "" {
+		subs = append(subs, sb)
+	}
+	var cmds []tea.Cmd
+	for _, sb := range subs {
+		if l.loading[sb] > 0 {
+			l.loading[sb] = 2
+			continue
+		}
+		l.loading[sb] = 1
+		cmds = append(cmds, l.load(sb))
+	}
+	return tea.Batch(cmds...)
+}
+
+// onSessions stores a loaded list; a reload requested meanwhile follows.
+func (l *listPane) onSessions(msg sessionsMsg) tea.Cmd {
+	var cmd tea.Cmd
+	if l.loading[msg.subBiz] == 2 {
+		l.loading[msg.subBiz] = 1
+		cmd = l.load(msg.subBiz)
+	} else {
+		delete(l.loading, msg.subBiz)
+	}
+	if msg.err != nil {
+		l.loadErr = "could not load chats: " + msg.err.Error()
+		return cmd
+	}
+	l.loadErr = ""
+	l.setSessions(msg.subBiz, msg.sessions, msg.total)
+	return cmd
+}
 
 // setSessions stores a loaded list and rebuilds the rows, keeping the
 // cursor on the same conversation or folder.
-func (l *listModel) setSessions(subBiz string, sessions []protocol.Session, total int64) {
+func (l *listPane) setSessions(subBiz string, sessions []protocol.Session, total int64) {
 	l.lists[subBiz] = sessions
 	l.loaded[subBiz] = true
-	if subBiz == "" {
-		l.total = total
-	}
+	l.totals[subBiz] = total
 	if l.level().subBiz == subBiz {
 		l.rebuild()
 	}
 }
 
-// rebuild derives the rows of the current level from the loaded lists.
-func (l *listModel) rebuild() {
-	lv := l.level()
-	var keep string
-	if lv.cursor >= 0 && lv.cursor < len(l.rows) {
-		keep = l.rows[lv.cursor].key()
+// onKey handles a key while the list has the focus.
+func (l *listPane) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	if l.filtering {
+		return l.filterKey(msg)
 	}
-	sessions := l.lists[lv.subBiz]
-	rows := make([]listRow, 0, len(sessions)+4)
-	if lv.category == "" {
-		folders := map[string]*listRow{}
-		var names []string
-		for i := range sessions {
-			s := &sessions[i]
-			if s.Category != "" {
-				f := folders[s.Category]
-				if f == nil {
-					f = &listRow{kind: rowFolder, folder: s.Category}
-					folders[s.Category] = f
-					names = append(names, s.Category)
-				}
-				f.count++
-				if !s.Muted {
-					f.unread += s.UnreadCount
-				}
-				f.marked = f.marked || s.MarkedUnread
-				f.latest = max(f.latest, s.WriteTS)
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			rows = append(rows, *folders[n])
-		}
+	k := l.com.keys.List
+	switch {
+	case key.Matches(msg, k.Search):
+		l.startFilter()
+	case key.Matches(msg, k.Up):
+		l.move(-1)
+	case key.Matches(msg, k.Down):
+		l.move(1)
+	case key.Matches(msg, k.PageUp):
+		l.move(-l.visibleRows())
+	case key.Matches(msg, k.PageDown):
+		l.move(l.visibleRows())
+	case key.Matches(msg, k.Top):
+		l.moveTo(0)
+	case key.Matches(msg, k.Bottom):
+		l.moveTo(len(l.rows) - 1)
+	case key.Matches(msg, k.Open):
+		return l.openRow()
+	case key.Matches(msg, k.Back):
+		l.pop()
+	case key.Matches(msg, k.NewChat):
+		l.ask(showDialogMsg{newChatDialog(l.com)})
+	case key.Matches(msg, k.NewGroup):
+		l.ask(showDialogMsg{newGroupDialog(l.com)})
+	case key.Matches(msg, k.Pin, k.Mute, k.MarkUnread, k.Delete, k.Category):
+		return l.sessionAction(msg)
 	}
-	for i := range sessions {
-		s := &sessions[i]
-		if s.Category != lv.category {
-			continue
-		}
-		kind := rowSession
-		if strings.HasPrefix(s.Conv, "biz:") {
-			kind = rowGateway
-		}
-		rows = append(rows, listRow{kind: kind, sess: s})
-	}
-	l.rows = rows
-	if keep != "" {
-		for i, r := range rows {
-			if r.key() == keep {
-				lv.cursor = i
-				break
-			}
-		}
-	}
-	l.clamp()
+	return nil
 }
 
+// openRow opens the selected chat, folder or business list.
+func (l *listPane) openRow() tea.Cmd {
+	r, ok := l.selected()
+	if !ok {
+		return nil
+	}
+	return l.openRowOf(r)
+}
+
+// openRowOf opens the chat, folder or business list of row r.
+func (l *listPane) openRowOf(r listRow) tea.Cmd {
+	switch r.kind {
+	case rowFolder:
+		l.push(listLevel{subBiz: l.level().subBiz, category: r.folder, title: r.folder})
+		return nil
+	case rowGateway:
+		name, _ := protocol.IsGateway(r.sess.Conv)
+		title := oneLine(r.sess.Title)
+		if title == "" {
+			title = name
+		}
+		l.push(listLevel{subBiz: name, title: title})
+		if l.loading[name] > 0 {
+			return nil
+		}
+		l.loading[name] = 1
+		return l.load(name)
+	}
+	l.ask(openChatMsg{*r.sess})
+	return nil
+}
+
+// clickRow selects the row at line y of the pane (0 is the header) and
+// opens it.
+func (l *listPane) clickRow(y int) tea.Cmd {
+	i, ok := l.rowAt(y - 1)
+	if !ok {
+		return nil
+	}
+	l.moveTo(i)
+	return l.openRow()
+}
+
+// level returns the current level.
+func (l *listPane) level() *listLevel { return &l.levels[len(l.levels)-1] }
+
 // selected returns the row under the cursor.
-func (l *listModel) selected() (listRow, bool) {
+func (l *listPane) selected() (listRow, bool) {
 	c := l.level().cursor
 	if c < 0 || c >= len(l.rows) {
 		return listRow{}, false
@@ -150,23 +238,31 @@ func (l *listModel) selected() (listRow, bool) {
 	return l.rows[c], true
 }
 
-// visibleRows is how many rows fit.
-func (l *listModel) visibleRows() int { return max(1, l.height/rowHeight) }
+// visibleRows is how many rows fit (below the search field, when shown).
+func (l *listPane) visibleRows() int { return max(1, l.rowsHeight()/rowHeight) }
+
+// rowsHeight is the height of the rows area.
+func (l *listPane) rowsHeight() int {
+	if l.filtering {
+		return max(rowHeight, l.height-1)
+	}
+	return l.height
+}
 
 // move moves the cursor by d rows.
-func (l *listModel) move(d int) {
+func (l *listPane) move(d int) {
 	l.level().cursor += d
 	l.clamp()
 }
 
 // moveTo puts the cursor on row i.
-func (l *listModel) moveTo(i int) {
+func (l *listPane) moveTo(i int) {
 	l.level().cursor = i
 	l.clamp()
 }
 
 // clamp keeps the cursor in range and on screen.
-func (l *listModel) clamp() {
+func (l *listPane) clamp() {
 	lv := l.level()
 	lv.cursor = max(0, min(lv.cursor, len(l.rows)-1))
 	vis := l.visibleRows()
@@ -180,7 +276,7 @@ func (l *listModel) clamp() {
 }
 
 // push enters a folder or a nested list.
-func (l *listModel) push(lv listLevel) {
+func (l *listPane) push(lv listLevel) {
 	l.levels = append(l.levels, lv)
 	l.rebuild()
 	l.level().cursor = 0
@@ -188,7 +284,7 @@ func (l *listModel) push(lv listLevel) {
 }
 
 // pop leaves the current folder; false at the top.
-func (l *listModel) pop() bool {
+func (l *listPane) pop() bool {
 	if len(l.levels) == 1 {
 		return false
 	}
@@ -198,7 +294,7 @@ func (l *listModel) pop() bool {
 }
 
 // find returns the loaded session of conv in any list.
-func (l *listModel) find(conv string) (protocol.Session, bool) {
+func (l *listPane) find(conv string) (protocol.Session, bool) {
 	for _, list := range l.lists {
 		for _, s := range list {
 			if s.Conv == conv {
@@ -210,7 +306,7 @@ func (l *listModel) find(conv string) (protocol.Session, bool) {
 }
 
 // breadcrumb names the path to the current level.
-func (l *listModel) breadcrumb() string {
+func (l *listPane) breadcrumb() string {
 	parts := make([]string, len(l.levels))
 	for i, lv := range l.levels {
 		parts[i] = lv.title
@@ -219,10 +315,30 @@ func (l *listModel) breadcrumb() string {
 }
 
 // rowAt returns the row index shown at line y of the rows area.
-func (l *listModel) rowAt(y int) (int, bool) {
+func (l *listPane) rowAt(y int) (int, bool) {
 	if y < 0 {
 		return 0, false
 	}
+	if l.filtering {
+		y--
+	}
 	i := l.level().offset + y/rowHeight
-	return i, i < len(l.rows)
+	return i, y >= 0 && i < len(l.rows)
+}
+
+// headerTotal is the unread count the header shows: the current level's,
+// a list's as the backend counts it, a folder's by the session rules.
+func (l *listPane) headerTotal() int64 {
+	lv := l.level()
+	if lv.category == "" {
+		return l.totals[lv.subBiz]
+	}
+	now := l.com.opts.Now().UnixMilli()
+	var n int64
+	for i := range l.lists[lv.subBiz] {
+		if s := &l.lists[lv.subBiz][i]; s.Category == lv.category {
+			n += session.ObjectUnread(s, now)
+		}
+	}
+	return n
 }

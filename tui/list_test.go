@@ -15,8 +15,9 @@ func TestListSortedWithBadgesAndMarks(t *testing.T) {
 	h.contains("Chats", "11 unread")
 	h.lacks("mallory") // deleted
 
-	// Folders first, then the backend's order: pinned, then newest.
-	order := []string{"📁 work", "👥 team", "👤 bob", "👤 carol", "🏪 Shop", "👤 dave", "👤 yuki"}
+	// The backend's order: pinned, then newest; the folder among them by
+	// its newest chat.
+	order := []string{"👥 team", "📁 work", "👤 bob", "👤 carol", "🏪 Shop", "👤 dave", "👤 yuki"}
 	scr := h.screen()
 	pos := -1
 	for _, s := range order {
@@ -79,8 +80,8 @@ func TestListWideCharactersKeepAlignment(t *testing.T) {
 
 func TestListNavigationFoldersAndGateway(t *testing.T) {
 	h := newHarness(t, newFixture(), 80, 24)
-	// The folder is the first row; enter opens it.
-	h.press("enter")
+	// The folder is the second row, after pinned team; enter opens it.
+	h.press("j", "enter")
 	h.contains("Chats › work", "👥 ops", "👤 erin", "deploy done")
 	h.lacks("👤 bob")
 	h.press("esc")
@@ -88,7 +89,7 @@ func TestListNavigationFoldersAndGateway(t *testing.T) {
 	h.lacks("Chats › work")
 
 	// The gateway row opens the nested list, loaded with Sessions("shop").
-	h.press("j", "j", "j", "j")
+	h.press("j", "j", "j") // from the folder's row
 	h.contains("▌🏪 Shop")
 	h.press("enter")
 	h.contains("Chats › Shop", "shop-orders", "shop-help", "How can we help?")
@@ -99,7 +100,7 @@ func TestListNavigationFoldersAndGateway(t *testing.T) {
 	h.press("G")
 	h.contains("▌👤 yuki")
 	h.press("g")
-	h.contains("▌📁 work")
+	h.contains("▌👥 team")
 }
 
 func TestListUpdatesOnSessionsChanged(t *testing.T) {
@@ -174,10 +175,10 @@ func TestTruncateWideCharacters(t *testing.T) {
 		{"🎉🎉🎉", 4, "🎉…"},
 	}
 	for _, c := range cases {
-		if got := truncate(c.in, c.w); got != c.want {
+		if got := codePoints.truncate(c.in, c.w); got != c.want {
 			t.Errorf("truncate(%q, %d) = %q, want %q", c.in, c.w, got, c.want)
 		}
-		if got := width(fit(c.in, c.w)); got != c.w {
+		if got := codePoints.width(codePoints.fit(c.in, c.w)); got != c.w {
 			t.Errorf("fit(%q, %d) is %d wide", c.in, c.w, got)
 		}
 	}
@@ -192,4 +193,41 @@ func TestSanitizeDropsEscapes(t *testing.T) {
 	if !strings.Contains(got, "there    you\n") {
 		t.Fatalf("sanitize lost text: %q", got)
 	}
+}
+
+// TestListLevelsCountTheirOwnUnread checks bug 8: inside a folder or a
+// sub-business's list the header counts that level's unread messages, not
+// the main list's; and a folder takes its place among the chats by its
+// newest message, below the pinned ones.
+func TestListLevelsCountTheirOwnUnread(t *testing.T) {
+	f := newFixture()
+	h := newHarness(t, f, 80, 24)
+	h.contains("Chats", "11 unread")
+	// Pinned team first, then by time: the folder (ops, 10 minutes ago)
+	// before bob (25 minutes ago).
+	scr := h.screen()
+	team, work, bobRow := strings.Index(scr, "👥 team"), strings.Index(scr, "📁 work"), strings.Index(scr, "👤 bob")
+	if !(team >= 0 && team < work && work < bobRow) {
+		t.Fatalf("want pinned team, then the folder work, then bob:\n%s", scr)
+	}
+	h.press("j", "enter") // the folder work: ops has 4 unread
+	h.contains("Chats › work", " 4 unread")
+	h.lacks("11 unread")
+	h.press("esc", "j", "j", "j", "enter") // Shop's list: shop-orders has 1
+	h.contains("Chats › Shop", " 1 unread")
+	h.lacks("11 unread")
+
+	// A mute that has expired counts again, in a folder as in the list.
+	f.SetSessions("", []protocol.Session{
+		{Conv: "g:ops", Kind: "group", Title: "ops", Category: "work", UnreadCount: 4, WriteTS: ms(-10 * time.Minute),
+			Muted: true, MuteUntil: ms(-time.Minute), Members: []string{"alice", "erin"}},
+		{Conv: "d:alice:erin", Kind: "direct", Title: "erin", Category: "work", UnreadCount: 2, Muted: true, WriteTS: ms(-time.Hour)},
+	})
+	h.event(client.SessionsChanged{})
+	h.press("esc")
+	if l := h.lineWith("📁 work"); !strings.Contains(h.screen(), " 4 ") {
+		t.Fatalf("the folder should count the 4 of the chat whose mute expired, not erin's 2:\n%s\n%s", l, h.screen())
+	}
+	h.press("enter")
+	h.contains("Chats › work", " 4 unread")
 }

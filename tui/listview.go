@@ -2,13 +2,11 @@ package tui
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
-	"charm.land/lipgloss/v2"
-
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // Marks shown in list rows. All are emoji with emoji presentation, two
@@ -23,41 +21,54 @@ const (
 	markUnread  = "●"
 )
 
-// listCtx is what rendering a row needs from the root model.
+// listCtx is what rendering a row needs.
 type listCtx struct {
 	st      *styles
+	cells   cells
 	now     time.Time
 	me      string
 	typing  map[string]typists
 	ticks   map[string]protocol.Ticks
+	drafts  map[string]string
 	focused bool // the list has keyboard focus
 }
 
-// view renders the list pane: a header line and the rows, exactly w x h.
-func (l *listModel) view(c listCtx, w, h int) string {
+// View renders the pane: a header line and the rows, exactly its size.
+func (l *listPane) View() string {
+	c := listCtx{st: &l.com.st, cells: l.com.cells, now: l.com.now(), me: l.com.me(), typing: l.com.live.typing,
+		ticks: l.com.live.ticks, drafts: l.com.live.drafts, focused: l.focused}
+	w, h := l.width, l.height+1
 	var b strings.Builder
 	b.Grow((w + 16) * h)
 	title := l.breadcrumb()
 	right := ""
-	if l.total > 0 {
-		right = fmt.Sprintf(" %d unread ", l.total)
+	if total := l.headerTotal(); total > 0 {
+		right = fmt.Sprintf(" %d unread ", total)
 	}
-	head := c.st.header.Render(fit(" "+title, w-width(right)))
+	head := c.st.header.Render(c.cells.fit(" "+title, w-c.cells.width(right)))
 	if right != "" {
 		head += c.st.badge.Render(right)
 	}
 	b.WriteString(head)
 	lines := 1
 	lv := l.level()
+	if l.filtering {
+		l.filter.SetWidth(max(4, w-4))
+		b.WriteString("\n" + c.cells.fit(" "+l.filter.View(), w))
+		lines++
+	}
 	switch {
+	case l.filtering && len(l.rows) == 0:
+		b.WriteString("\n" + c.st.dim.Render(c.cells.fit(" No chat titled like “"+oneLine(l.filter.Value())+"”.", w)))
+		lines++
 	case l.loadErr != "" && len(l.rows) == 0:
-		b.WriteString("\n" + c.st.errText.Render(fit(" "+l.loadErr, w)))
+		b.WriteString("\n" + c.st.errText.Render(c.cells.fit(" "+l.loadErr, w)))
 		lines++
 	case len(l.rows) == 0 && l.loaded[lv.subBiz]:
-		b.WriteString("\n" + c.st.dim.Render(fit(" No chats yet. Press n for a new chat.", w)))
+		b.WriteString("\n" + c.st.dim.Render(c.cells.fit(" No chats yet. Press n for a new chat.", w)))
 		lines++
 	case len(l.rows) == 0:
-		b.WriteString("\n" + c.st.dim.Render(fit(" Loading…", w)))
+		b.WriteString("\n" + c.st.dim.Render(c.cells.fit(" Loading…", w)))
 		lines++
 	}
 	for i := lv.offset; i < len(l.rows) && lines+rowHeight <= h; i++ {
@@ -71,23 +82,25 @@ func (l *listModel) view(c listCtx, w, h int) string {
 	return b.String()
 }
 
-// renderRow renders one row as two lines of exactly w cells.
-func (l *listModel) renderRow(c listCtx, r listRow, sel bool, w int) (string, string) {
+// renderRow renders one row as two lines of exactly w cells, with the
+// styles as escape sequences (rowPaints): a list shows many rows.
+func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, string) {
 	st := c.st
-	bg := lipgloss.NewStyle()
+	p := &st.rows[0]
 	if sel {
-		bg = st.selected
+		p = &st.rows[1]
 	}
-	gutter := bg.Render(" ")
+	gutter := p.bg.render(" ")
 	if sel && c.focused {
-		gutter = st.gutterSel.Inherit(bg).Render("▌")
+		gutter = p.gutter.render("▌")
 	}
 	inner := w - 2 // gutter and right margin
 
-	var icon, title, when, preview, tick string
+	var icon, title, when, preview string
+	var tick protocol.Tick
 	var unread int64
-	var muted, pinned, marked bool
-	previewStyle := st.dim
+	var muted, pinned, marked, own bool
+	look := lookDim
 	switch r.kind {
 	case rowFolder:
 		icon, title = iconFolder, r.folder
@@ -107,71 +120,68 @@ func (l *listModel) renderRow(c listCtx, r listRow, sel bool, w int) (string, st
 		if title == "" {
 			title = s.Conv
 		}
-		unread, muted, marked, pinned = s.UnreadCount, s.Muted, s.MarkedUnread, s.Priority > 0
+		muted = session.ObjectMuted(s, c.now.UnixMilli()) // a mute that has expired no longer shows
+		unread, marked, pinned = s.UnreadCount, s.MarkedUnread, s.Priority > 0
 		ts := s.WriteTS
 		if s.LastMsg != nil && s.LastMsg.ClientTS > 0 {
 			ts = s.LastMsg.ClientTS
 		}
 		when = listTime(ts, c.now)
-		var t protocol.Tick
-		var own bool
-		preview, t, own, previewStyle = rowPreview(c, s)
-		if own {
-			tick = renderTick(st, t, bg)
-		}
+		preview, tick, own, look = rowPreview(c, s)
 	}
 
 	// Line 1: icon, title, time.
-	whenStyle := st.dim
+	whenPaint := p.dim
 	if unread > 0 && !muted {
-		whenStyle = st.accent
+		whenPaint = p.accent
 	}
-	whenW := width(when)
+	whenW := c.cells.width(when)
 	titleW := max(0, inner-3-whenW-1)
-	line1 := gutter + bg.Render(icon+" ") + st.title.Inherit(bg).Render(fit(title, titleW)) +
-		bg.Render(" ") + whenStyle.Inherit(bg).Render(when) + bg.Render(" ")
+	line1 := gutter + p.bg.render(icon+" ") + p.title.render(c.cells.fit(title, titleW)) +
+		p.bg.render(" ") + whenPaint.render(when) + p.bg.render(" ")
 
 	// Line 2: preview, marks, badge.
-	var marks []string
-	var marksW int
-	addMark := func(s string, style lipgloss.Style) {
-		marks = append(marks, style.Inherit(bg).Render(s))
-		marksW += width(s) + 1
+	var marks strings.Builder
+	marksW := 0
+	addMark := func(s string, pt paint) {
+		marks.WriteString(p.bg.render(" ") + pt.render(s))
+		marksW += c.cells.width(s) + 1
 	}
 	if muted {
-		addMark(markMute, bg)
+		addMark(markMute, p.bg)
 	}
 	if pinned {
-		addMark(markPin, bg)
+		addMark(markPin, p.bg)
 	}
 	if marked {
-		addMark(markUnread, st.dot)
+		addMark(markUnread, p.dot)
 	}
 	if unread > 0 {
-		badge := st.badge
+		badge := p.badge
 		if muted {
-			badge = st.badgeMuted
+			badge = p.badgeMuted
 		}
-		addMark(" "+fmt.Sprint(unread)+" ", badge)
+		addMark(" "+itoa(unread)+" ", badge)
 	}
 	prevW := max(0, inner-3-marksW)
-	prev := previewStyle.Inherit(bg).Render(fit(preview, prevW))
-	if tick != "" {
-		tw := width(tick)
-		if prevW > tw+1 {
-			prev = tick + bg.Render(" ") + previewStyle.Inherit(bg).Render(fit(preview, prevW-tw-1))
+	text := p.looks[look]
+	prev := text.render(c.cells.fit(preview, prevW))
+	if own {
+		g := st.tickGlyph(tick)
+		if tw := c.cells.width(g); prevW > tw+1 {
+			tp := p.dim
+			if tick == protocol.TickRead {
+				tp = p.read
+			}
+			prev = tp.render(g) + p.bg.render(" ") + text.render(c.cells.fit(preview, prevW-tw-1))
 		}
 	}
-	line2 := gutter + bg.Render("   ") + prev
-	for _, mk := range marks {
-		line2 += bg.Render(" ") + mk
-	}
-	line2 += bg.Render(" ")
+	line2 := gutter + p.bg.render("   ") + prev + marks.String() + p.bg.render(" ")
 	return line1, line2
 }
 
 // folderPreview lists the titles of the sessions in a folder.
-func (l *listModel) folderPreview(category string) string {
+func (l *listPane) folderPreview(category string) string {
 	var names []string
 	for _, s := range l.lists[l.level().subBiz] {
 		if s.Category == category {
@@ -184,51 +194,42 @@ func (l *listModel) folderPreview(category string) string {
 	return strings.Join(names, ", ")
 }
 
+// look is how a row's preview text is drawn.
+type look int
+
+const (
+	lookDim    look = iota // a message
+	lookTyping             // who is typing
+	lookSystem             // a group's event
+	lookDraft              // the user's draft
+	looks                  // how many there are
+)
+
 // rowPreview returns the preview text of a session, the tick of the user's
-// own last message (own says whether there is one), and the text's style.
-func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick, own bool, style lipgloss.Style) {
+// own last message (own says whether there is one), and how to draw it.
+func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick, own bool, how look) {
 	if users := c.typing[s.Conv]; len(users) > 0 {
-		return typingText(users, isGroup(s)), 0, false, c.st.typing
+		return typingText(users, isGroup(s)), 0, false, lookTyping
+	}
+	if d := c.drafts[s.Conv]; d != "" {
+		return "draft: " + oneLine(d), 0, false, lookDraft
 	}
 	lm := s.LastMsg
 	if lm == nil {
-		if strings.HasPrefix(s.Conv, "biz:") {
-			return "business messages", 0, false, c.st.dim
+		if _, ok := protocol.IsGateway(s.Conv); ok {
+			return "business messages", 0, false, lookDim
 		}
-		return "", 0, false, c.st.dim
+		return "", 0, false, lookDim
 	}
 	if lm.Kind == protocol.KindSystem {
-		return oneLine(lm.Body), 0, false, c.st.system
+		return oneLine(lm.Body), 0, false, lookSystem
 	}
 	if lm.From == c.me {
 		ticks := s.Ticks.Merge(c.ticks[s.Conv])
-		return oneLine(lm.Body), protocol.TickOf(lm.Seq, ticks), true, c.st.dim
+		return oneLine(lm.Body), protocol.TickOf(lm.Seq, ticks), true, lookDim
 	}
 	if isGroup(s) {
-		return lm.From + ": " + oneLine(lm.Body), 0, false, c.st.dim
+		return lm.From + ": " + oneLine(lm.Body), 0, false, lookDim
 	}
-	return oneLine(lm.Body), 0, false, c.st.dim
-}
-
-func isGroup(s *protocol.Session) bool {
-	return s.Kind == "group" || strings.HasPrefix(s.Conv, "g:")
-}
-
-// typingText says who is typing.
-func typingText(users typists, group bool) string {
-	if !group {
-		return "typing…"
-	}
-	names := make([]string, 0, len(users))
-	for u := range users {
-		names = append(names, u)
-	}
-	sort.Strings(names)
-	switch len(names) {
-	case 1:
-		return names[0] + " is typing…"
-	case 2:
-		return names[0] + " and " + names[1] + " are typing…"
-	}
-	return fmt.Sprintf("%s and %d others are typing…", names[0], len(names)-1)
+	return oneLine(lm.Body), 0, false, lookDim
 }

@@ -1,149 +1,283 @@
 package tui
 
 import (
-	"time"
+	"slices"
 
-	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
-)
-
-// Options configures the UI.
-type Options struct {
-	// Now is the clock for times shown (today or a date, day separators),
-	// the retry countdown and mute durations. Default time.Now. Tests fix
-	// it so that screens are stable.
-	Now func() time.Time
-	// Location is the time zone times are shown in. Default time.Local.
-	Location *time.Location
-	// PageSize is how many messages a history page holds. Default 50.
-	PageSize int
-	// TypingTimeout is how long "typing…" shows after the last typing
-	// event. Default 5s.
-	TypingTimeout time.Duration
-	// TypingInterval is the least time between two typing notices sent
-	// while the user types. Default 3s.
-	TypingInterval time.Duration
-	// Unfocused starts as if the terminal did not have focus: no read
-	// receipt is sent until a focus report arrives. By default the
-	// terminal is assumed focused until it reports otherwise, since not
-	// every terminal reports focus.
-	Unfocused bool
-	// NoMouse leaves the mouse to the terminal (text selection) instead of
-	// taking wheel and clicks.
-	NoMouse bool
-}
-
-// focusArea is what takes the keys.
-type focusArea int
-
-const (
-	focusList    focusArea = iota // the session list
-	focusInput                    // the message editor
-	focusHistory                  // the message history (scrolling, selection)
 )
 
 // splitWidth is the narrowest terminal that shows list and chat side by side.
 const splitWidth = 100
 
 // Model is the root Bubble Tea model of the terminal client. Create it with
-// New; it implements tea.Model.
+// New; it implements tea.Model. It routes each message to the component
+// that owns it and owns only the navigation: which pane has the keys, what
+// is on screen, the dialog over it.
 type Model struct {
-	// creating is the title of the group the user asked to create, whose
-	// chat opens when the server answers ("" for none).
-	creating string
+	com  *common
+	wait func() tea.Cmd
 
-	b      Backend
-	opts   Options
-	keys   keyMap
-	st     styles
-	tick   ticker // tea.Tick; tests fire timers by hand
-	wait   func() tea.Cmd
-	width  int
-	height int
+	width, height int
+	termFocused   bool
+	listFocused   bool // the list has the keys, else the open chat
 
-	termFocused bool
-	focus       focusArea
-	conn        client.Conn
-	retryGen    int
+	list     listPane
+	chat     chatPane
+	status   statusBar
+	dialog   dialog // nil when none is open
+	help     helpScreen
+	showHelp bool
+	quitting bool
 
-	list     listModel
-	listLoad map[string]int // sub_biz -> 1 loading, 2 loading and dirty
-	chat     *chatModel
-	chatGen  int
-	input    textarea.Model
+	// creating is the group the user asked for, until the server answers.
+	creating *pendingGroup
+	// draftsAsked says the kept drafts were asked for: after the first
+	// list, which they must not delay.
+	draftsAsked bool
+}
 
-	ticks     map[string]protocol.Ticks // from TicksChanged, merged
-	typing    map[string]typists        // conv -> who is typing
-	typingGen int
-
-	dialog    dialog
-	infoGen   int
-	showHelp  bool
-	helpView  helpScreen
-	notice    notice
-	noticeGen int
-	quitting  bool
+// pendingGroup is a group the user asked for and where the user was then:
+// its chat opens when the server answers only if the user is still there,
+// with nothing typed since (the answer may come much later, offline).
+type pendingGroup struct {
+	key, title string
+	chatGen    int    // the chat pane's count of opened chats then
+	input      string // what the input held then
 }
 
 // New returns the UI for backend b.
 func New(b Backend, opts Options) Model {
-	if opts.Now == nil {
-		opts.Now = time.Now
+	opts = opts.withDefaults()
+	pal := darkPalette
+	if opts.Theme == "light" {
+		pal = lightPalette
 	}
-	if opts.Location == nil {
-		opts.Location = time.Local
+	com := &common{
+		b:    b,
+		opts: opts,
+		st:   newStyles(pal, false),
+		keys: defaultKeyMap(),
+		tick: tea.Tick,
+		live: newLive(),
+		conn: b.Conn(),
 	}
-	if opts.PageSize <= 0 {
-		opts.PageSize = 50
-	}
-	if opts.TypingTimeout <= 0 {
-		opts.TypingTimeout = 5 * time.Second
-	}
-	if opts.TypingInterval <= 0 {
-		opts.TypingInterval = 3 * time.Second
-	}
-	k := defaultKeyMap()
-	return Model{
-		b:           b,
-		opts:        opts,
-		keys:        k,
-		st:          defaultStyles(),
-		tick:        tea.Tick,
+	m := Model{
+		com:         com,
 		wait:        func() tea.Cmd { return waitEvent(b.Events()) },
 		width:       80,
 		height:      24,
-		termFocused: !opts.Unfocused,
-		conn:        b.Conn(),
-		list:        newListModel(),
-		listLoad:    map[string]int{},
-		input:       newInput(k),
-		ticks:       map[string]protocol.Ticks{},
-		typing:      map[string]typists{},
-		helpView:    newHelpScreen(),
+		termFocused: !com.opts.Unfocused,
+		listFocused: true,
+		list:        newListPane(com),
+		chat:        newChatPane(com),
+		status:      newStatusBar(com),
+		help:        newHelpScreen(com),
 	}
+	m.setFocus(focusList)
+	m.layout()
+	return m
 }
 
-// now is the injected clock in the display time zone.
-func (m *Model) now() time.Time { return m.opts.Now().In(m.opts.Location) }
-
-// renderCtx is the context for rendering messages.
-func (m *Model) renderCtx() renderCtx {
-	return renderCtx{st: &m.st, now: m.now(), me: m.b.User()}
-}
-
-// Init starts reading events and loads the session list.
+// Init starts reading events, loads the session list (then the drafts),
+// and asks the terminal for its size and, unless a theme was chosen, its
+// background.
 func (m Model) Init() tea.Cmd {
-	m.listLoad[""] = 1
-	var countdown tea.Cmd
-	if m.conn.State == client.Offline && !m.conn.RetryAt.IsZero() {
-		countdown = m.retryTick()
+	var askTheme tea.Cmd
+	if m.com.opts.Theme == "" {
+		askTheme = tea.RequestBackgroundColor
 	}
 	// Asking for the size again covers a resize between the program's
 	// first size query and its resize handler (panes split at start).
-	return tea.Batch(m.wait(), m.loadSessions(""), countdown, tea.RequestWindowSize)
+	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), tea.RequestWindowSize, askTheme)
+}
+
+// Update routes one message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.route(msg)
+	if m.quitting {
+		// The draft is kept before the program ends.
+		if keep := m.chat.keepDraft(); keep != nil {
+			return m, tea.Sequence(keep, tea.Quit)
+		}
+		return m, tea.Quit
+	}
+	return m, tea.Batch(cmd, m.markRead())
+}
+
+// route hands msg to its owner and then handles, at once, what the
+// components asked of the root meanwhile.
+func (m *Model) route(msg tea.Msg) tea.Cmd {
+	var cmds []tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(20, msg.Width), max(6, msg.Height)
+		m.layout()
+	case tea.ModeReportMsg:
+		// As the renderer does: a terminal that knows grapheme clustering
+		// (mode 2027) gets it, and text is measured by graphemes.
+		if msg.Mode == ansi.ModeUnicodeCore && (msg.Value == ansi.ModeReset || msg.Value == ansi.ModeSet || msg.Value == ansi.ModePermanentlySet) {
+			m.com.cells = cells{ansi.GraphemeWidth}
+			m.chat.restyle()
+		}
+	case tea.BackgroundColorMsg:
+		if m.com.opts.Theme == "" {
+			pal := darkPalette
+			if !msg.IsDark() {
+				pal = lightPalette
+			}
+			m.setStyles(newStyles(pal, m.com.st.plain))
+		}
+	case tea.ColorProfileMsg:
+		// No colours (NO_COLOR, a dumb terminal): glyphs tell apart what
+		// colours would.
+		plain := msg.Profile == colorprofile.NoTTY || msg.Profile == colorprofile.ASCII
+		if plain != m.com.st.plain {
+			m.setStyles(newStyles(m.com.st.pal, plain))
+		}
+	case tea.FocusMsg:
+		m.termFocused = true
+	case tea.BlurMsg:
+		m.termFocused = false
+	case tea.KeyPressMsg:
+		cmds = append(cmds, m.onKey(msg))
+	case tea.MouseWheelMsg:
+		cmds = append(cmds, m.onWheel(msg))
+	case tea.MouseClickMsg:
+		cmds = append(cmds, m.onClick(msg))
+	case eventMsg:
+		cmds = append(cmds, m.onEvent(msg.ev), m.wait())
+	case eventsClosedMsg, noticeMsg, noticeExpiredMsg, retryTickMsg:
+		cmds = append(cmds, m.status.Update(msg))
+	case sessionsMsg:
+		cmds = append(cmds, m.onSessions(msg))
+	case messagesMsg, sentMsg, olderTimeoutMsg, splitSendMsg, draftSaveMsg:
+		cmds = append(cmds, m.chat.Update(msg))
+	case receiptsMsg, searchResultsMsg:
+		if m.dialog != nil {
+			cmds = append(cmds, m.updateDialog(msg))
+		}
+	case jumpToMsg:
+		if m.chat.isOpen() {
+			m.setFocus(focusHistory)
+			cmds = append(cmds, m.chat.jumpTo(msg.msg))
+		}
+	case typingExpiredMsg:
+		m.com.live.expireTyping(msg)
+	case draftsMsg:
+		if msg.err != nil {
+			cmds = append(cmds, m.status.notify("could not load drafts: "+msg.err.Error(), true))
+			break
+		}
+		for conv, text := range msg.drafts {
+			if conv != m.chat.conv() {
+				m.com.live.drafts[conv] = text
+			}
+		}
+
+	// What components ask of the root.
+	case openChatMsg:
+		cmds = append(cmds, m.openChat(msg.sess))
+	case openConvMsg:
+		s, found := m.list.find(msg.sess.Conv)
+		if !found {
+			s = msg.sess
+		}
+		cmds = append(cmds, m.openChat(s))
+	case showDialogMsg:
+		m.dialog = msg.d
+		m.dialog.SetSize(dialogWidth(m.width), m.height)
+	case leaveChatMsg:
+		cmds = append(cmds, m.leaveChat())
+	case convDeletedMsg:
+		if m.chat.conv() == msg.conv {
+			cmds = append(cmds, m.closeChat())
+		}
+	case groupCreatingMsg:
+		gen, typed := m.chat.place()
+		m.creating = &pendingGroup{key: msg.key, title: msg.title, chatGen: gen, input: typed}
+	case doneMsg:
+	default:
+		// A paste and the editor's own messages.
+		switch {
+		case m.dialog != nil:
+			cmds = append(cmds, m.updateDialog(msg))
+		case m.listFocused:
+			cmds = append(cmds, m.list.Update(msg))
+		default:
+			cmds = append(cmds, m.chat.Update(msg))
+		}
+	}
+	cmds = append(cmds, m.handleAsks())
+	return tea.Batch(cmds...)
+}
+
+// handleAsks routes what the components asked for, until nothing more is
+// asked.
+func (m *Model) handleAsks() tea.Cmd {
+	var cmds []tea.Cmd
+	for {
+		pending := append(m.list.take(), m.chat.take()...)
+		if m.dialog != nil {
+			pending = append(pending, m.dialog.take()...)
+		}
+		if len(pending) == 0 {
+			return tea.Batch(cmds...)
+		}
+		for _, msg := range pending {
+			cmds = append(cmds, m.route(msg))
+		}
+	}
+}
+
+// updateDialog hands msg to the open dialog and closes it when it is done.
+func (m *Model) updateDialog(msg tea.Msg) tea.Cmd {
+	d := m.dialog
+	done, cmd := d.Update(msg)
+	asked := d.take()
+	if done && m.dialog == d {
+		m.dialog = nil
+	}
+	for _, a := range asked {
+		cmd = tea.Batch(cmd, m.route(a))
+	}
+	return cmd
+}
+
+// onSessions gives a loaded list to the list pane, and the open chat its
+// session's new state.
+func (m *Model) onSessions(msg sessionsMsg) tea.Cmd {
+	cmd := m.list.Update(msg)
+	if !m.draftsAsked {
+		m.draftsAsked = true
+		cmd = tea.Batch(cmd, loadDrafts(m.com.b))
+	}
+	if msg.err != nil {
+		return cmd
+	}
+	m.com.live.stopTypingOnMessages(msg.sessions)
+	if conv := m.chat.conv(); conv != "" {
+		for _, s := range msg.sessions {
+			if s.Conv == conv {
+				m.chat.setSession(s)
+				break
+			}
+		}
+	}
+	return cmd
+}
+
+// setStyles changes the theme: the components draw with st from now on.
+func (m *Model) setStyles(st styles) {
+	m.com.st = st
+	m.chat.restyle()
+	st.styleField(&m.list.filter)
+	m.help = newHelpScreen(m.com)
+	m.layout()
 }
 
 // split says whether list and chat are shown side by side.
@@ -151,201 +285,6 @@ func (m *Model) split() bool { return m.width >= splitWidth }
 
 // listWidth is the list pane's width in split mode.
 func (m *Model) listWidth() int { return max(30, min(m.width*36/100, 56)) }
-
-// chatVisible says whether the open chat is on screen.
-func (m *Model) chatVisible() bool {
-	return m.chat != nil && (m.split() || m.focus != focusList)
-}
-
-// call runs a fire-and-forget backend request off the UI goroutine.
-func call(f func()) tea.Cmd {
-	return func() tea.Msg {
-		f()
-		return doneMsg{}
-	}
-}
-
-// loadSessions reads one list from the backend.
-func (m *Model) loadSessions(subBiz string) tea.Cmd {
-	b := m.b
-	return func() tea.Msg {
-		s, total, err := b.Sessions(subBiz)
-		return sessionsMsg{subBiz: subBiz, sessions: s, total: total, err: err}
-	}
-}
-
-// reloadSessions reloads the main list and the nested list on screen,
-// coalescing bursts: at most one load per list is in flight.
-func (m *Model) reloadSessions() tea.Cmd {
-	subs := []string{""}
-	if sb := m.list.level().subBiz; sb != "" {
-		subs = append(subs, sb)
-	}
-	var cmds []tea.Cmd
-	for _, sb := range subs {
-		if m.listLoad[sb] > 0 {
-			m.listLoad[sb] = 2
-			continue
-		}
-		m.listLoad[sb] = 1
-		cmds = append(cmds, m.loadSessions(sb))
-	}
-	return tea.Batch(cmds...)
-}
-
-// loadChat reads the newest window of the open chat.
-func (m *Model) loadChat(limit int) tea.Cmd {
-	b, conv, gen := m.b, m.chat.conv, m.chat.gen
-	return func() tea.Msg {
-		msgs, err := b.Messages(conv, 0, limit)
-		return messagesMsg{conv: conv, gen: gen, msgs: msgs, err: err}
-	}
-}
-
-// reloadChat re-reads the open chat after a change, coalescing bursts.
-func (m *Model) reloadChat() tea.Cmd {
-	c := m.chat
-	if c.reloading || !c.loaded {
-		c.reloadAgain = true
-		return nil
-	}
-	c.reloading = true
-	return m.loadChat(min(c.storedCount()+m.opts.PageSize, 20000))
-}
-
-// loadOlder asks for the page above the oldest loaded message: from the
-// local store first, from the server when the store has none.
-func (m *Model) loadOlder() tea.Cmd {
-	c := m.chat
-	if c == nil || !c.loaded || c.loadingOlder || c.awaitServer != 0 || c.storeEnd || c.atBeginning() {
-		return nil
-	}
-	before := c.oldestSeq()
-	if before == 0 {
-		// Nothing stored here yet: ask the server for the newest page.
-		return m.askServer(0)
-	}
-	c.loadingOlder = true
-	c.rebuildAtTop(m.renderCtx())
-	b, conv, gen, n := m.b, c.conv, c.gen, m.opts.PageSize
-	return func() tea.Msg {
-		msgs, err := b.Messages(conv, before, n)
-		return messagesMsg{conv: conv, gen: gen, older: true, before: before, msgs: msgs, err: err}
-	}
-}
-
-// olderTimeout is how long "loading older messages…" waits for the
-// server's page before giving up (scrolling up again asks again).
-const olderTimeout = 15 * time.Second
-
-// askServer asks the engine for the server's page below before (0: the
-// newest page) when the local store has nothing more.
-func (m *Model) askServer(before int64) tea.Cmd {
-	c := m.chat
-	if m.readOnly() {
-		// A former member may not read the group's history: what is
-		// stored here is all there is.
-		c.storeEnd = true
-		c.rebuildAtTop(m.renderCtx())
-		return nil
-	}
-	c.awaitServer = before
-	if before == 0 {
-		c.awaitServer = -1
-	}
-	c.rebuildAtTop(m.renderCtx())
-	b, conv, gen, mark := m.b, c.conv, c.gen, c.awaitServer
-	return tea.Batch(
-		call(func() { b.LoadOlder(conv, before) }),
-		m.tick(olderTimeout, func(time.Time) tea.Msg { return olderTimeoutMsg{conv: conv, gen: gen, before: mark} }),
-	)
-}
-
-// openChat opens conv with its session and moves the focus to the input.
-func (m *Model) openChat(s protocol.Session) tea.Cmd {
-	if m.chat != nil && m.chat.conv == s.Conv {
-		m.setFocus(focusInput)
-		return nil
-	}
-	m.chatGen++
-	m.chat = newChat(s, m.b.Ticks(s.Conv).Merge(m.ticks[s.Conv]), m.chatGen)
-	m.input.Reset()
-	m.layout()
-	m.setFocus(focusInput)
-	limit := m.opts.PageSize
-	if s.UnreadCount > 0 {
-		limit = int(min(int64(1000), max(int64(limit), s.UnreadCount+int64(limit)/2)))
-	}
-	return m.loadChat(limit)
-}
-
-// closeChat closes the open chat.
-func (m *Model) closeChat() {
-	m.chat = nil
-	m.setFocus(focusList)
-}
-
-// setFocus moves the keyboard focus. A former member's group has no
-// input: the history takes its place.
-func (m *Model) setFocus(f focusArea) {
-	if f != focusList && m.chat == nil {
-		f = focusList
-	}
-	if f == focusInput && m.readOnly() {
-		f = focusHistory
-	}
-	m.focus = f
-	if f == focusInput {
-		m.input.Focus()
-	} else {
-		m.input.Blur()
-	}
-	if m.chat != nil {
-		if f == focusHistory {
-			if m.chat.sel < 0 {
-				m.chat.sel = len(m.chat.msgs) - 1
-				m.chat.clampSel()
-			}
-		} else {
-			m.chat.sel = -1
-		}
-	}
-	m.layout()
-}
-
-// layout sizes the panes for the window and the input's height.
-func (m *Model) layout() {
-	bodyH := max(1, m.height-1) // the status bar
-	lw := m.width
-	if m.split() {
-		lw = m.listWidth()
-	}
-	m.list.width = lw
-	m.list.height = max(rowHeight, bodyH-1)
-	m.list.clamp()
-	if m.chat != nil {
-		cw := m.chatWidth()
-		m.input.SetWidth(max(4, cw-3))
-		c := m.chat
-		h := max(1, bodyH-chatHeaderHeight-1-m.inputHeight())
-		if c.width != cw || c.height != h {
-			c.width, c.height = cw, h
-			c.rebuild(m.renderCtx())
-		}
-	}
-	if m.showHelp {
-		m.helpView.setContent(&m.st, m.keys, m.width, bodyH)
-	}
-}
-
-// inputHeight is the height of the input area: the editor, or the line
-// that tells a former member why there is none.
-func (m *Model) inputHeight() int {
-	if m.readOnly() {
-		return 1
-	}
-	return m.input.Height()
-}
 
 // chatWidth is the chat pane's width.
 func (m *Model) chatWidth() int {
@@ -355,5 +294,88 @@ func (m *Model) chatWidth() int {
 	return m.width
 }
 
-// chatHeaderHeight is the chat header: title and subtitle.
-const chatHeaderHeight = 2
+// chatVisible says whether the open chat is on screen.
+func (m *Model) chatVisible() bool {
+	return m.chat.isOpen() && (m.split() || !m.listFocused)
+}
+
+// focusArea is what has the keys: the list, or the chat's input or
+// history.
+func (m *Model) focusArea() focusArea {
+	if m.listFocused || !m.chat.isOpen() {
+		return focusList
+	}
+	return m.chat.focusMode()
+}
+
+// layout sizes the panes for the window.
+func (m *Model) layout() {
+	bodyH := max(1, m.height-1) // the status bar
+	lw := m.width
+	if m.split() {
+		lw = m.listWidth()
+	}
+	m.list.SetSize(lw, bodyH)
+	m.chat.split = m.split()
+	m.chat.SetSize(m.chatWidth(), bodyH)
+	m.status.SetSize(m.width)
+	if m.showHelp {
+		m.help.SetSize(m.width, bodyH)
+	}
+	if m.dialog != nil {
+		m.dialog.SetSize(dialogWidth(m.width), m.height)
+	}
+}
+
+// setFocus gives the keys to the list or to the chat's input or history.
+func (m *Model) setFocus(f focusArea) {
+	if f != focusList && !m.chat.isOpen() {
+		f = focusList
+	}
+	m.listFocused = f == focusList
+	m.list.SetFocused(m.listFocused)
+	m.chat.SetFocus(!m.listFocused, f)
+}
+
+// openChat opens the chat of session s with the input focused.
+func (m *Model) openChat(s protocol.Session) tea.Cmd {
+	live := m.com.live
+	live.elsewhere = slices.DeleteFunc(live.elsewhere, func(e elsewhere) bool { return e.conv == s.Conv })
+	cmd := m.chat.open(s)
+	m.setFocus(focusInput)
+	return cmd
+}
+
+// closeChat closes the open chat: the list, on screen, shows what came
+// elsewhere.
+func (m *Model) closeChat() tea.Cmd {
+	m.com.live.elsewhere = nil
+	cmd := m.chat.close()
+	m.setFocus(focusList)
+	return cmd
+}
+
+// leaveChat is esc in the chat: back to the list (closing the chat when
+// the list and chat do not fit side by side), the chat's draft kept.
+func (m *Model) leaveChat() tea.Cmd {
+	if m.split() {
+		m.setFocus(focusList)
+		return m.chat.keepDraft()
+	}
+	return m.closeChat()
+}
+
+// markRead lets the chat send a read receipt for what is on screen.
+func (m *Model) markRead() tea.Cmd {
+	return m.chat.markRead(m.termFocused && !m.showHelp && m.chatVisible())
+}
+
+// onEventConn applies a new connection state.
+func (m *Model) onEventConn(ev client.ConnChanged) tea.Cmd {
+	cmd := m.status.Update(ev)
+	if ev.Conn.State == client.Online {
+		// Sessions may have moved while we were away.
+		cmd = tea.Batch(cmd, m.list.reload())
+	}
+	return cmd
+}

@@ -4,10 +4,15 @@ import (
 	tea "charm.land/bubbletea/v2"
 )
 
+// overList says whether screen column x shows the list.
+func (m *Model) overList(x int) bool {
+	return !m.chatVisible() || (m.split() && x < m.listWidth())
+}
+
 // onWheel scrolls the pane under the pointer.
 func (m *Model) onWheel(msg tea.MouseWheelMsg) tea.Cmd {
 	if m.showHelp {
-		m.helpView.update(msg)
+		m.help.Update(msg)
 		return nil
 	}
 	if m.dialog != nil {
@@ -18,8 +23,7 @@ func (m *Model) onWheel(msg tea.MouseWheelMsg) tea.Cmd {
 	if !up && !down {
 		return nil
 	}
-	overList := !m.chatVisible() || (m.split() && msg.X < m.listWidth())
-	if overList {
+	if m.overList(msg.X) {
 		if up {
 			m.list.move(-1)
 		} else {
@@ -28,9 +32,9 @@ func (m *Model) onWheel(msg tea.MouseWheelMsg) tea.Cmd {
 		return nil
 	}
 	if up {
-		return m.scrollChat(-3)
+		return m.chat.scroll(-3)
 	}
-	return m.scrollChat(3)
+	return m.chat.scroll(3)
 }
 
 // onClick selects what was clicked: a chat in the list, a message in the
@@ -39,24 +43,11 @@ func (m *Model) onClick(msg tea.MouseClickMsg) tea.Cmd {
 	if m.showHelp || m.dialog != nil || msg.Button != tea.MouseLeft {
 		return nil
 	}
-	if !m.chatVisible() || (m.split() && msg.X < m.listWidth()) {
-		if i, ok := m.list.rowAt(msg.Y - 1); ok {
-			m.list.moveTo(i)
-			m.setFocus(focusList)
-			return m.openRow()
-		}
-		return nil
+	if m.overList(msg.X) {
+		m.setFocus(focusList)
+		return m.list.clickRow(msg.Y)
 	}
-	c := m.chat
-	y := msg.Y - chatHeaderHeight
-	if y >= c.height {
-		m.setFocus(focusInput)
-		return nil
-	}
-	top := max(0, c.height-len(c.lines))
-	if l := c.offset + y - top; y >= top && l < len(c.lines) && c.lineMsg[l] >= 0 {
-		m.setFocus(focusHistory)
-		c.sel = c.lineMsg[l]
-	}
+	m.setFocus(m.chat.focusMode())
+	m.chat.click(msg.Y)
 	return nil
 }

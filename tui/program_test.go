@@ -2,7 +2,6 @@ package tui
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -88,7 +87,7 @@ func (p probe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	p.m = next.(Model)
 	raw := p.m.View().Content
 	sn := snapshot{screen: ansi.Strip(raw), raw: raw}
-	if c := p.m.chat; c != nil {
+	if c := p.m.chat.c; c != nil {
 		sn.oldest, sn.loaded, sn.busy = c.oldestSeq(), c.loaded, c.loadingOlder || c.awaitServer != 0
 	}
 	p.s.set(sn)
@@ -105,12 +104,25 @@ type program struct {
 	f  *tuitest.Fake
 }
 
+// colourTerminal is the environment of a true-colour terminal, as the
+// program's colour detection reads it (the tests' output is no TTY).
+var colourTerminal = []string{"TERM=xterm-256color", "COLORTERM=truecolor", "TTY_FORCE=1"}
+
 func startProgram(t *testing.T, f *tuitest.Fake, w, h int) *program {
 	t.Helper()
+	return startProgramIn(t, f, w, h, colourTerminal, Options{})
+}
+
+// startProgramIn starts the program with the environment env and opts
+// (the clock is the tests').
+func startProgramIn(t *testing.T, f *tuitest.Fake, w, h int, env []string, opts Options) *program {
+	t.Helper()
 	f.Now = func() time.Time { return testNow }
-	m := New(f, Options{Now: func() time.Time { return testNow }, Location: time.UTC})
+	opts.Now, opts.Location = func() time.Time { return testNow }, time.UTC
+	m := New(f, opts)
 	s := &screens{changed: make(chan struct{}, 1)}
-	tm := teatest.NewTestModel(t, probe{m: m, s: s}, teatest.WithInitialTermSize(w, h))
+	tm := teatest.NewTestModel(t, probe{m: m, s: s}, teatest.WithInitialTermSize(w, h),
+		teatest.WithProgramOptions(tea.WithEnvironment(env)))
 	p := &program{t: t, tm: tm, s: s, f: f}
 	t.Cleanup(func() { _ = tm.Quit() })
 	return p
@@ -138,6 +150,14 @@ func (p *program) waitScreen(want ...string) snapshot {
 // output must show the program ran in the alternate screen.
 func (p *program) finish() string {
 	p.t.Helper()
+	screen, _ := p.finishOutput()
+	return screen
+}
+
+// finishOutput is finish, also returning everything the program wrote to
+// the terminal.
+func (p *program) finishOutput() (screen string, out []byte) {
+	p.t.Helper()
 	if err := p.tm.Quit(); err != nil {
 		p.t.Fatal(err)
 	}
@@ -149,7 +169,7 @@ func (p *program) finish() string {
 	if !bytes.Contains(out, []byte("\x1b[?1049h")) {
 		p.t.Errorf("the program did not switch to the alternate screen")
 	}
-	return ansi.Strip(fm.(probe).m.View().Content)
+	return ansi.Strip(fm.(probe).m.View().Content), out
 }
 
 func TestProgramSessionList(t *testing.T) {
@@ -160,7 +180,7 @@ func TestProgramSessionList(t *testing.T) {
 
 func TestProgramTickStates(t *testing.T) {
 	p := startProgram(t, tickFixture(), 100, 30)
-	p.waitScreen("▌📁 work") // the list is there
+	p.waitScreen("▌👥 team") // the list is there
 	p.press("j", "j", "enter")
 	sn := p.waitScreen("pending one", "read one", "◷")
 	t.Run("plain", func(t *testing.T) {
@@ -232,8 +252,7 @@ func TestProgramHelpScreen(t *testing.T) {
 
 func TestProgramOfflineStatusBar(t *testing.T) {
 	f := newFixture()
-	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(7 * time.Second),
-		Err: errors.New("dial tcp 127.0.0.1:8080: connect: connection refused")})
+	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(7 * time.Second), Err: dialRefused})
 	p := startProgram(t, f, 100, 24)
 	p.waitScreen("yuki", "offline — retrying in 7s")
 	// Sent while offline: it waits in the outbox with a clock.
@@ -243,4 +262,25 @@ func TestProgramOfflineStatusBar(t *testing.T) {
 	p.press("enter")
 	p.waitScreen("sent from the train  15:30 ◷")
 	golden.RequireEqual(t, p.finish())
+}
+
+// TestProgramNotifies checks what reaches the terminal for a message that
+// arrives in a chat out of sight: the bell, and the desktop notifications
+// OSC 9 and OSC 777.
+func TestProgramNotifies(t *testing.T) {
+	f := newFixture()
+	p := startProgram(t, f, 80, 24)
+	p.waitScreen("yuki", "● online")
+	p.press("j", "j", "enter")
+	p.waitScreen("are you coming tonight?")
+	p.f.Emit(client.Incoming{Conv: "d:alice:dave", Count: 1,
+		Last: protocol.Message{Conv: "d:alice:dave", Seq: 5, MsgID: "d5", From: "dave", Body: "call me back", ClientTS: ms(0)}})
+	p.waitScreen("new message in dave")
+	want := []byte("\a\x1b]9;dave: call me back\a\x1b]777;notify;dave;call me back\a")
+	teatest.WaitFor(t, p.tm.Output(), func(out []byte) bool { return bytes.Contains(out, want) },
+		teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	if err := p.tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	p.tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second))
 }

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -14,21 +13,18 @@ func (m Model) View() tea.View {
 	v := tea.NewView(m.render())
 	v.AltScreen = true
 	v.ReportFocus = true
-	if !m.opts.NoMouse {
+	if !m.com.opts.NoMouse {
 		v.MouseMode = tea.MouseModeCellMotion
 	}
-	v.WindowTitle = "imtui — " + m.b.User()
-	if m.list.total > 0 {
-		v.WindowTitle = fmt.Sprintf("(%d) %s", m.list.total, v.WindowTitle)
+	v.WindowTitle = "imtui — " + m.com.me()
+	if total := m.list.totals[""]; total > 0 {
+		v.WindowTitle = fmt.Sprintf("(%d) %s", total, v.WindowTitle)
 	}
-	if m.focus == focusInput && m.chat != nil && m.dialog == nil && !m.showHelp {
-		if cur := m.input.Cursor(); cur != nil {
-			x := 1
+	if m.dialog == nil && !m.showHelp && m.chatVisible() {
+		if cur := m.chat.cursor(); cur != nil {
 			if m.split() {
-				x += m.listWidth() + 1
+				cur.X += m.listWidth() + 1
 			}
-			cur.X += x
-			cur.Y += chatHeaderHeight + m.chat.height + 1
 			v.Cursor = cur
 		}
 	}
@@ -41,34 +37,29 @@ func (m *Model) render() string {
 	var body string
 	switch {
 	case m.showHelp:
-		body = m.helpView.view()
+		body = m.help.View()
 	case m.split():
-		lw := m.listWidth()
-		left := m.list.view(m.listCtx(), lw, bodyH)
+		left := m.list.View()
 		var right string
-		if m.chat != nil {
-			right = m.chatView(m.chatWidth(), bodyH)
+		if m.chat.isOpen() {
+			right = m.chat.View()
 		} else {
-			right = m.emptyChatView(m.chatWidth(), bodyH)
+			right = emptyChatView(m.com.cells, &m.com.st, m.chatWidth(), bodyH)
 		}
-		body = joinColumns(left, m.st.paneBorder.Render("│"), right)
+		body = joinColumns(left, m.com.st.paneBorder.Render("│"), right)
 	case m.chatVisible():
-		body = m.chatView(m.width, bodyH)
+		body = m.chat.View()
 	default:
-		body = m.list.view(m.listCtx(), m.width, bodyH)
+		body = m.list.View()
 	}
-	screen := body + "\n" + m.statusView(m.width)
+	screen := body + "\n" + m.status.View()
 	if m.dialog != nil && !m.showHelp {
-		box := renderDialog(&m.st, m.dialog, m.width)
-		bw, bh := width(strings.SplitN(box, "\n", 2)[0]), strings.Count(box, "\n")+1
-		screen = overlay(screen, box, max(0, (m.width-bw)/2), max(0, (m.height-bh)/2))
+		cw := m.com.cells
+		box := renderDialog(cw, &m.com.st, m.dialog, m.width)
+		bw, bh := cw.width(strings.SplitN(box, "\n", 2)[0]), strings.Count(box, "\n")+1
+		screen = overlay(cw, screen, box, max(0, (m.width-bw)/2), max(0, (m.height-bh)/2))
 	}
 	return screen
-}
-
-// listCtx is the context for rendering list rows.
-func (m *Model) listCtx() listCtx {
-	return listCtx{st: &m.st, now: m.now(), me: m.b.User(), typing: m.typing, ticks: m.ticks, focused: m.focus == focusList}
 }
 
 // joinColumns puts two blocks of equal height side by side with sep
@@ -90,121 +81,4 @@ func joinColumns(left, sep, right string) string {
 		}
 	}
 	return b.String()
-}
-
-// chatView renders the chat pane: header, messages, input; w x h.
-func (m *Model) chatView(w, h int) string {
-	c, st := m.chat, &m.st
-	var b strings.Builder
-
-	// Header: title and marks, then who is typing or what the chat is.
-	marks := ""
-	if c.sess.Muted {
-		marks += " " + markMute
-	}
-	if c.sess.Priority > 0 {
-		marks += " " + markPin
-	}
-	back := " ← "
-	if m.split() {
-		back = " "
-	}
-	b.WriteString(st.header.Render(spread(back+c.title(), marks+" ", w)))
-	b.WriteByte('\n')
-	if users := m.typing[c.conv]; len(users) > 0 {
-		b.WriteString(st.typing.Inherit(st.headerDim).Render(fit(back+typingText(users, c.group), w)))
-	} else {
-		b.WriteString(st.headerDim.Render(fit(back+c.subtitle(m.b.User()), w)))
-	}
-	b.WriteByte('\n')
-
-	b.WriteString(c.view(st, m.focus == focusHistory))
-	b.WriteByte('\n')
-
-	// The rule above the input carries a hint for the focused area.
-	hint := legend(m.chatHint(), w-1)
-	rule := strings.Repeat("─", max(0, w-width(hint)-1))
-	b.WriteString(st.inputBorder.Render(truncate(rule+hint+"─", w)))
-	b.WriteByte('\n')
-	if m.readOnly() {
-		// A former member: the stored messages stay, the input goes.
-		b.WriteString(st.system.Render(fit(" "+notMemberText, w)))
-		return b.String()
-	}
-	for i, l := range strings.Split(m.input.View(), "\n") {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(fit(" "+l, w))
-	}
-	return b.String()
-}
-
-// hintPart is one entry of a key legend; when the legend does not fit,
-// the lowest rank gives way first.
-type hintPart struct {
-	text string
-	rank int
-}
-
-// chatHint is the key legend of the focused chat pane.
-func (m *Model) chatHint() []hintPart {
-	var parts []hintPart
-	switch {
-	case m.focus == focusInput:
-		parts = []hintPart{{"enter send", 5}, {"alt+enter new line", 3}, {"esc back", 2}, {"f1 help", 1}}
-	case m.focus == focusHistory && m.readOnly():
-		return []hintPart{{"↑↓ select", 2}, {"esc back", 1}}
-	case m.focus == focusHistory:
-		parts = []hintPart{{"↑↓ select", 5}, {"i info", 3}, {"enter write", 2}, {"esc back", 1}}
-	default:
-		return nil
-	}
-	if m.chat.group && !m.readOnly() {
-		// Before "esc back".
-		i := slices.IndexFunc(parts, func(p hintPart) bool { return p.text == "esc back" })
-		parts = slices.Insert(parts, i, hintPart{m.keys.Global.GroupMenu.Help().Key + " group", 4})
-	}
-	return parts
-}
-
-// legend joins the parts of a key legend that fit in w cells, as
-// " a · b · c ", "" for none.
-func legend(parts []hintPart, w int) string {
-	for len(parts) > 0 {
-		texts := make([]string, len(parts))
-		low := 0
-		for i, p := range parts {
-			texts[i] = p.text
-			if p.rank < parts[low].rank {
-				low = i
-			}
-		}
-		s := " " + strings.Join(texts, " · ") + " "
-		if width(s) <= w || len(parts) == 1 {
-			return s
-		}
-		parts = slices.Delete(slices.Clone(parts), low, low+1)
-	}
-	return ""
-}
-
-// emptyChatView is the right pane before a chat is opened.
-func (m *Model) emptyChatView(w, h int) string {
-	lines := make([]string, h)
-	blank := strings.Repeat(" ", w)
-	for i := range lines {
-		lines[i] = blank
-	}
-	mid := h / 2
-	if mid-1 >= 0 {
-		lines[mid-1] = center(m.st.title.Render("imtui"), w)
-	}
-	if mid < h {
-		lines[mid] = center(m.st.dim.Render("Pick a chat with enter, or press n for a new one."), w)
-	}
-	if mid+1 < h {
-		lines[mid+1] = center(m.st.dim.Render("? shows every key."), w)
-	}
-	return strings.Join(lines, "\n")
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -39,6 +40,8 @@ func main() {
 // options are the command line of imtui.
 type options struct {
 	server, user, token, profile, data, logFile string
+	theme                                       string
+	notify                                      bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -51,6 +54,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profile, "profile", "default", "profile name: each profile is one device with its own local database")
 	fs.StringVar(&o.data, "data", defaultDataDir(), "directory of the profiles' local databases")
 	fs.StringVar(&o.logFile, "log", "", "write the engine's diagnostics to this file")
+	fs.StringVar(&o.theme, "theme", "auto", "colours for a dark or a light terminal: auto (ask the terminal), dark or light")
+	fs.BoolVar(&o.notify, "notify", true, "ring the bell and ask the terminal for a desktop notification (OSC 9, OSC 777) when a message arrives out of sight; -notify=false turns them off")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: imtui -user USER [flags]   (or -token TOKEN)")
 		fmt.Fprintln(stderr, "\nA terminal chat client for imserver. Press ? inside for the keys.\n\nflags:")
@@ -85,6 +90,8 @@ func checkOptions(o options, fs *flag.FlagSet) error {
 		return fmt.Errorf("-profile %q must be 1-64 characters of A-Z a-z 0-9 _ -", o.profile)
 	case !strings.HasPrefix(o.server, "ws://") && !strings.HasPrefix(o.server, "wss://"):
 		return fmt.Errorf("-server %q must be a ws:// or wss:// URL, like ws://127.0.0.1:7070/ws", o.server)
+	case o.theme != "auto" && !slices.Contains(tui.Themes, o.theme):
+		return fmt.Errorf("-theme %q must be auto, %s", o.theme, strings.Join(tui.Themes, " or "))
 	}
 	return nil
 }
@@ -135,7 +142,11 @@ func run(args []string, stderr io.Writer) error {
 	}
 	defer c.Close()
 
-	p := tea.NewProgram(tui.New(backend{Client: c, server: o.server}, tui.Options{}))
+	theme := o.theme
+	if theme == "auto" {
+		theme = ""
+	}
+	p := tea.NewProgram(tui.New(backend{Client: c, server: o.server}, tui.Options{NoNotify: !o.notify, Theme: theme}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runErr := make(chan error, 1)
@@ -151,9 +162,21 @@ func run(args []string, stderr io.Writer) error {
 	_, uiErr := p.Run()
 	cancel()
 	if err := <-runErr; err != nil {
-		return fmt.Errorf("the server refused this client: %w", err)
+		return engineError(err, o)
 	}
 	return uiErr
+}
+
+// engineError says why the engine stopped for good, in terms of the flags
+// that would fix it.
+func engineError(err error, o options) error {
+	switch {
+	case errors.Is(err, client.ErrNoEndpoint):
+		return fmt.Errorf("-server %s is not imserver's WebSocket endpoint (like ws://127.0.0.1:7070/ws): %w", o.server, err)
+	case errors.Is(err, client.ErrNeedsUser):
+		return fmt.Errorf("this server uses -user, not -token: start imtui with -user USER: %w", err)
+	}
+	return fmt.Errorf("the server refused this client: %w", err)
 }
 
 // tokenUser is the user a token names (tokens read v1:USER:EXPIRY:SIG),

@@ -24,12 +24,13 @@ import (
 // tmuxWait bounds every wait of the tmux test on something to show up.
 const tmuxWait = 30 * time.Second
 
-// The tick colours of tui/styles.go: delivered ticks are colDim, read
-// ticks colRead. They are repeated here because the test reads them off a
-// real terminal (tmux), not from the package.
+// The tick colours of tui/styles.go's dark palette (a tmux pane does not
+// say its background is light): delivered ticks are its dim colour, read
+// ticks its read colour. They are repeated here because the test reads
+// them off a real terminal (tmux), not from the package.
 var (
-	tickReadColour      = lipgloss.Color("#53BDEB") // tui colRead
-	tickDeliveredColour = lipgloss.Color("#8696A0") // tui colDim
+	tickReadColour      = lipgloss.Color("#53BDEB") // tui darkPalette.read
+	tickDeliveredColour = lipgloss.Color("#8696A0") // tui darkPalette.dim
 )
 
 // TestTmuxTwoClients runs the real binaries: imserver, and imtui as alice
@@ -43,8 +44,8 @@ func TestTmuxTwoClients(t *testing.T) {
 		t.Skip("tmux is not installed: " + err.Error())
 	}
 	dir := t.TempDir()
-	bin := buildBinaries(t, dir)
-	srv := startImserver(t, filepath.Join(bin, "imserver"), filepath.Join(dir, "server"))
+	bin := buildBinaries(t)
+	srv := startImserver(t, filepath.Join(bin, "imserver"), filepath.Join(dir, "server"), "127.0.0.1:0")
 	url := "ws://" + srv.addr + "/ws"
 
 	tm := newTmux(t, tmuxPath)
@@ -408,43 +409,71 @@ func (tm *tmuxSession) dump() string {
 	return b.String()
 }
 
-// buildBinaries builds imserver and imtui into dir/bin (without -race:
-// the test runs them as a user would).
-func buildBinaries(t *testing.T, dir string) string {
+// The binaries are built once per test run, into a directory TestMain
+// removes.
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// TestMain removes the binaries the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildBinaries builds imserver and imtui (without -race: the tests run
+// them as a user would) and returns their directory.
+func buildBinaries(t *testing.T) string {
 	t.Helper()
+	buildOnce.Do(func() { binDir, buildErr = build() })
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+func build() (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("the go command is needed to build the binaries: %v", err)
+		return "", fmt.Errorf("the go command is needed to build the binaries: %v", err)
 	}
 	gomod, err := exec.Command(goTool, "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
-		t.Fatalf("cannot find the module root (go env GOMOD = %q): %v", gomod, err)
+		return "", fmt.Errorf("cannot find the module root (go env GOMOD = %q): %v", gomod, err)
 	}
-	bin := filepath.Join(dir, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		t.Fatal(err)
+	bin, err := os.MkdirTemp("", "imtui-test-bin")
+	if err != nil {
+		return "", err
 	}
 	cmd := exec.Command(goTool, "build", "-o", bin+string(filepath.Separator), "./cmd/imserver", "./cmd/imtui")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		os.RemoveAll(bin)
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	return bin
+	return bin, nil
 }
 
 // imserverProc is a running imserver.
 type imserverProc struct {
 	addr string
 	logs *lineLog
+	kill func() // ends it at once (SIGKILL) and waits for it
 }
 
 var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
-// startImserver runs imserver on a free loopback port (it reports the
-// address it got) and waits until /healthz answers.
-func startImserver(t *testing.T, path, dataDir string) *imserverProc {
+// startImserver runs imserver on listen (127.0.0.1:0 for a free port; it
+// reports the address it got) with its data in dataDir, and waits until
+// /healthz answers.
+func startImserver(t *testing.T, path, dataDir, listen string) *imserverProc {
 	t.Helper()
-	cmd := exec.Command(path, "serve", "-listen", "127.0.0.1:0", "-data", dataDir)
+	cmd := exec.Command(path, "serve", "-listen", listen, "-data", dataDir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -473,10 +502,14 @@ func startImserver(t *testing.T, path, dataDir string) *imserverProc {
 		<-scanned // Wait closes the pipe: read it all first
 		done <- cmd.Wait()
 	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
+	var once sync.Once
+	p.kill = func() {
+		once.Do(func() {
+			cmd.Process.Kill()
+			<-done
+		})
+	}
+	t.Cleanup(p.kill)
 	select {
 	case p.addr = <-addr:
 	case err := <-done:

@@ -6,8 +6,8 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/hub"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // Sync page sizes.

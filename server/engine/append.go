@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // Append implements store.Store: the message is appended to the log
@@ -114,6 +114,9 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	})
 	cs.mu.Unlock()
 
+	// Every member's session takes the message with the ticks after it, a
+	// rise included; a session whose own messages the rise covers moves
+	// even where the message itself is not news to it.
 	covered, err := e.coveredBy(ctx, r)
 	if err != nil {
 		return derivation{}, err
@@ -121,19 +124,17 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	now := e.nowMS()
 	err = e.retryMissing(ctx, sessionNeeds(cs.conv, members), func() error {
 		return e.withUsers(members, func(u *userState) error {
-			_, _, err := e.changeSession(u, now, cs.conv, true, func(st *session.State) session.Moves {
-				return st.OnMessage(m.Seq, m.From)
+			_, isCovered := slices.BinarySearch(covered, u.user)
+			_, _, err := e.changeSession(u, now, cs.conv, head.Ticks, true, func(st *session.State) session.Moves {
+				moves := st.OnMessage(m.Seq, m.From)
+				moves.Active = moves.Active || isCovered
+				return moves
 			})
 			return err
 		})
 	})
 	if err != nil {
 		return derivation{}, err
-	}
-	if r != nil {
-		if err := e.touch(ctx, cs.conv, covered, r.next, now); err != nil {
-			return derivation{}, err
-		}
 	}
 	e.derived(cs, m.Seq)
 	return derivation{members: members, rise: r}, nil
@@ -150,7 +151,8 @@ func (e *Engine) derived(cs *convState, seq int64) {
 }
 
 // coveredBy returns the members whose own messages a tick rise covers,
-// asking the backend about seqs older than the conversation's memory.
+// sorted, asking the backend about seqs older than the conversation's
+// memory.
 func (e *Engine) coveredBy(ctx context.Context, r *rise) ([]string, error) {
 	if r == nil {
 		return nil, nil
@@ -176,15 +178,21 @@ func (e *Engine) coveredBy(ctx context.Context, r *rise) ([]string, error) {
 	return slices.Compact(covered), nil
 }
 
-// touch moves active_ts of the sessions of users in conv, whose messages a
-// tick rise to ticks covers, so their offline devices learn the new ticks.
-func (e *Engine) touch(ctx context.Context, conv string, users []string, ticks protocol.Ticks, now int64) error {
-	if len(users) == 0 {
-		return nil
+// spread gives a rise of conv's tick minimum to the sessions of its
+// members: those whose own messages it covers change (active_ts moves, so
+// that their offline devices learn it by sync); the others take it in
+// place.
+func (e *Engine) spread(ctx context.Context, conv string, members []string, r *rise, now int64) error {
+	covered, err := e.coveredBy(ctx, r)
+	if err != nil {
+		return err
 	}
-	return e.retryMissing(ctx, sessionNeeds(conv, users), func() error {
-		return e.withUsers(users, func(u *userState) error {
-			_, _, err := e.changeSession(u, now, conv, false, func(st *session.State) session.Moves { return st.OnTicks() })
+	return e.retryMissing(ctx, sessionNeeds(conv, members), func() error {
+		return e.withUsers(members, func(u *userState) error {
+			_, isCovered := slices.BinarySearch(covered, u.user)
+			_, _, err := e.changeSession(u, now, conv, r.next, false, func(*session.State) session.Moves {
+				return session.Moves{Active: isCovered}
+			})
 			return err
 		})
 	})

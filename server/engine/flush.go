@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // errFlusherClosed is returned by a barrier after Close.
@@ -275,8 +275,13 @@ func (b *batch) clearPending(user, conv string, upTo int64) {
 
 func (b *batch) session(st session.State) {
 	k := store.MemberKey{User: st.User, Conv: st.Conv}
-	if old, ok := b.sessions[k]; ok && old.ActiveTS > st.ActiveTS {
-		return
+	if old, ok := b.sessions[k]; ok {
+		if old.ActiveTS > st.ActiveTS {
+			return
+		}
+		if old.ActiveTS == st.ActiveTS {
+			st.Ticks = st.Ticks.Merge(old.Ticks) // a rise written in place
+		}
 	}
 	b.sessions[k] = st
 }

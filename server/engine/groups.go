@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // Group implements store.Store, from memory.
@@ -127,13 +127,13 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 	// with nothing unread before the message.
 	err := e.retryMissing(ctx, sessionNeeds(cs.conv, append(slices.Clone(change.Remove), change.Add...)), func() error {
 		if err := e.withUsers(change.Remove, func(u *userState) error {
-			_, _, err := e.changeSession(u, now, cs.conv, false, func(st *session.State) session.Moves { return st.OnLeave() })
+			_, _, err := e.changeSession(u, now, cs.conv, ticks, false, func(st *session.State) session.Moves { return st.OnLeave() })
 			return err
 		}); err != nil {
 			return err
 		}
 		return e.withUsers(change.Add, func(u *userState) error {
-			_, _, err := e.changeSession(u, now, cs.conv, true, func(st *session.State) session.Moves { return st.OnJoin(before) })
+			_, _, err := e.changeSession(u, now, cs.conv, ticks, true, func(st *session.State) session.Moves { return st.OnJoin(before) })
 			return err
 		})
 	})
@@ -145,14 +145,13 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 		for _, u := range change.Remove {
 			mm := cs.members[u]
 			delete(cs.members, u)
-			delete(cs.own, u)
 			pending := mm != nil && mm.pending
 			e.flush.put(func(b *batch) {
 				b.gone(u, cs.conv, m.Seq)
 				if pending {
 					b.clearPending(u, cs.conv, m.Seq)
 				}
-				b.formerView(store.FormerRow{User: u, Conv: cs.conv, Title: title, Ticks: ticks})
+				b.formerView(store.FormerRow{User: u, Conv: cs.conv, Title: title})
 			})
 		}
 		for _, u := range change.Add {

@@ -3,10 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // Mark implements store.Store. It returns once the marks' rows are
@@ -56,46 +57,57 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 	return out
 }
 
-// markOne applies one mark: the session read first (a read), then the
-// boundary's max-merge, clamped to the newest seq, the pending row once
-// the delivered boundary reaches the newest seq, and a rise of the tick
-// minimum with the sessions it covers.
+// markOne applies one mark: the boundary's max-merge, clamped to the
+// newest seq, the pending row once the delivered boundary reaches the
+// newest seq, and a rise of the tick minimum; then the session read (a
+// read) and the rise in every member's session.
 func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, error) {
 	cs, err := e.convs.get(ctx, e.be, m.Conv)
 	if err != nil {
 		return nil, false, err
 	}
 	cs.mu.Lock()
-	exists, maxSeq := cs.exists, cs.maxSeq
-	_, member := cs.members[user]
-	cs.mu.Unlock()
-	if !exists {
+	if !cs.exists {
 		// No message yet: every mark clamps to 0. A read is still the
 		// session read of a session an operation created (it clears
 		// marked_unread).
+		ticks := cs.ticks
+		cs.mu.Unlock()
 		if kind != store.MarkRead {
 			return nil, false, nil
 		}
-		changed, err := e.readSession(ctx, now, user, m.Conv, 0, false)
+		changed, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, false)
 		return nil, changed, err
 	}
-	if !member {
+	mm := cs.members[user]
+	if mm == nil {
+		cs.mu.Unlock()
 		return nil, false, nil // the caller checks membership
 	}
-	target := min(m.Seq, maxSeq)
+	target := min(m.Seq, cs.maxSeq)
+	r := e.moveBoundary(cs, user, mm, kind, target)
+	ticks, members := cs.ticks, slices.Clone(cs.sorted)
+	cs.mu.Unlock()
+
 	sessionChanged := false
 	if kind == store.MarkRead {
-		if sessionChanged, err = e.readSession(ctx, now, user, m.Conv, target, true); err != nil {
+		if sessionChanged, err = e.readSession(ctx, now, user, m.Conv, ticks, target, true); err != nil {
 			return nil, false, err
 		}
 	}
-
-	cs.mu.Lock()
-	mm := cs.members[user]
-	if mm == nil { // removed meanwhile
-		cs.mu.Unlock()
+	if r == nil {
 		return nil, sessionChanged, nil
 	}
+	if err := e.spread(ctx, m.Conv, members, r, now); err != nil {
+		return nil, false, err
+	}
+	return &store.TickChange{Conv: m.Conv, Ticks: r.next}, sessionChanged, nil
+}
+
+// moveBoundary max-merges user's boundary of kind with target, clears its
+// pending row once it holds the newest seq, and returns the rise of the
+// tick minimum it caused (nil for none); the caller holds cs.mu.
+func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store.MarkKind, target int64) *rise {
 	cur := protocol.Ticks{DeliveredSeq: mm.delivered, ReadSeq: mm.read}
 	var next protocol.Ticks
 	if kind == store.MarkDelivered {
@@ -104,8 +116,7 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		next = cur.Merge(protocol.Ticks{ReadSeq: target})
 	}
 	if next == cur {
-		cs.mu.Unlock()
-		return nil, sessionChanged, nil
+		return nil
 	}
 	mm.delivered, mm.read = next.DeliveredSeq, next.ReadSeq
 	clear := int64(0)
@@ -113,36 +124,26 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		mm.pending, clear = false, mm.delivered
 	}
 	r := cs.raiseTicks()
-	row := store.BoundaryRow{User: user, Conv: m.Conv, DeliveredSeq: mm.delivered, ReadSeq: mm.read}
+	row := store.BoundaryRow{User: user, Conv: cs.conv, DeliveredSeq: mm.delivered, ReadSeq: mm.read}
 	head := cs.head()
 	e.flush.put(func(b *batch) {
 		b.boundary(row)
 		if clear > 0 {
-			b.clearPending(user, m.Conv, clear)
+			b.clearPending(user, cs.conv, clear)
 		}
 		b.conv(head)
 	})
-	cs.mu.Unlock()
-	if r == nil {
-		return nil, sessionChanged, nil
-	}
-	covered, err := e.coveredBy(ctx, r)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := e.touch(ctx, m.Conv, covered, r.next, now); err != nil {
-		return nil, false, err
-	}
-	return &store.TickChange{Conv: m.Conv, Ticks: r.next}, sessionChanged, nil
+	return r
 }
 
-// readSession is the session read of user in conv up to seq.
-func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, seq int64, create bool) (bool, error) {
+// readSession is the session read of user in conv up to seq, with the
+// conversation's ticks as they are.
+func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, create bool) (bool, error) {
 	var changed bool
 	err := e.retryMissing(ctx, []need{{user, conv}}, func() error {
 		return e.withUsers([]string{user}, func(u *userState) error {
 			var err error
-			_, changed, err = e.changeSession(u, now, conv, create, func(st *session.State) session.Moves {
+			_, changed, err = e.changeSession(u, now, conv, ticks, create, func(st *session.State) session.Moves {
 				return st.OnRead(seq)
 			})
 			return err

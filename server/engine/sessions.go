@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // SessionOp implements store.Store. It returns once the change is written.
@@ -17,6 +17,10 @@ func (e *Engine) SessionOp(ctx context.Context, user, conv string, op session.Op
 	}
 	now := e.nowMS()
 	c, _ := protocol.ParseConv(conv)
+	ticks, err := e.ticksOf(ctx, conv)
+	if err != nil {
+		return store.SessionResult{}, fmt.Errorf("session op %s on %s for %s: %w", op, conv, user, err)
+	}
 	var res store.SessionResult
 	var st session.State
 	err = e.retryMissing(ctx, []need{{user, conv}}, func() error {
@@ -25,7 +29,7 @@ func (e *Engine) SessionOp(ctx context.Context, user, conv string, op session.Op
 				return store.ErrNotFound // a gateway exists once something is filed under it
 			}
 			var err error
-			st, res.Changed, err = e.changeSession(u, now, conv, true, func(st *session.State) session.Moves {
+			st, res.Changed, err = e.changeSession(u, now, conv, ticks, true, func(st *session.State) session.Moves {
 				return st.Apply(op, args, now)
 			})
 			res.Cursor = u.clock
@@ -42,6 +46,20 @@ func (e *Engine) SessionOp(ctx context.Context, user, conv string, op session.Op
 		return store.SessionResult{}, fmt.Errorf("session op %s on %s for %s: %w", op, conv, user, err)
 	}
 	return res, nil
+}
+
+// ticksOf returns a conversation's ticks as they are (zero for a gateway).
+func (e *Engine) ticksOf(ctx context.Context, conv string) (protocol.Ticks, error) {
+	if c, _ := protocol.ParseConv(conv); c.Kind == protocol.ConvBiz {
+		return protocol.Ticks{}, nil
+	}
+	cs, err := e.convs.get(ctx, e.be, conv)
+	if err != nil {
+		return protocol.Ticks{}, err
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.ticks, nil
 }
 
 // renderState renders a session state an operation produced, with what it
@@ -64,7 +82,7 @@ func (e *Engine) renderState(ctx context.Context, st session.State, now int64) (
 		return protocol.Session{}, err
 	}
 	cs.mu.Lock()
-	row.Ticks, row.Title = cs.ticks, cs.title
+	row.Title = cs.title
 	_, member := cs.members[st.User]
 	if cs.isGroup() && member {
 		row.Members = cs.groupState().Members
@@ -77,7 +95,7 @@ func (e *Engine) renderState(ctx context.Context, st session.State, now int64) (
 			return protocol.Session{}, err
 		}
 		if len(rows) == 1 {
-			row.Title, row.Ticks, row.Left = rows[0].Title, rows[0].Ticks, true
+			row.Title, row.Left = rows[0].Title, true
 		}
 	}
 	return render(row, now), nil
@@ -130,11 +148,17 @@ func (e *Engine) expireMutes(ctx context.Context, now int64, user string) error 
 	if err != nil || len(convs) == 0 {
 		return err
 	}
+	ticks := make(map[string]protocol.Ticks, len(convs))
+	for _, conv := range convs {
+		if ticks[conv], err = e.ticksOf(ctx, conv); err != nil {
+			return err
+		}
+	}
 	err = e.retryMissing(ctx, sessionNeedsOf(user, convs), func() error {
 		return e.withUsers([]string{user}, func(u *userState) error {
 			for _, conv := range convs {
 				// changeSession expires the mute; the rule itself changes nothing.
-				if _, _, err := e.changeSession(u, now, conv, false, func(*session.State) session.Moves { return session.Moves{} }); err != nil {
+				if _, _, err := e.changeSession(u, now, conv, ticks[conv], false, func(*session.State) session.Moves { return session.Moves{} }); err != nil {
 					return err
 				}
 			}
@@ -176,8 +200,8 @@ func render(row store.SessionRow, now int64) protocol.Session {
 		SubBiz:       st.SubBiz,
 		LastMsg:      row.LastMsg,
 		// The conversation's ticks as far as the session holds: a message's
-		// rise can be derived a moment before its session is.
-		Ticks: protocol.Ticks{DeliveredSeq: min(row.Ticks.DeliveredSeq, st.WriteSeq), ReadSeq: min(row.Ticks.ReadSeq, st.WriteSeq)},
+		// rise can reach a session a moment before the message does.
+		Ticks: protocol.Ticks{DeliveredSeq: min(st.Ticks.DeliveredSeq, st.WriteSeq), ReadSeq: min(st.Ticks.ReadSeq, st.WriteSeq)},
 	}
 	if !out.Muted {
 		out.MuteUntil = 0

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // userShards spread the users over locks. A user's critical section is
@@ -35,10 +35,45 @@ type userShard struct {
 	m      map[string]*userState
 	cached int    // sessions cached in the shard
 	uses   uint64 // a counter stamped on entries as they are used
+	// writes are the rows the current critical section changed, put at
+	// its end as one: a session, the unread totals and the gateway it
+	// moves are in the same backend write, so a sync never reads one
+	// without the others. gens are where to record that write's
+	// generation.
+	writes []func(b *batch)
+	gens   []*uint64
+}
+
+// stage adds rows to the critical section's write; gen receives its
+// generation. The caller holds the shard's lock.
+func (sh *userShard) stage(gen *uint64, rows func(b *batch)) {
+	sh.writes = append(sh.writes, rows)
+	sh.gens = append(sh.gens, gen)
+}
+
+// commit puts the critical section's rows as one write. The caller holds
+// the shard's lock.
+func (sh *userShard) commit(f *flusher) {
+	if len(sh.writes) == 0 {
+		return
+	}
+	writes := sh.writes
+	g := f.put(func(b *batch) {
+		for _, w := range writes {
+			w(b)
+		}
+	})
+	for _, gen := range sh.gens {
+		*gen = g
+	}
+	clear(sh.writes)
+	clear(sh.gens)
+	sh.writes, sh.gens = sh.writes[:0], sh.gens[:0]
 }
 
 // userState is one user's state; it changes only under its shard's lock.
 type userState struct {
+	shard  *userShard
 	user   string
 	clock  int64            // the last session timestamp given
 	totals map[string]int64 // unread total by list
@@ -186,7 +221,7 @@ func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) e
 			if totals == nil {
 				totals = map[string]int64{}
 			}
-			sh.m[u] = &userState{user: u, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}}
+			sh.m[u] = &userState{shard: sh, user: u, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}}
 		}
 		sh.mu.Unlock()
 	}
@@ -265,6 +300,7 @@ func (e *Engine) withUsers(users []string, fn func(u *userState) error) error {
 func (e *Engine) withShard(sh *userShard, users []string, fn func(u *userState) error) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	defer sh.commit(e.flush)
 	for _, user := range users {
 		u := sh.m[user]
 		if u == nil {
@@ -283,9 +319,16 @@ type sessionRule func(st *session.State) session.Moves
 // changeSession applies rule to u's session of conv at time now (ms),
 // creating the session when create is set and it does not exist, and
 // keeps what derives from it in step: the user's clock, its unread totals
-// and the gateway of a sub-business. It returns the new state and whether anything changed; the
-// caller holds u's shard lock.
-func (e *Engine) changeSession(u *userState, now int64, conv string, create bool, rule sessionRule) (session.State, bool, error) {
+// and the gateway of a sub-business. It returns the new state and whether
+// anything changed; the caller holds u's shard lock.
+//
+// The session also takes the conversation's ticks as the caller read them
+// (ticks; they only rise). A rise that rule does not count as a change is
+// written in place, under the same active_ts: callers count it as a change
+// (rule moves active_ts) exactly when it covers the user's own messages,
+// so that one active_ts always shows the same ticks of the user's own
+// messages, and every member's session shows the conversation's ticks.
+func (e *Engine) changeSession(u *userState, now int64, conv string, ticks protocol.Ticks, create bool, rule sessionRule) (session.State, bool, error) {
 	ent := u.sessions[conv]
 	if ent == nil {
 		return session.State{}, false, errMissing
@@ -300,7 +343,12 @@ func (e *Engine) changeSession(u *userState, now int64, conv string, create bool
 	old := st
 	expired := st.ExpireMute(now)
 	moves := rule(&st)
+	ticksRose := st.TakeTicks(ticks)
 	if !moves.Changed() && !expired && ent.exists {
+		if ticksRose {
+			ent.st = st
+			u.shard.stage(&ent.gen, func(b *batch) { b.session(st) })
+		}
 		return st, false, nil
 	}
 	ts := max(now, u.clock+1)
@@ -311,7 +359,7 @@ func (e *Engine) changeSession(u *userState, now int64, conv string, create bool
 	}
 	existed := ent.exists
 	ent.st, ent.exists = st, true
-	ent.gen = e.flush.put(func(b *batch) { b.session(st) })
+	u.shard.stage(&ent.gen, func(b *batch) { b.session(st) })
 	e.settleTotals(u, old, st, existed, ts)
 	if st.SubBiz != "" {
 		newMessage := st.LastConv != old.LastConv || st.LastSeq != old.LastSeq
@@ -342,9 +390,13 @@ func (e *Engine) settleTotals(u *userState, old, cur session.State, existed bool
 		u.totals[cur.SubBiz] += after
 		changed = []string{old.SubBiz, cur.SubBiz}
 	}
-	u.gen = e.flush.put(func(b *batch) {
-		for _, list := range changed {
-			b.total(store.TotalRow{User: u.user, List: list, Total: u.totals[list], At: ts})
+	rows := make([]store.TotalRow, len(changed))
+	for i, list := range changed {
+		rows[i] = store.TotalRow{User: u.user, List: list, Total: u.totals[list], At: ts}
+	}
+	u.shard.stage(&u.gen, func(b *batch) {
+		for _, r := range rows {
+			b.total(r)
 		}
 	})
 }
@@ -355,7 +407,7 @@ func (e *Engine) settleTotals(u *userState, old, cur session.State, existed bool
 // last message and brings a deleted gateway back.
 func (e *Engine) refreshGateway(u *userState, now int64, member session.State, moved, newMessage bool) error {
 	total := u.totals[member.SubBiz]
-	_, _, err := e.changeSession(u, now, gatewayConv(member.SubBiz), true, func(g *session.State) session.Moves {
+	_, _, err := e.changeSession(u, now, gatewayConv(member.SubBiz), protocol.Ticks{}, true, func(g *session.State) session.Moves {
 		var moves session.Moves
 		if g.UnreadCount != total {
 			g.UnreadCount = total

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/session"
 )
 
 // Backend is what a storage engine provides to the domain engine (package
@@ -144,7 +144,6 @@ type UserRecord struct {
 type SessionRow struct {
 	State   session.State
 	LastMsg *protocol.Message // nil before any message
-	Ticks   protocol.Ticks    // the conversation's, or as the user left it
 	Title   string            // a group's, or as the user left it
 	Members []string          // a group's current members, sorted; nil for a user who left
 	Left    bool              // the user left (or was removed from) the group
@@ -189,7 +188,8 @@ type GroupRecordResult struct {
 //     delete of a row whose first undelivered seq is at most Clear (a row
 //     put for a later message stays).
 //   - Sessions: each written when its active_ts is newer than the stored
-//     one's.
+//     one's; at the same active_ts (a tick rise written in place) only
+//     its ticks are max-merged.
 //   - Totals: each written when its At is newer than the stored one's.
 //   - Convs: the tick minimum max-merged, the derived watermark raised.
 //   - Former: a former member's view put (or, with Delete, dropped).
@@ -252,6 +252,5 @@ type ConvDerived struct {
 type FormerRow struct {
 	User, Conv string
 	Title      string
-	Ticks      protocol.Ticks
 	Delete     bool // the user is a member again
 }

@@ -10,7 +10,7 @@ import (
 	"slices"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/session"
 )
 
 // ErrClosed is returned by every method of a store that has been closed.

@@ -6,7 +6,9 @@ package tuitest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +27,7 @@ type Call struct {
 	Body     string
 	Title    string
 	Members  []string // CreateGroup's members, GroupOp's users
+	Key      string   // CreateGroup's key
 }
 
 // String renders the call compactly for test failures.
@@ -36,8 +39,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("CreateGroup(%q, %v)", c.Title, c.Members)
 	case "GroupOp":
 		return fmt.Sprintf("GroupOp(%s, %s, %v, %q)", c.Conv, c.Op, c.Members, c.Title)
-	case "Send":
-		return fmt.Sprintf("Send(%s, %q)", c.Conv, c.Body)
+	case "Send", "SaveDraft":
+		return fmt.Sprintf("%s(%s, %q)", c.Method, c.Conv, c.Body)
 	}
 	return fmt.Sprintf("%s(%s, %d)", c.Method, c.Conv, c.Seq)
 }
@@ -56,6 +59,8 @@ type Fake struct {
 	msgs     map[string][]client.Message
 	ticks    map[string]protocol.Ticks
 	receipts map[string][]protocol.MemberReceipt
+	drafts   map[string]string
+	times    map[string][2]time.Time // conv/seq → delivered, read
 	calls    []Call
 	outSeq   int
 
@@ -81,6 +86,8 @@ func NewFake(user, device, server string) *Fake {
 		msgs:     map[string][]client.Message{},
 		ticks:    map[string]protocol.Ticks{},
 		receipts: map[string][]protocol.MemberReceipt{},
+		drafts:   map[string]string{},
+		times:    map[string][2]time.Time{},
 		Now:      time.Now,
 	}
 }
@@ -282,8 +289,9 @@ func (f *Fake) SessionOp(conv, op string, until int64, category string) {
 }
 
 // CreateGroup implements tui.Backend.
-func (f *Fake) CreateGroup(title string, members []string) {
-	f.record(Call{Method: "CreateGroup", Title: title, Members: members})
+func (f *Fake) CreateGroup(key, title string, members []string) string {
+	f.record(Call{Method: "CreateGroup", Title: title, Members: members, Key: key})
+	return key
 }
 
 // GroupOp implements tui.Backend.
@@ -299,6 +307,9 @@ func (f *Fake) Receipts(ctx context.Context, conv string) ([]protocol.MemberRece
 	return append([]protocol.MemberReceipt(nil), f.receipts[conv]...), nil
 }
 
+// Reconnect implements tui.Backend.
+func (f *Fake) Reconnect() { f.record(Call{Method: "Reconnect"}) }
+
 // Typing implements tui.Backend.
 func (f *Fake) Typing(conv string) { f.record(Call{Method: "Typing", Conv: conv}) }
 
@@ -307,4 +318,62 @@ func (f *Fake) Ticks(conv string) protocol.Ticks {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ticks[conv]
+}
+
+// SetDrafts sets the drafts the fake keeps, as if saved before a restart.
+func (f *Fake) SetDrafts(drafts map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drafts = maps.Clone(drafts)
+}
+
+// Drafts implements tui.Backend.
+func (f *Fake) Drafts() (map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.drafts), nil
+}
+
+// SaveDraft implements tui.Backend.
+func (f *Fake) SaveDraft(conv, text string) {
+	f.record(Call{Method: "SaveDraft", Conv: conv, Body: text})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if text == "" {
+		delete(f.drafts, conv)
+	} else {
+		f.drafts[conv] = text
+	}
+}
+
+// SearchMessages implements tui.Backend: stored messages of conv whose
+// body holds query, ignoring case, newest first.
+func (f *Fake) SearchMessages(conv, query string, limit int) ([]client.Message, error) {
+	f.record(Call{Method: "SearchMessages", Conv: conv, Body: query})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := strings.ToLower(strings.TrimSpace(query))
+	var out []client.Message
+	msgs := f.msgs[conv]
+	for i := len(msgs) - 1; i >= 0 && len(out) < limit && q != ""; i-- {
+		if m := msgs[i]; !m.Outbox && m.Seq > 0 && strings.Contains(strings.ToLower(m.Body), q) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// SetTickTimes sets what TickTimes answers for message seq of conv.
+func (f *Fake) SetTickTimes(conv string, seq int64, delivered, read time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.times[fmt.Sprintf("%s/%d", conv, seq)] = [2]time.Time{delivered, read}
+}
+
+// TickTimes implements tui.Backend.
+func (f *Fake) TickTimes(conv string, seq int64) (delivered, read time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.times[fmt.Sprintf("%s/%d", conv, seq)]
+	return t[0], t[1]
 }

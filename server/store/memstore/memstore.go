@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 var _ store.Backend = (*Store)(nil)
@@ -403,8 +403,13 @@ func (s *Store) Apply(_ context.Context, der store.Derived) error {
 	}
 	for _, st := range der.Sessions {
 		k := store.MemberKey{User: st.User, Conv: st.Conv}
-		if old, ok := d.sessions[k]; !ok || st.ActiveTS > old.ActiveTS {
+		old, ok := d.sessions[k]
+		switch {
+		case !ok || st.ActiveTS > old.ActiveTS:
 			d.sessions[k] = st
+		case st.ActiveTS == old.ActiveTS:
+			old.Ticks = old.Ticks.Merge(st.Ticks)
+			d.sessions[k] = old
 		}
 	}
 	for _, t := range der.Totals {
@@ -531,7 +536,7 @@ func (d *data) row(st session.State) store.SessionRow {
 	if c == nil {
 		return row
 	}
-	row.Title, row.Ticks = c.title, c.ticks
+	row.Title = c.title
 	if c.kind != protocol.ConvGroup {
 		return row
 	}
@@ -541,7 +546,7 @@ func (d *data) row(st session.State) store.SessionRow {
 	}
 	row.Left = true
 	if f, ok := d.former[store.MemberKey{User: st.User, Conv: st.Conv}]; ok {
-		row.Title, row.Ticks = f.Title, f.Ticks
+		row.Title = f.Title
 	}
 	return row
 }

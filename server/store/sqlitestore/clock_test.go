@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // The per-user session clock lives in the engine's memory; after a restart

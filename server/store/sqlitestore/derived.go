@@ -57,7 +57,8 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, d store.Derived) error 
 	}
 	for _, st := range d.Sessions {
 		if err := exec(qSessionPut, st.User, st.Conv, st.ReadSeq, st.WriteSeq, st.UnreadCount, st.ActiveTS, st.WriteTS,
-			st.Muted, st.MuteUntil, st.Priority, st.Deleted, st.MarkedUnread, st.Category, st.SubBiz, st.LastConv, st.LastSeq); err != nil {
+			st.Muted, st.MuteUntil, st.Priority, st.Deleted, st.MarkedUnread, st.Category, st.SubBiz, st.LastConv, st.LastSeq,
+			st.Ticks.DeliveredSeq, st.Ticks.ReadSeq); err != nil {
 			return err
 		}
 	}
@@ -76,7 +77,7 @@ func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, d store.Derived) error 
 		if f.Delete {
 			err = exec(qFormerDelete, f.User, f.Conv)
 		} else {
-			err = exec(qFormerPut, f.User, f.Conv, f.Title, f.Ticks.DeliveredSeq, f.Ticks.ReadSeq)
+			err = exec(qFormerPut, f.User, f.Conv, f.Title)
 		}
 		if err != nil {
 			return err

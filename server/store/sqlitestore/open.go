@@ -7,13 +7,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/imcore/im/internal/sqliteconn"
 	"github.com/imcore/im/server/store"
 )
 
@@ -130,22 +130,10 @@ func openChecks(w *sql.DB, path, marker string, opts Options) error {
 	return checkIdentity(ctx, w, path, marker)
 }
 
-// dsn sets every pragma through the connection string so that each
-// connection of the pool gets them: WAL, full synchronous commits (a commit
-// is on disk when it returns), a busy timeout.
-func dsn(path string, readOnly bool) string {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_pragma", "foreign_keys(ON)")
-	if readOnly {
-		q.Add("_pragma", "query_only(ON)")
-	} else {
-		q.Set("_txlock", "immediate")
-	}
-	return "file:" + path + "?" + q.Encode()
-}
+// dsn is the connection string shared with the client's local store
+// (internal/sqliteconn): WAL, full synchronous commits (a commit is on disk
+// when it returns), a busy timeout, for every connection of the pool.
+func dsn(path string, readOnly bool) string { return sqliteconn.DSN(path, readOnly) }
 
 // Close finishes the writes already queued, then closes the database.
 func (s *Store) Close() error {

@@ -18,6 +18,7 @@ const (
 const (
 	qSeqOfMsgID    = `SELECT seq FROM message_ids WHERE conv = ? AND msg_id = ?`
 	qMessageAt     = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq = ?`
+	qSenders       = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
 	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertMsgID   = `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`
 	qSetMaxSeq     = `UPDATE conversations SET max_seq = ? WHERE conv = ?`
@@ -25,7 +26,6 @@ const (
 	qInsertConv    = `INSERT INTO conversations (conv, kind, created_ts) VALUES (?, ?, ?)`
 	qHistoryAfter  = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
 	qHistoryBefore = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`
-	qSenders       = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
 )
 
 // Conversations and groups.
@@ -75,29 +75,32 @@ const (
 	qBoundaryGone = `DELETE FROM message_status WHERE user_id = ? AND conv = ? AND joined_seq < ?`
 	qPendingPut   = `INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq) VALUES (?, ?, ?)`
 	qPendingClear = `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ? AND first_undelivered_seq <= ?`
-	qSessionPut   = `INSERT INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	qSessionPut   = `INSERT INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (user_id, conv) DO UPDATE SET
 			read_seq = excluded.read_seq, write_seq = excluded.write_seq, unread_count = excluded.unread_count,
 			active_ts = excluded.active_ts, write_ts = excluded.write_ts, muted = excluded.muted,
 			mute_until = excluded.mute_until, priority = excluded.priority, deleted = excluded.deleted,
 			marked_unread = excluded.marked_unread, category = excluded.category, sub_biz = excluded.sub_biz,
-			last_conv = excluded.last_conv, last_seq = excluded.last_seq
-		WHERE excluded.active_ts > sessions.active_ts`
+			last_conv = excluded.last_conv, last_seq = excluded.last_seq,
+			tick_delivered = max(sessions.tick_delivered, excluded.tick_delivered),
+			tick_read = max(sessions.tick_read, excluded.tick_read)
+		WHERE excluded.active_ts >= sessions.active_ts`
 	qTotalPut = `INSERT INTO unread_totals (user_id, sub_biz, total, at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (user_id, sub_biz) DO UPDATE SET total = excluded.total, at = excluded.at
 		WHERE excluded.at > unread_totals.at`
 	qConvDerived = `UPDATE conversations SET tick_delivered = max(tick_delivered, ?), tick_read = max(tick_read, ?),
 		derived_seq = max(derived_seq, ?) WHERE conv = ?`
-	qFormerPut    = `INSERT OR REPLACE INTO former_members (user_id, conv, title, tick_delivered, tick_read) VALUES (?, ?, ?, ?, ?)`
+	qFormerPut    = `INSERT OR REPLACE INTO former_members (user_id, conv, title, tick_delivered, tick_read) VALUES (?, ?, ?, 0, 0)`
 	qFormerDelete = `DELETE FROM former_members WHERE user_id = ? AND conv = ?`
 )
 
 // Users and sessions.
 const sessionColumns = `user_id, conv, read_seq, write_seq, unread_count, active_ts, write_ts, muted, mute_until,
-	priority, deleted, marked_unread, category, sub_biz, last_conv, last_seq`
+	priority, deleted, marked_unread, category, sub_biz, last_conv, last_seq, tick_delivered, tick_read`
 
 const sessionColumnsS = `s.user_id, s.conv, s.read_seq, s.write_seq, s.unread_count, s.active_ts, s.write_ts, s.muted,
-	s.mute_until, s.priority, s.deleted, s.marked_unread, s.category, s.sub_biz, s.last_conv, s.last_seq`
+	s.mute_until, s.priority, s.deleted, s.marked_unread, s.category, s.sub_biz, s.last_conv, s.last_seq,
+	s.tick_delivered, s.tick_read`
 
 const (
 	qLastActive   = `SELECT COALESCE(MAX(active_ts), 0) FROM sessions WHERE user_id = ?`
@@ -112,7 +115,7 @@ const (
 		LEFT JOIN message_status st ON st.user_id = p.receiver AND st.conv = p.conv
 		WHERE p.receiver = ?
 		ORDER BY p.conv`
-	qFormerOf = `SELECT title, tick_delivered, tick_read FROM former_members WHERE user_id = ? AND conv = ?`
+	qFormerOf = `SELECT title FROM former_members WHERE user_id = ? AND conv = ?`
 	qIsMember = `SELECT EXISTS (SELECT 1 FROM group_members WHERE conv = ? AND user_id = ?)`
 )
 
@@ -120,7 +123,7 @@ const (
 // shows of its conversation; qSyncPage and qOneSession complete it.
 const qSessionRows = `SELECT ` + sessionColumnsS + `,
 		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind,
-		COALESCE(c.title, ''), COALESCE(c.tick_delivered, 0), COALESCE(c.tick_read, 0)
+		COALESCE(c.title, '')
 	FROM sessions s
 	LEFT JOIN messages m ON m.conv = s.last_conv AND m.seq = s.last_seq
 	LEFT JOIN conversations c ON c.conv = s.conv`

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // User implements store.Backend.
@@ -159,15 +159,14 @@ func (s *Store) showGroup(ctx context.Context, tx *sql.Tx, row *store.SessionRow
 	}
 	row.Left = true
 	var title string
-	var ticks protocol.Ticks
-	err = s.txRow(ctx, tx, qFormerOf, user, row.State.Conv).Scan(&title, &ticks.DeliveredSeq, &ticks.ReadSeq)
+	err = s.txRow(ctx, tx, qFormerOf, user, row.State.Conv).Scan(&title)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	row.Title, row.Ticks = title, ticks
+	row.Title = title
 	return nil
 }
 
@@ -178,8 +177,7 @@ func scanSessionRow(rows *sql.Rows) (store.SessionRow, error) {
 		msgID, sender, body, kind sql.NullString
 		row                       store.SessionRow
 	)
-	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind, &row.Title,
-		&row.Ticks.DeliveredSeq, &row.Ticks.ReadSeq)
+	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind, &row.Title)
 	row.State = st
 	if err != nil || !seq.Valid {
 		return row, err
@@ -192,7 +190,8 @@ func scanSessionRow(rows *sql.Rows) (store.SessionRow, error) {
 func scanSession(sc scanner, extra ...any) (session.State, error) {
 	var st session.State
 	dest := []any{&st.User, &st.Conv, &st.ReadSeq, &st.WriteSeq, &st.UnreadCount, &st.ActiveTS, &st.WriteTS,
-		&st.Muted, &st.MuteUntil, &st.Priority, &st.Deleted, &st.MarkedUnread, &st.Category, &st.SubBiz, &st.LastConv, &st.LastSeq}
+		&st.Muted, &st.MuteUntil, &st.Priority, &st.Deleted, &st.MarkedUnread, &st.Category, &st.SubBiz, &st.LastConv, &st.LastSeq,
+		&st.Ticks.DeliveredSeq, &st.Ticks.ReadSeq}
 	err := sc.Scan(append(dest, extra...)...)
 	return st, err
 }

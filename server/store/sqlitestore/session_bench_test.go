@@ -17,8 +17,8 @@ import (
 	"testing"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // sessBenchUser owns the sessions; each peer pNNNNN sent it one message.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // sessionTests are the promises of the session model (seed 003).

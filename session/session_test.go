@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/session"
+	"github.com/imcore/im/session"
 )
 
 const (
@@ -281,15 +281,29 @@ func TestOnRead(t *testing.T) {
 	}
 }
 
-func TestOnTicks(t *testing.T) {
-	for _, in := range []session.State{base(), {User: bob, Conv: dAB}, with(func(s *session.State) { s.Deleted = true })} {
+func TestTakeTicks(t *testing.T) {
+	low := protocol.Ticks{DeliveredSeq: 3, ReadSeq: 2}
+	tests := []struct {
+		name  string
+		given protocol.Ticks
+		want  protocol.Ticks
+		rose  bool
+	}{
+		{"a rise of both", protocol.Ticks{DeliveredSeq: 5, ReadSeq: 4}, protocol.Ticks{DeliveredSeq: 5, ReadSeq: 4}, true},
+		{"a rise of one", protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3}, protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3}, true},
+		{"the same", low, low, false},
+		{"lower: ticks never go back", protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1}, low, false},
+		{"one higher, one lower", protocol.Ticks{DeliveredSeq: 4, ReadSeq: 1}, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 2}, true},
+	}
+	for _, tc := range tests {
+		in := base()
+		in.Ticks = low
 		got := in
-		moves := got.OnTicks()
-		if moves != active {
-			t.Errorf("OnTicks on %+v: moves = %+v, want active_ts only", in, moves)
-		}
-		if got != in {
-			t.Errorf("OnTicks changed the state: %+v -> %+v", in, got)
+		rose := got.TakeTicks(tc.given)
+		want := in
+		want.Ticks = tc.want
+		if got != want || rose != tc.rose {
+			t.Errorf("%s: TakeTicks(%+v) on %+v\n got %+v, rose %v\nwant %+v, rose %v", tc.name, tc.given, in, got, rose, want, tc.rose)
 		}
 	}
 }

@@ -1,7 +1,10 @@
 // Package session is the session model (seed 003): one stored state per user
 // and conversation, and the rules that say how each event changes it and
-// which of its timestamps move. It performs no I/O; storage backends apply
-// these rules inside their own atomic writes, so the rules exist once.
+// which of its timestamps move. It performs no I/O; the server's storage
+// backends apply these rules inside their own atomic writes, and clients
+// apply them to their local copies of session objects (FromObject,
+// ToObject) to show a change before the server's copy arrives, so the rules
+// exist once.
 package session
 
 import (
@@ -25,6 +28,10 @@ type State struct {
 	SubBiz       string // non-empty: listed in that sub-business's nested list
 	LastConv     string // the conversation of the last message (a gateway's member)
 	LastSeq      int64
+	// Ticks are the conversation's tick boundaries as of the session's
+	// last change: every rise of the tick minimum changes every member's
+	// session, so a session's version (its active_ts) names one content.
+	Ticks protocol.Ticks
 }
 
 // Moves says which timestamps an event moves. An event that changes
@@ -136,10 +143,18 @@ func (s *State) OnLeave() Moves {
 	return activeOnly
 }
 
-// OnTicks applies a rise of the conversation's tick boundaries that covers
-// the user's own messages: the session's ticks are read from the
-// conversation, so only active_ts moves, for offline devices to learn them.
-func (s *State) OnTicks() Moves { return activeOnly }
+// TakeTicks merges the conversation's tick boundaries t into the session
+// (they only rise) and reports whether they rose. Whether that moves
+// active_ts is the caller's to say: it does when the rise covers the
+// user's own messages.
+func (s *State) TakeTicks(t protocol.Ticks) bool {
+	next := s.Ticks.Merge(t)
+	if next == s.Ticks {
+		return false
+	}
+	s.Ticks = next
+	return true
+}
 
 // Op names a session operation of the protocol.
 type Op string

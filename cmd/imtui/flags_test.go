@@ -1,0 +1,46 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"testing"
+)
+
+// TestNotifyFlag checks that notifications are on by default and that
+// -notify=false turns them off.
+func TestNotifyFlag(t *testing.T) {
+	o, err := parseOptions([]string{"-user", "alice"}, io.Discard)
+	if err != nil || !o.notify {
+		t.Fatalf("default: notify %v, %v", o.notify, err)
+	}
+	o, err = parseOptions([]string{"-user", "alice", "-notify=false"}, io.Discard)
+	if err != nil || o.notify {
+		t.Fatalf("-notify=false: notify %v, %v", o.notify, err)
+	}
+}
+
+// TestThemeFlag checks -theme: auto by default, dark or light, nothing else.
+func TestThemeFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+		bad  bool
+	}{
+		{nil, "auto", false},
+		{[]string{"-theme", "light"}, "light", false},
+		{[]string{"-theme", "dark"}, "dark", false},
+		{[]string{"-theme", "solarized"}, "", true},
+	} {
+		o, err := parseOptions(append([]string{"-user", "alice"}, tc.args...), io.Discard)
+		if tc.bad {
+			var u usageError
+			if !errors.As(err, &u) {
+				t.Errorf("%v: err %v, want a usage error", tc.args, err)
+			}
+			continue
+		}
+		if err != nil || o.theme != tc.want {
+			t.Errorf("%v: theme %q, %v; want %q", tc.args, o.theme, err, tc.want)
+		}
+	}
+}
