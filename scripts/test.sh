@@ -5,6 +5,11 @@
 #   scripts/test.sh            the whole suite
 #   scripts/test.sh ./server/  only some packages (passed to go test)
 #
+# The whole suite runs the server's end-to-end tests, FuzzConnection's
+# corpus and the client's tests a second time on the in-memory backend
+# (IM_TEST_STORE=memory), so the storage contract is proven by two
+# backends.
+#
 # Environment: TEST_TIMEOUT (default 25m) bounds go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,3 +68,8 @@ packages=("$@")
 [ ${#packages[@]} -eq 0 ] && packages=(./...)
 log "go test -race ${packages[*]}"
 go test -race -count=1 -timeout "${TEST_TIMEOUT:-25m}" "${packages[@]}"
+
+if [ $# -eq 0 ]; then
+	log "go test -race ./server/ ./client/ on the in-memory backend"
+	IM_TEST_STORE=memory go test -race -count=1 -timeout "${TEST_TIMEOUT:-25m}" ./server/ ./client/
+fi

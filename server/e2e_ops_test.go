@@ -51,7 +51,7 @@ func scrape(t *testing.T, env *servertest.Env) map[string]float64 {
 // /metrics counts what the server does: connections, frames by type, sends
 // and their latency, commits, pending rows, rate limits, disconnects.
 func TestMetricsFollowTraffic(t *testing.T) {
-	env := servertest.Start(t, func(c *server.Config) {
+	env := servertest.Start(t, servertest.OnSQLite, func(c *server.Config) { // the commit metrics are SQLite's
 		c.Gateway.RateLimit = 0.001
 		c.Gateway.RateBurst = 6
 		c.Gateway.RateWait = 0
@@ -98,7 +98,7 @@ func TestMetricsFollowTraffic(t *testing.T) {
 // full disk: the database capped at its size); /healthz still answers 200.
 func TestReadyzWhenTheStoreFails(t *testing.T) {
 	var logs syncBuffer
-	env := servertest.Start(t, func(c *server.Config) {
+	env := servertest.Start(t, servertest.OnSQLite, func(c *server.Config) {
 		c.StoreMaxPages = 40
 		c.Gateway.RateLimit = 1e9
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -164,7 +164,7 @@ func (b *syncBuffer) String() string {
 // checking live connections every 50ms.
 func revocableServer(t *testing.T) (*servertest.Env, *auth.Tokens, *sqlitestore.Store) {
 	t.Helper()
-	env := servertest.Start(t, func(c *server.Config) {
+	env := servertest.Start(t, servertest.OnSQLite, func(c *server.Config) { // epochs are kept by the SQLite store
 		c.Auth = server.AuthToken
 		c.Gateway.RevokeCheck = 50 * time.Millisecond
 	})

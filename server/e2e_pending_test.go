@@ -432,9 +432,7 @@ func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 
 	// Stopping the server waits until every connection has finished,
 	// settlement of bob's closed one included. Restart on the same data.
-	dataDir := env.Config.DataDir
-	env.Stop()
-	env = servertest.Start(t, func(c *server.Config) { c.DataDir = dataDir })
+	env = env.Restart(t)
 	pendWantRow(t, env.Server.Store(), "bob", convBC, 1, 0, 2)
 
 	bob = env.Dial(t, "bob", "phone")

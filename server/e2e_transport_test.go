@@ -249,7 +249,7 @@ func TestGracefulShutdownSaysGoingAway(t *testing.T) {
 		t.Fatalf("want close 1001, got %v", err)
 	}
 	// Restart on the same data: the acknowledged message is there.
-	env2 := servertest.StartWith(t, env.Config)
+	env2 := env.Restart(t)
 	bob := env2.Dial(t, "bob", "laptop")
 	page := bob.RequestOK(&protocol.History{Conv: "d:alice:bob"}).(*protocol.Messages)
 	if len(page.Messages) != 1 || page.Messages[0].Seq != sent.Seq {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/gateway"
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/server/store/memstore"
 )
 
 // Timeout bounds every wait of this package: long enough for a loaded
@@ -36,8 +39,15 @@ type Env struct {
 	stopped atomic.Bool
 }
 
-// Start starts a server with its data in a temporary directory; each option
-// may change the configuration first. The server stops when the test ends.
+// StoreEnv names the environment variable that chooses the storage of the
+// servers Start runs: "memory" for the in-memory backend (memstore), empty
+// or "sqlite" for the embedded default. scripts/test.sh runs the suites
+// that use this package once with each.
+const StoreEnv = "IM_TEST_STORE"
+
+// Start starts a server with its data in a temporary directory, on the
+// storage IM_TEST_STORE names; each option may change the configuration
+// first. The server stops when the test ends.
 func Start(t testing.TB, options ...func(*server.Config)) *Env {
 	t.Helper()
 	cfg := server.Config{
@@ -45,12 +55,33 @@ func Start(t testing.TB, options ...func(*server.Config)) *Env {
 		Auth:    server.AuthDev,
 		Gateway: gateway.DefaultConfig(),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Backend: TestBackend(t),
 	}
 	for _, o := range options {
 		o(&cfg)
 	}
 	return StartWith(t, cfg)
 }
+
+// TestBackend returns the backend IM_TEST_STORE asks for: a fresh
+// memstore for "memory", nil (the server's SQLite default) otherwise. An
+// unknown value fails the test.
+func TestBackend(t testing.TB) store.Backend {
+	switch v := os.Getenv(StoreEnv); v {
+	case "", "sqlite":
+		return nil
+	case "memory":
+		return memstore.New()
+	default:
+		t.Fatalf("%s=%q: want memory or sqlite", StoreEnv, v)
+		return nil
+	}
+}
+
+// OnSQLite is an option of Start for tests of the SQLite store itself
+// (its files, its restarts): the server runs on it whatever IM_TEST_STORE
+// says.
+func OnSQLite(cfg *server.Config) { cfg.Backend = nil }
 
 // StartWith starts a server with exactly cfg.
 func StartWith(t testing.TB, cfg server.Config) *Env {
@@ -87,6 +118,23 @@ func (e *Env) Stop() {
 	}
 }
 
+// Restart stops the server (if it runs) and starts another on the same
+// data: the same data directory, and the same in-memory data when the
+// server runs on memstore. Each option may change the configuration
+// first.
+func (e *Env) Restart(t testing.TB, options ...func(*server.Config)) *Env {
+	t.Helper()
+	e.Stop()
+	cfg := e.Config
+	if mem, ok := cfg.Backend.(*memstore.Store); ok {
+		cfg.Backend = mem.Reopen()
+	}
+	for _, o := range options {
+		o(&cfg)
+	}
+	return StartWith(t, cfg)
+}
+
 // ID returns a fresh request id.
 func (e *Env) ID() string { return "r" + strconv.FormatInt(e.nextID.Add(1), 10) }
 
@@ -118,6 +166,8 @@ type Client struct {
 	Env          *Env
 	WS           *websocket.Conn
 	User, Device string
+
+	writeMu sync.Mutex // a WebSocket takes one writer at a time
 
 	// The read loop appends to inbox without bound (a test may leave many
 	// frames unread) and signals arrived.
@@ -177,7 +227,10 @@ func (c *Client) takeInbox() {
 // WriteRaw writes one text message as is.
 func (c *Client) WriteRaw(data []byte) {
 	c.T.Helper()
-	if err := c.WS.WriteMessage(websocket.TextMessage, data); err != nil {
+	c.writeMu.Lock()
+	err := c.WS.WriteMessage(websocket.TextMessage, data)
+	c.writeMu.Unlock()
+	if err != nil {
 		c.T.Fatalf("write: %v", err)
 	}
 }
