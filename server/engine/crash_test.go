@@ -226,7 +226,7 @@ func (s *scenario) sendN(conv, from string, n int) {
 
 func (s *scenario) createTeam() {
 	s.t.Helper()
-	s.groupChange(store.GroupChange{Conv: gTeam, Create: true, Creator: alice, Title: "team", Add: []string{bob, carol}}, alice)
+	s.groupChange(store.GroupChange{Conv: gTeam, Create: true, Creator: alice, Title: "team", Add: []string{alice, bob, carol}}, alice)
 }
 
 func (s *scenario) changeGroup(by string, add, remove []string) {

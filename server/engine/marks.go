@@ -156,7 +156,7 @@ func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, 
 // does not hold).
 func (e *Engine) clockOf(user string) int64 {
 	sh := e.users.shard(user)
-	sh.mu.Lock()
+	e.users.lock(sh)
 	defer sh.mu.Unlock()
 	if u := sh.m[user]; u != nil {
 		return u.clock

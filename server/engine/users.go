@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
@@ -28,6 +29,7 @@ type userTable struct {
 	seed        maphash.Seed
 	maxPerShard int
 	shards      [userShards]userShard
+	locks       atomic.Uint64 // shard locks taken, for tests that count them
 }
 
 type userShard struct {
@@ -105,74 +107,87 @@ func (t *userTable) shard(user string) *userShard {
 	return &t.shards[maphash.String(t.seed, user)%userShards]
 }
 
+// lock takes a shard's lock: a user's critical section.
+func (t *userTable) lock(sh *userShard) {
+	sh.mu.Lock()
+	t.locks.Add(1)
+}
+
+// byShard groups needs by the shard of their user, so that an operation
+// on many users takes each shard's lock once.
+func (t *userTable) byShard(needs []need) map[*userShard][]need {
+	out := map[*userShard][]need{}
+	for _, n := range needs {
+		sh := t.shard(n.user)
+		out[sh] = append(out[sh], n)
+	}
+	return out
+}
+
+// mustHold panics unless someone holds the shard's lock: every write to a
+// user's state happens in its critical section. (It cannot tell who holds
+// it; the race detector tells the rest.)
+func (sh *userShard) mustHold() {
+	if sh.mu.TryLock() {
+		sh.mu.Unlock()
+		panic("engine: a user's state changed outside its shard's lock")
+	}
+}
+
 // need names a session an operation reads or changes.
 type need struct{ user, conv string }
 
 // load makes sure the users of needs and their sessions are in memory,
 // with the gateway sessions of those filed under a sub-business: it reads
-// from the backend what is missing, outside every lock.
+// from the backend what is missing, outside every lock. In the common
+// case, everything in memory, it takes each shard's lock once.
 func (e *Engine) load(ctx context.Context, needs []need) error {
-	for round := 0; round < 3 && len(needs) > 0; round++ {
+	for round := 0; round < 3; round++ {
 		missingUsers, missing := e.users.missing(needs)
-		if len(missingUsers)+len(missing) == 0 {
-			needs = e.users.gatewaysOf(needs)
-			continue
+		if len(missing) == 0 {
+			return nil
 		}
 		if err := e.hydrate(ctx, missingUsers, missing); err != nil {
 			return err
 		}
+		// Again for what was missing: a session just read may be filed
+		// under a sub-business whose gateway is not in memory yet.
+		needs = missing
 	}
 	return nil
 }
 
-// missing lists the users whose state, and the sessions, not in memory.
+// missing lists the users whose state is not in memory, and the sessions
+// that are not: those needed, and the gateways of the needed ones that are
+// filed under a sub-business.
 func (t *userTable) missing(needs []need) (users []string, sessions []need) {
-	for _, n := range needs {
-		sh := t.shard(n.user)
-		sh.mu.Lock()
-		u := sh.m[n.user]
-		switch {
-		case u == nil:
-			users = append(users, n.user)
-			sessions = append(sessions, n)
-		case u.sessions[n.conv] == nil:
-			sessions = append(sessions, n)
-		default:
-			sh.uses++
-			u.sessions[n.conv].used = sh.uses
-		}
-		sh.mu.Unlock()
-	}
-	slices.Sort(users)
-	return slices.Compact(users), sessions
-}
-
-// gatewaysOf returns the gateway sessions of the needed sessions filed
-// under a sub-business (to load next).
-func (t *userTable) gatewaysOf(needs []need) []need {
-	var out []need
-	for _, n := range needs {
-		sh := t.shard(n.user)
-		sh.mu.Lock()
-		if u := sh.m[n.user]; u != nil {
-			if ent := u.sessions[n.conv]; ent != nil {
+	for sh, ns := range t.byShard(needs) {
+		t.lock(sh)
+		for _, n := range ns {
+			u := sh.m[n.user]
+			switch {
+			case u == nil:
+				users = append(users, n.user)
+				sessions = append(sessions, n)
+			case u.sessions[n.conv] == nil:
+				sessions = append(sessions, n)
+			default:
+				ent := u.sessions[n.conv]
+				sh.uses++
+				ent.used = sh.uses
 				biz := ent.biz
 				if ent.exists {
 					biz = ent.st.SubBiz
 				}
-				if gw := gatewayConv(biz); biz != "" && u.sessions[gw] == nil {
-					out = append(out, need{n.user, gw})
+				if gw := protocol.GatewayConv(biz); biz != "" && u.sessions[gw] == nil {
+					sessions = append(sessions, need{n.user, gw})
 				}
 			}
 		}
 		sh.mu.Unlock()
 	}
-	return out
-}
-
-// gatewayConv is the gateway session's conversation id of a sub-business.
-func gatewayConv(biz string) string {
-	return protocol.Conv{Kind: protocol.ConvBiz, Name: biz}.String()
+	slices.Sort(users)
+	return slices.Compact(users), sessions
 }
 
 // hydrate reads users and sessions from the backend and installs what is
@@ -212,24 +227,23 @@ func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) e
 			}
 		}
 	}
-	for _, u := range users {
-		sh := e.users.shard(u)
-		sh.mu.Lock()
-		if sh.m[u] == nil {
-			rec := records[u]
-			totals := rec.Totals
-			if totals == nil {
-				totals = map[string]int64{}
+	// Installed shard by shard: every missing user comes with a session
+	// need (missing lists both).
+	for sh, ns := range e.users.byShard(sessions) {
+		e.users.lock(sh)
+		for _, n := range ns {
+			u := sh.m[n.user]
+			if rec, read := records[n.user]; u == nil && read {
+				totals := rec.Totals
+				if totals == nil {
+					totals = map[string]int64{}
+				}
+				u = &userState{shard: sh, user: n.user, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}}
+				sh.m[n.user] = u
 			}
-			sh.m[u] = &userState{shard: sh, user: u, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}}
-		}
-		sh.mu.Unlock()
-	}
-	for _, n := range sessions {
-		sh := e.users.shard(n.user)
-		sh.mu.Lock()
-		u := sh.m[n.user]
-		if u != nil && u.sessions[n.conv] == nil {
+			if u == nil || u.sessions[n.conv] != nil {
+				continue
+			}
 			ent := &sessEntry{st: session.State{User: n.user, Conv: n.conv}}
 			if st, ok := found[n]; ok {
 				ent.st, ent.exists = st, true
@@ -298,7 +312,7 @@ func (e *Engine) withUsers(users []string, fn func(u *userState) error) error {
 }
 
 func (e *Engine) withShard(sh *userShard, users []string, fn func(u *userState) error) error {
-	sh.mu.Lock()
+	e.users.lock(sh)
 	defer sh.mu.Unlock()
 	defer sh.commit(e.flush)
 	for _, user := range users {
@@ -329,6 +343,7 @@ type sessionRule func(st *session.State) session.Moves
 // so that one active_ts always shows the same ticks of the user's own
 // messages, and every member's session shows the conversation's ticks.
 func (e *Engine) changeSession(u *userState, now int64, conv string, ticks protocol.Ticks, create bool, rule sessionRule) (session.State, bool, error) {
+	u.shard.mustHold()
 	ent := u.sessions[conv]
 	if ent == nil {
 		return session.State{}, false, errMissing
@@ -407,7 +422,7 @@ func (e *Engine) settleTotals(u *userState, old, cur session.State, existed bool
 // last message and brings a deleted gateway back.
 func (e *Engine) refreshGateway(u *userState, now int64, member session.State, moved, newMessage bool) error {
 	total := u.totals[member.SubBiz]
-	_, _, err := e.changeSession(u, now, gatewayConv(member.SubBiz), protocol.Ticks{}, true, func(g *session.State) session.Moves {
+	_, _, err := e.changeSession(u, now, protocol.GatewayConv(member.SubBiz), protocol.Ticks{}, true, func(g *session.State) session.Moves {
 		var moves session.Moves
 		if g.UnreadCount != total {
 			g.UnreadCount = total
