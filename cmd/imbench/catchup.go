@@ -187,7 +187,7 @@ func (cc *catchupClient) ack() {
 	}
 	cc.inflight, cc.inflightID = marks, cc.c.id("d")
 	if err := cc.c.write(&protocol.Delivered{Ref: protocol.Ref{ID: cc.inflightID}, Marks: marks}); err != nil {
-		cc.errs.add("write", err.Error())
+		cc.c.writeFailed(err)
 		cc.fail()
 	}
 }

@@ -34,6 +34,7 @@ type Config struct {
 	SetupTimeout time.Duration
 	Concurrency  int
 	Quiet        bool
+	CPUProfile   string
 
 	// dm and group.
 	Pairs     int
@@ -89,7 +90,7 @@ func parseConfig(args []string, out io.Writer) (*Config, error) {
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.Server, "server", "ws://127.0.0.1:7070/ws", "the server's WebSocket URL (dev auth)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measurement length after the warm-up (default: dm, group, sync 10s; idle 3s; echo 5s; catchup: its time limit, 30s)")
-	fs.DurationVar(&cfg.Warmup, "warmup", -1, "load before the measurement, not counted (default 2s for dm and group, 0 otherwise)")
+	fs.DurationVar(&cfg.Warmup, "warmup", 0, "load before the measurement, not counted (default: 2s for dm and group, none otherwise)")
 	fs.Int64Var(&cfg.Count, "count", 0, "bound on the run's count (0: none): dm/group messages sent (warm-up included), sync incremental rounds, echo round trips")
 	fs.DurationVar(&cfg.Drain, "drain", 5*time.Second, "after the last send, how long to wait for the answers and receipts still due; what has not come by then is reported missing")
 	fs.IntVar(&cfg.PID, "pid", 0, "the server's process id: sample its CPU (/proc/PID/stat) and RSS (VmRSS) during the run (0: do not)")
@@ -104,6 +105,7 @@ func parseConfig(args []string, out io.Writer) (*Config, error) {
 	fs.DurationVar(&cfg.SetupTimeout, "setup-timeout", 2*time.Minute, "bound on connecting and preparing (groups, offline messages, sessions)")
 	fs.IntVar(&cfg.Concurrency, "connect-concurrency", 64, "connections opened at once while setting up (the server's -max-handshakes-per-ip, 64 by default, refuses more)")
 	fs.BoolVar(&cfg.Quiet, "q", false, "no progress on stderr")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the generator's own CPU profile to this file (is the generator the bottleneck?)")
 
 	fs.IntVar(&cfg.Pairs, "pairs", 100, "dm: pairs of users")
 	fs.IntVar(&cfg.Window, "window", 4, "dm, group: closed loop: sends in flight per sender (until its sent)")
@@ -137,6 +139,11 @@ func parseConfig(args []string, out io.Writer) (*Config, error) {
 	} else if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["warmup"] && (cfg.Workload == "dm" || cfg.Workload == "group") {
+		cfg.Warmup = 2 * time.Second
+	}
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
@@ -156,12 +163,6 @@ func (c *Config) complete() error {
 		c.Duration = map[string]time.Duration{"dm": 10 * time.Second, "group": 10 * time.Second, "sync": 10 * time.Second,
 			"idle": 3 * time.Second, "echo": 5 * time.Second, "catchup": 30 * time.Second}[c.Workload]
 	}
-	if c.Warmup < 0 {
-		c.Warmup = 0
-		if c.Workload == "dm" || c.Workload == "group" {
-			c.Warmup = 2 * time.Second
-		}
-	}
 	if c.RunID == "" {
 		b := make([]byte, 3)
 		rand.Read(b)
@@ -171,7 +172,7 @@ func (c *Config) complete() error {
 		bad  bool
 		what string
 	}{
-		{c.Duration < 0 || c.Drain < 0 || c.Echo < 0 || c.SetupTimeout <= 0, "durations cannot be negative"},
+		{c.Duration < 0 || c.Warmup < 0 || c.Drain < 0 || c.Echo < 0 || c.SetupTimeout <= 0, "durations cannot be negative"},
 		{c.Count < 0 || c.EchoCount < 0 || c.MaxErrors < 0, "counts cannot be negative"},
 		{c.EchoConns < 1 || c.EchoWindow < 1, "-echo-conns and -echo-window must be positive"},
 		{c.BodyBytes < 1 || c.BodyBytes > protocol.DefaultMaxBody, "-body must be 1 to 4096 bytes"},

@@ -100,6 +100,14 @@ func (c *conn) write(f protocol.Frame) error {
 	return c.ws.WriteMessage(websocket.TextMessage, data)
 }
 
+// writeFailed counts a failed write, unless the generator was closing
+// the connection: then the write only lost a race with the close.
+func (c *conn) writeFailed(err error) {
+	if !c.closing.Load() {
+		c.errs.add("write", err.Error())
+	}
+}
+
 // roundTrip writes a request and reads until its answer, on the calling
 // goroutine: for use before start, or on connections that never start a
 // read loop (idle). Other frames read meanwhile are dropped. An error

@@ -194,7 +194,7 @@ func (l *convLoad) send(cs *convState, intended time.Duration) bool {
 	id := strconv.Itoa(k)
 	err := cs.snd.write(&protocol.Send{Ref: protocol.Ref{ID: "s" + id}, Conv: cs.conv, MsgID: id, Body: l.body, ClientTS: time.Now().UnixMilli()})
 	if err != nil {
-		l.errs.add("write", err.Error())
+		cs.snd.writeFailed(err)
 		cs.fail(k)
 		return false
 	}
@@ -357,12 +357,14 @@ func (r *recipient) on(typ, id string, data []byte, at time.Duration) {
 		if m.Conv != r.cs.conv {
 			return
 		}
+		if !r.advance(m.Seq) {
+			return // a duplicate: a client drops it by (conv, seq)
+		}
 		if m.Kind == "" && m.From == r.cs.snd.user {
 			if k, err := strconv.Atoi(m.MsgID); err == nil {
 				r.cs.delivery(k, at)
 			}
 		}
-		r.advance(m.Seq)
 		if r.have > r.acked && !(r.batch && r.busy) {
 			r.ack()
 		}
@@ -376,19 +378,23 @@ func (r *recipient) on(typ, id string, data []byte, at time.Duration) {
 	}
 }
 
-// advance records seq as held; have moves up over every seq held without
-// a gap (a client acknowledges only what it holds entirely).
-func (r *recipient) advance(seq int64) {
+// advance records seq as held and reports whether it is new; have moves
+// up over every seq held without a gap (a client acknowledges only what
+// it holds entirely).
+func (r *recipient) advance(seq int64) bool {
 	switch {
+	case seq <= r.have || r.ahead[seq]:
+		return false
 	case seq == r.have+1:
 		r.have++
 		for r.ahead[r.have+1] {
 			delete(r.ahead, r.have+1)
 			r.have++
 		}
-	case seq > r.have+1:
+	default:
 		r.ahead[seq] = true
 	}
+	return true
 }
 
 // ack acknowledges everything held: delivered, then read, each with an id
@@ -397,12 +403,12 @@ func (r *recipient) ack() {
 	marks := []protocol.Mark{{Conv: r.cs.conv, Seq: r.have}}
 	r.acked = r.have
 	if err := r.c.write(&protocol.Delivered{Ref: protocol.Ref{ID: r.c.id("d")}, Marks: marks}); err != nil {
-		r.cs.l.errs.add("write", err.Error())
+		r.c.writeFailed(err)
 		return
 	}
 	r.readID = r.c.id("r")
 	if err := r.c.write(&protocol.Read{Ref: protocol.Ref{ID: r.readID}, Marks: marks}); err != nil {
-		r.cs.l.errs.add("write", err.Error())
+		r.c.writeFailed(err)
 		return
 	}
 	r.busy = true
@@ -423,9 +429,11 @@ func (l *convLoad) report(r *Report) window {
 	}
 	win := window{start: l.warmEnd, end: end}
 	var (
-		messages, sent, failed, unanswered, deliv, read, unread int64
-		sentWin, delivWin, readWin, recvWin, recvAll, recvWant  int64
-		latSent, latRecv, latDeliv, latRead                     []time.Duration
+		messages, sent, failed, unanswered, deliv, read, unread    int64
+		sentWin, delivWin, readWin, recvWin, recv, recvWant, early int64
+		latSent, latRecv, latDeliv, latRead                        []time.Duration
+		// measured messages whose moment never came
+		noSent, noRecv, noDeliv, noRead int64
 	)
 	for _, cs := range l.convs {
 		cs.mu.Lock()
@@ -438,15 +446,19 @@ func (l *convLoad) report(r *Report) window {
 				continue
 			case m.sentAt == 0:
 				unanswered++
+				if measured {
+					noSent++
+				}
 				continue
 			}
 			sent++
 			recvWant += int64(len(cs.rcvs))
+			if measured {
+				noRecv += int64(len(cs.rcvs)) // less those that came, below
+				latSent = append(latSent, m.sentAt-m.intended)
+			}
 			if win.contains(m.sentAt) {
 				sentWin++
-			}
-			if measured {
-				latSent = append(latSent, m.sentAt-m.intended)
 			}
 			if m.delivAt != 0 {
 				deliv++
@@ -456,9 +468,14 @@ func (l *convLoad) report(r *Report) window {
 				if measured {
 					latDeliv = append(latDeliv, m.delivAt-m.intended)
 				}
+			} else if measured {
+				noDeliv++
 			}
 			if m.readAt == 0 {
 				unread++
+				if measured {
+					noRead++
+				}
 				continue
 			}
 			read++
@@ -470,12 +487,18 @@ func (l *convLoad) report(r *Report) window {
 			}
 		}
 		for _, d := range cs.recv {
-			recvAll++
+			m := cs.msgs[d.k]
+			if m.sentAt == 0 { // pushed, but its sent never came: counted as unanswered
+				early++
+				continue
+			}
+			recv++
 			if win.contains(d.at) {
 				recvWin++
 			}
-			if m := cs.msgs[d.k]; win.contains(m.intended) {
+			if win.contains(m.intended) {
 				latRecv = append(latRecv, d.at-m.intended)
+				noRecv--
 			}
 		}
 		cs.mu.Unlock()
@@ -488,16 +511,19 @@ func (l *convLoad) report(r *Report) window {
 	r.Counts.set("delivered", deliv)
 	r.Counts.set("read", read)
 	r.Counts.set("reads_missing", unread)
-	r.Counts.set("recipient_msgs", recvAll)
-	r.Counts.set("recipient_msgs_missing", recvWant-recvAll)
+	r.Counts.set("recipient_msgs", recv)
+	r.Counts.set("recipient_msgs_missing", recvWant-recv)
+	if early > 0 {
+		r.Counts.set("recipient_msgs_of_unanswered", early)
+	}
 	r.Rates.set("sent_per_s", round(win.perSecond(sentWin), 1))
 	r.Rates.set("recipient_msgs_per_s", round(win.perSecond(recvWin), 1))
 	r.Rates.set("delivered_per_s", round(win.perSecond(delivWin), 1))
 	r.Rates.set("read_per_s", round(win.perSecond(readWin), 1))
-	r.Latency.set("send_sent", summarize(latSent))
-	r.Latency.set("send_recipient", summarize(latRecv))
-	r.Latency.set("send_delivered", summarize(latDeliv))
-	r.Latency.set("send_read", summarize(latRead))
+	r.Latency.set("send_sent", summarizeMissing(latSent, noSent))
+	r.Latency.set("send_recipient", summarizeMissing(latRecv, noRecv))
+	r.Latency.set("send_delivered", summarizeMissing(latDeliv, noDeliv))
+	r.Latency.set("send_read", summarizeMissing(latRead, noRead))
 	if sentWin > 0 {
 		r.Values.set("read_vs_sent_pct", round(100*float64(readWin)/float64(sentWin), 1))
 	}

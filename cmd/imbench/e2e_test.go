@@ -75,8 +75,8 @@ func TestWorkloads(t *testing.T) {
 	t.Run("dm closed", func(t *testing.T) {
 		r := bench(t, env, "dm", "-pairs", "3", "-window", "2", "-count", "30", "-pid", pid)
 		wantCounts(t, r, map[string]int64{"messages": 30, "sent": 30, "read": 30, "reads_missing": 0, "recipient_msgs": 30, "recipient_msgs_missing": 0})
-		if s, _ := r.Latency.get("send_read"); s.N != 30 {
-			t.Errorf("send_read over %d messages, want 30", s.N)
+		if s, _ := r.Latency.get("send_read"); s.N != 30 || s.Missing != 0 {
+			t.Errorf("send_read over %d messages, %d missing; want 30, none", s.N, s.Missing)
 		}
 		if r.ServerProc == nil || r.ServerProc.RSSMaxKiB <= 0 {
 			t.Errorf("server process not sampled: %+v", r.ServerProc)

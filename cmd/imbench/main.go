@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
@@ -37,6 +38,18 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		if !cfg.Quiet {
 			fmt.Fprintf(stderr, "imbench %s: %s\n", cfg.Workload, fmt.Sprintf(format, args...))
 		}
+	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "imbench: -cpuprofile:", err)
+			return 1
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
 	}
 	rep, runErr := run(ctx, cfg, progress)
 	if err := output(cfg, rep, stdout); err != nil {

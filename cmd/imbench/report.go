@@ -184,10 +184,10 @@ func (r *Report) writeTable(w io.Writer) error {
 	tw.Flush()
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if len(r.Latency.keys) > 0 {
-		fmt.Fprintln(tw, "\tlatency (ms)\tn\tp50\tp90\tp99\tmax\tp50 vs echo\tp99 vs echo\t")
+		fmt.Fprintln(tw, "\tlatency (ms)\tn\tmissing\tp50\tp90\tp99\tmax\tp50 vs echo\tp99 vs echo\t")
 		for _, k := range r.Latency.keys {
 			s := r.Latency.vals[k]
-			fmt.Fprintf(tw, "\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k, s.N, num(s.P50), num(s.P90), num(s.P99), num(s.Max),
+			fmt.Fprintf(tw, "\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", k, s.N, s.Missing, num(s.P50), num(s.P90), num(s.P99), num(s.Max),
 				r.ratioText(k+"_p50", "×"), r.ratioText(k+"_p99", "×"))
 		}
 	}

@@ -16,7 +16,7 @@ func sampleReport() *Report {
 	r.Counts.set("reads_missing", 3)
 	r.Rates.set("sent_per_s", 2000)
 	r.Rates.set("read_per_s", 1000)
-	r.Latency.set("send_read", Summary{N: 100, P50: 40, P90: 80, P99: 120, Max: 300})
+	r.Latency.set("send_read", Summary{N: 100, Missing: 4, P50: 40, P90: 80, P99: 120, Max: 300})
 	r.Values.set("server_cpu_us_per_read", 1200)
 	r.Values.set("server_rss_per_conn_kib", 42.5)
 	r.ServerProc = &ServerProc{PID: 7, CPUPct: 120, RSSStartKiB: 1024, RSSEndKiB: 2048, RSSMaxKiB: 4096}
@@ -90,7 +90,7 @@ func TestTable(t *testing.T) {
 		"imbench dm run b1",
 		"pairs=100 loop=closed",
 		"sent_per_s 2000 2.50%",
-		"send_read 100 40.0 80.0 120 300 1000× 1200×",
+		"send_read 100 4 40.0 80.0 120 300 1000× 1200×",
 		"server_cpu_us_per_read 1200 100×",
 		"counts: sent 20000, reads_missing 3",
 		"server pid 7: cpu 120% of a core; rss 1.0 → 2.0 MiB (max 4.0)",

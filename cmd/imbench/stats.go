@@ -7,12 +7,16 @@ import (
 
 // Summary is the distribution of a set of latencies, in milliseconds.
 // Percentiles are exact, by nearest rank over every recorded sample.
+// Missing counts what was measured but never completed (a read receipt
+// that never came): it is not in the percentiles, which are over the N
+// that completed.
 type Summary struct {
-	N   int     `json:"n"`
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
+	N       int     `json:"n"`
+	Missing int64   `json:"missing,omitempty"`
+	P50     float64 `json:"p50"`
+	P90     float64 `json:"p90"`
+	P99     float64 `json:"p99"`
+	Max     float64 `json:"max"`
 }
 
 // percentile returns the nearest-rank percentile of sorted samples: the
@@ -42,6 +46,13 @@ func summarize(samples []time.Duration) Summary {
 		P99: ms(percentile(samples, 990)),
 		Max: ms(samples[len(samples)-1]),
 	}
+}
+
+// summarizeMissing is summarize with the count of what never completed.
+func summarizeMissing(samples []time.Duration, missing int64) Summary {
+	s := summarize(samples)
+	s.Missing = missing
+	return s
 }
 
 // ms converts a duration to milliseconds, to the microsecond.
