@@ -5,7 +5,7 @@
 // seq, its idempotency key). Everything the message implies for each member
 // — the sender's implicit read, the other members' pending-delivery rows,
 // every member's session with its timestamps and unread totals, the
-// conversation's tick minimum and the sessions whose ticks it covers — is
+// conversation's tick minimum and its rise in every member's session — is
 // derived by the engine from the message, in memory, and written behind as
 // idempotent rows (Backend.Apply), many operations' rows coalesced into one
 // write per (user, conversation). Marks, session operations and group
@@ -25,10 +25,23 @@
 // Every write to a user's sessions, clock or totals happens in that user's
 // critical section (users.go), and every write to a conversation's members'
 // boundaries and pending rows in that conversation's (convs.go); no code
-// holds one while taking another, and none holds one across I/O. A message
-// to a group of a thousand takes each member's critical section briefly,
-// grouped by shard: a handful of short locks, never a lock per member held
-// around the append. A group's membership is read under a gate that sends
+// holds one while taking another, and none holds one across I/O. Users are
+// spread over 64 shards and a shard's lock is the critical section of its
+// users: a message to a group of a thousand takes each shard's lock once
+// to load and once to change the sessions, never a lock per member. The
+// rows one critical section changes (a session, its unread totals, its
+// sub-business gateway) are handed to the writer as one, so no backend
+// snapshot holds one without the others.
+//
+// # Sessions and ticks
+//
+// A session stores the conversation's ticks as of its last change, and
+// every rise of the tick minimum reaches every member's session: the
+// members whose own messages it covers get a new version (active_ts
+// moves, so their offline devices learn it by sync); the others take it in
+// place, under the same active_ts. So every session shows the
+// conversation's ticks, and one active_ts always shows the same ticks of
+// the user's own messages. A group's membership is read under a gate that sends
 // share and changes hold alone, so a member removed while it sends is
 // either in before the removal or refused after it.
 //
