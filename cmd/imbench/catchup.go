@@ -391,7 +391,7 @@ func runCatchup(ctx context.Context, cfg *Config, errs *errorLog, r *Report, pro
 		win.end = end
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d users had not stored everything within %v", int64(len(clients))-done, len(clients), cfg.Duration))
 	}
-	m.report(r, win)
+	m.report(r)
 	r.WindowS = round(win.seconds(), 3)
 	r.Counts.set("users", int64(len(clients)))
 	r.Counts.set("users_done", done)

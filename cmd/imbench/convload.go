@@ -432,33 +432,39 @@ func (l *convLoad) report(r *Report) window {
 		messages, sent, failed, unanswered, deliv, read, unread    int64
 		sentWin, delivWin, readWin, recvWin, recv, recvWant, early int64
 		latSent, latRecv, latDeliv, latRead                        []time.Duration
-		// measured messages whose moment never came
+		// measured messages (deliveries) whose moment never came
 		noSent, noRecv, noDeliv, noRead int64
 	)
 	for _, cs := range l.convs {
 		cs.mu.Lock()
+		rcvs := int64(len(cs.rcvs))
 		for _, m := range cs.msgs {
 			messages++
 			measured := win.contains(m.intended)
+			if measured && !m.failed {
+				// Every measured message is owed each moment; those that
+				// come are taken off below.
+				noSent++
+				noRecv += rcvs
+				noDeliv++
+				noRead++
+			}
 			switch {
 			case m.failed:
 				failed++
 				continue
 			case m.sentAt == 0:
 				unanswered++
-				if measured {
-					noSent++
-				}
 				continue
 			}
 			sent++
-			recvWant += int64(len(cs.rcvs))
-			if measured {
-				noRecv += int64(len(cs.rcvs)) // less those that came, below
-				latSent = append(latSent, m.sentAt-m.intended)
-			}
+			recvWant += rcvs
 			if win.contains(m.sentAt) {
 				sentWin++
+			}
+			if measured {
+				noSent--
+				latSent = append(latSent, m.sentAt-m.intended)
 			}
 			if m.delivAt != 0 {
 				deliv++
@@ -466,16 +472,12 @@ func (l *convLoad) report(r *Report) window {
 					delivWin++
 				}
 				if measured {
+					noDeliv--
 					latDeliv = append(latDeliv, m.delivAt-m.intended)
 				}
-			} else if measured {
-				noDeliv++
 			}
 			if m.readAt == 0 {
 				unread++
-				if measured {
-					noRead++
-				}
 				continue
 			}
 			read++
@@ -483,23 +485,24 @@ func (l *convLoad) report(r *Report) window {
 				readWin++
 			}
 			if measured {
+				noRead--
 				latRead = append(latRead, m.readAt-m.intended)
 			}
 		}
 		for _, d := range cs.recv {
 			m := cs.msgs[d.k]
-			if m.sentAt == 0 { // pushed, but its sent never came: counted as unanswered
+			if win.contains(d.at) {
+				recvWin++
+			}
+			if win.contains(m.intended) && !m.failed {
+				noRecv--
+				latRecv = append(latRecv, d.at-m.intended)
+			}
+			if m.sentAt == 0 { // pushed, but its sent never came
 				early++
 				continue
 			}
 			recv++
-			if win.contains(d.at) {
-				recvWin++
-			}
-			if win.contains(m.intended) {
-				latRecv = append(latRecv, d.at-m.intended)
-				noRecv--
-			}
 		}
 		cs.mu.Unlock()
 	}

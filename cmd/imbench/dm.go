@@ -114,8 +114,8 @@ func runConvLoad(ctx context.Context, cfg *Config, errs *errorLog, r *Report, pr
 	m := newMeter(cfg.PID)
 	progress("sending for %v (warm-up %v)", cfg.Duration, cfg.Warmup)
 	l.run(ctx, m.begin, m.end)
-	win := l.report(r)
-	m.report(r, win)
+	l.report(r)
+	m.report(r)
 	if p := r.ServerProc; p != nil {
 		if read, _ := r.Rates.get("read_per_s"); read > 0 {
 			r.Values.set("server_cpu_us_per_read", round(p.CPUPct/100*1e6/read, 1))

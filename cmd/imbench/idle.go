@@ -29,7 +29,7 @@ func runIdle(ctx context.Context, cfg *Config, errs *errorLog, r *Report, progre
 	conns, took, err := dialAll(setupCtx, cfg, errs, newDialer(512), ws)
 	cancel()
 	if err != nil {
-		m.report(r, window{})
+		m.report(r)
 		return err
 	}
 	defer closeAll(conns)
@@ -55,7 +55,7 @@ func runIdle(ctx context.Context, cfg *Config, errs *errorLog, r *Report, progre
 	if alive < int64(len(conns)) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d connections did not answer after the hold", int64(len(conns))-alive))
 	}
-	m.report(r, window{})
+	m.report(r)
 	if haveBefore && haveAfter {
 		r.Values.set("server_rss_before_kib", float64(before.RSSKiB))
 		r.Values.set("server_rss_after_kib", float64(after.RSSKiB))

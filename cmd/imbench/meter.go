@@ -64,7 +64,7 @@ func (m *meter) serverCPU() (time.Duration, bool) {
 
 // report stops the sampling and fills the server's process figures and
 // the generator's CPU.
-func (m *meter) report(r *Report, _ window) {
+func (m *meter) report(r *Report) {
 	m.end()
 	maxRSS, err := m.sampler.close()
 	m.mu.Lock()

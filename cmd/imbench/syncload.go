@@ -98,7 +98,7 @@ func runSync(ctx context.Context, cfg *Config, errs *errorLog, r *Report, progre
 		win.end = end
 	}
 	m.end()
-	m.report(r, win)
+	m.report(r)
 	r.WindowS = round(win.seconds(), 3)
 	r.Counts.set("rounds", rounds)
 	r.Rates.set("incremental_syncs_per_s", round(win.perSecond(rounds), 1))
