@@ -78,10 +78,14 @@ func (f *flusher) written() uint64 {
 // barrier returns once every row put before the call is written, or the
 // write that carried them failed.
 func (f *flusher) barrier(ctx context.Context) error {
+	return f.wait(ctx, f.current())
+}
+
+// current returns the generation that holds every row put so far.
+func (f *flusher) current() uint64 {
 	f.mu.Lock()
-	target := f.gen
-	f.mu.Unlock()
-	return f.wait(ctx, target)
+	defer f.mu.Unlock()
+	return f.gen
 }
 
 // wait returns once generation g is written, or its write failed.

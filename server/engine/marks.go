@@ -10,8 +10,8 @@ import (
 	"github.com/imcore/im/session"
 )
 
-// Mark implements store.Store. It returns once the marks' rows are
-// written.
+// Mark implements store.Store: the marks apply in memory now; the result's
+// Written waits for their rows.
 func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, error) {
 	if kind != store.MarkDelivered && kind != store.MarkRead {
 		return store.MarkResult{}, fmt.Errorf("unknown mark kind %d", kind)
@@ -35,8 +35,12 @@ func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 	if res.SessionsChanged {
 		res.Cursor = e.clockOf(user)
 	}
-	if err := e.flush.barrier(ctx); err != nil {
-		return store.MarkResult{}, fmt.Errorf("mark: %w", err)
+	g := e.flush.current()
+	res.Written = func(ctx context.Context) error {
+		if err := e.flush.wait(ctx, g); err != nil {
+			return fmt.Errorf("mark: %w", err)
+		}
+		return nil
 	}
 	return res, nil
 }

@@ -30,9 +30,16 @@ type conn struct {
 	writerDone chan struct{}
 	drained    chan struct{} // the writer reached a drain barrier (see waitDrained)
 	cut        atomic.Bool   // cut off as a slow consumer
-	closeOnce  sync.Once
-	closeCode  int
-	closeText  string
+
+	// Marks applied and waiting to be answered (see marks.go); the
+	// channel is made by the first mark.
+	marks        chan pendingMark
+	marksRunning atomic.Bool
+	marksDone    sync.WaitGroup
+
+	closeOnce sync.Once
+	closeCode int
+	closeText string
 
 	// While replaying, live pushes are held back here (see replay.go).
 	heldMu      sync.Mutex
@@ -103,6 +110,7 @@ func (c *conn) run(started time.Time, handshakeDone func()) {
 			c.replay(ctx)
 		}()
 		c.readLoop(ctx)
+		c.marksDone.Wait() // the marks applied are answered first
 		c.close(websocket.CloseNormalClosure, "")
 		c.g.hub.Unregister(c)
 		cancel()

@@ -72,19 +72,3 @@ func resultOrError(result protocol.Frame, perr *protocol.Error, id string) proto
 	}
 	return result
 }
-
-// mark applies a delivered or read frame.
-func (c *conn) mark(ctx context.Context, id string, kind store.MarkKind, marks []protocol.Mark) protocol.Frame {
-	return ack(id, c.g.svc.Mark(ctx, c.caller(), kind, marks))
-}
-
-// ack answers a receipt frame: ok when it carried an id, an error always.
-func ack(id string, perr *protocol.Error) protocol.Frame {
-	if perr != nil {
-		return perr.Frame(id)
-	}
-	if id == "" {
-		return nil
-	}
-	return &protocol.OK{Ref: protocol.Ref{ID: id}}
-}

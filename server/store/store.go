@@ -58,8 +58,13 @@ type Store interface {
 	// boundary reaches the newest seq: a row exists exactly while the user
 	// has messages there that no device of it acknowledged. A read is also
 	// the session read (session.State.OnRead). A rise of a conversation's
-	// tick minimum (over members) moves the sessions of the members whose
-	// own messages it covers (session.State.OnTicks).
+	// tick minimum (over members) reaches every member's session, and moves
+	// the sessions of the members whose own messages it covers.
+	//
+	// Mark returns once the marks are applied, in the order of the calls;
+	// they are durable once the result's Written returns nil. A caller
+	// that answers a mark waits for it; one connection's marks can so be
+	// applied one after another while their writes overlap.
 	Mark(ctx context.Context, user string, kind MarkKind, marks []protocol.Mark) (MarkResult, error)
 
 	// SessionOp applies a validated session operation to user's session of
@@ -196,6 +201,9 @@ type MarkResult struct {
 	// Cursor is then the user's newest session timestamp.
 	SessionsChanged bool
 	Cursor          int64
+	// Written returns once the marks' rows are written (or their write
+	// failed, or ctx ended). It is never nil.
+	Written func(ctx context.Context) error
 }
 
 // SessionResult is a session after an operation.

@@ -203,6 +203,9 @@ func appendTo(t *testing.T, s store.Store, conv, from, msgID string, members ...
 func markRes(t *testing.T, s store.Store, user string, kind store.MarkKind, marks ...protocol.Mark) store.MarkResult {
 	t.Helper()
 	res, err := s.Mark(t.Context(), user, kind, marks)
+	if err == nil {
+		err = res.Written(t.Context())
+	}
 	if err != nil {
 		t.Fatalf("Mark(%s, %v, %+v): %v", user, kind, marks, err)
 	}

@@ -269,6 +269,9 @@ func mk(conv string, seq int64) protocol.Mark { return protocol.Mark{Conv: conv,
 func mark(t *testing.T, s store.Store, user string, kind store.MarkKind, marks ...protocol.Mark) []store.TickChange {
 	t.Helper()
 	res, err := s.Mark(t.Context(), user, kind, marks)
+	if err == nil {
+		err = res.Written(t.Context())
+	}
 	changes := res.Ticks
 	if err != nil {
 		t.Fatalf("Mark(%s, %v, %+v): %v", user, kind, marks, err)
@@ -879,6 +882,9 @@ func testMarkConcurrent(t *testing.T, s store.Store) {
 		parallel(n, func(i int) {
 			var res store.MarkResult
 			res, errs[i] = s.Mark(context.Background(), bob, kind, []protocol.Mark{mk(dAB, int64(i+1))})
+			if errs[i] == nil {
+				errs[i] = res.Written(context.Background())
+			}
 			changes[i] = res.Ticks
 		})
 		var reported []int64
