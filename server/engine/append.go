@@ -38,19 +38,71 @@ func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.App
 			return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, store.ErrStaleMembers)
 		}
 	}
-	msg := req.Msg
-	msg.ServerTS = e.nowMS()
-	res, err := e.be.Append(ctx, msg)
+	res, err := e.be.Append(ctx, e.stamped(req.Msg))
 	if err != nil {
 		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
 	}
+	return e.afterAppend(dctx, cs, res)
+}
+
+// StartAppend implements store.Store. On a backend that queues appends
+// (store.QueuedAppender) a direct chat's message is queued now and derived
+// by a goroutine of its own once durable, so the caller's next append is
+// queued behind it while this one is written. A group's message is
+// appended before StartAppend returns: its membership gate is held across
+// the append.
+func (e *Engine) StartAppend(ctx context.Context, req store.AppendRequest) func() (store.AppendResult, error) {
+	done := func(res store.AppendResult, err error) func() (store.AppendResult, error) {
+		return func() (store.AppendResult, error) { return res, err }
+	}
+	qa, queues := e.be.(store.QueuedAppender)
+	if conv, _ := protocol.ParseConv(req.Msg.Conv); !queues || conv.Kind != protocol.ConvDirect {
+		return done(e.Append(ctx, req))
+	}
+	dctx, err := e.begin(ctx)
+	if err != nil {
+		return done(store.AppendResult{}, err)
+	}
+	cs, err := e.convs.get(ctx, e.be, req.Msg.Conv)
+	if err != nil {
+		return done(store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err))
+	}
+	wait, err := qa.QueueAppend(ctx, e.stamped(req.Msg))
+	if err != nil {
+		return done(store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err))
+	}
+	var res store.AppendResult
+	finished := make(chan struct{})
+	go func() {
+		// Queued: the append happens, so its derivation must too, whether
+		// or not anyone waits for it.
+		defer close(finished)
+		if res, err = wait(); err == nil {
+			res, err = e.afterAppend(dctx, cs, res)
+		}
+	}()
+	return func() (store.AppendResult, error) {
+		<-finished
+		return res, err
+	}
+}
+
+// stamped is m with the server's timestamp.
+func (e *Engine) stamped(m protocol.Message) protocol.Message {
+	m.ServerTS = e.nowMS()
+	return m
+}
+
+// afterAppend derives what an appended message implies; a duplicate
+// implies nothing new.
+func (e *Engine) afterAppend(ctx context.Context, cs *convState, res store.AppendResult) (store.AppendResult, error) {
 	if res.Duplicate {
 		return res, nil
 	}
 	// Stored: its derivation goes to its end whatever the caller does.
-	d, err := e.deriveMessage(dctx, cs, res.Msg, nil)
+	d, err := e.deriveMessage(ctx, cs, res.Msg, nil)
 	if err != nil {
-		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
+		return store.AppendResult{}, fmt.Errorf("append to %s: %w", res.Msg.Conv, err)
 	}
 	res.Members = d.members
 	if d.rise != nil {

@@ -176,6 +176,18 @@ type GroupRecordResult struct {
 	Msg      protocol.Message // the stored system message
 }
 
+
+// QueuedAppender is a Backend that can queue an append and be waited on
+// later: appends queued one after another take their seqs in that order
+// (per conversation), and each happens whether or not its wait is called.
+// The engine uses it, when a backend has it, to keep one connection's
+// sends in order while their writes overlap.
+type QueuedAppender interface {
+	// QueueAppend queues what Append does and returns a wait for its
+	// result; an error means nothing was queued.
+	QueueAppend(ctx context.Context, msg protocol.Message) (wait func() (AppendResult, error), err error)
+}
+
 // Derived is a set of derived rows to write. Each row is an idempotent
 // update keyed by (user, conversation) or by conversation, valid whatever
 // order and however often rows are applied:

@@ -38,15 +38,20 @@ type Store interface {
 	// and the server timestamp, unless (conv, msg_id) is already stored, in
 	// which case it returns the stored message with Duplicate set and
 	// changes nothing — or ErrMsgIDTaken when that message is another
-	// sender's. In the same atomic step it creates a direct chat on
-	// its first message (with a boundary row for each member; a group must
-	// exist, see GroupChange), moves the
-	// sender's delivered and read boundaries up to the new seq (sending
-	// implies reading, so the sender's pending row there goes), and puts a
-	// pending-delivery row, if absent, for every other member at that
-	// member's first undelivered seq (its delivered boundary + 1). It
-	// returns once the write is durable.
+	// sender's. A direct chat is created on its first message (a group
+	// must exist, see GroupChange). What the message implies — the
+	// sender's boundaries move up to the new seq (sending implies reading,
+	// so the sender's pending row there goes), a pending-delivery row, if
+	// absent, for every other member at its first undelivered seq, every
+	// member's session — is applied before Append returns and written
+	// behind it. It returns once the message is durable.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
+
+	// StartAppend is Append in two steps: it queues the append and returns
+	// a wait for its result. Appends started one after another take their
+	// seqs in that order (per conversation), while their writes overlap.
+	// The append happens whether or not wait is called.
+	StartAppend(ctx context.Context, req AppendRequest) (wait func() (AppendResult, error))
 
 	// History returns up to q.Limit messages of conv in ascending seq order,
 	// and whether more exist further in the direction asked.

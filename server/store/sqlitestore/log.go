@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
@@ -12,16 +13,31 @@ import (
 
 // Append implements store.Backend: one write of the writer's next batch.
 func (s *Store) Append(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+	wait, err := s.QueueAppend(ctx, msg)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	return wait()
+}
+
+// QueueAppend implements store.QueuedAppender: the writer takes appends in
+// the order they are queued, so their seqs follow it.
+func (s *Store) QueueAppend(ctx context.Context, msg protocol.Message) (func() (store.AppendResult, error), error) {
 	var res store.AppendResult
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	op, err := s.queue(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = s.appendTx(ctx, tx, msg, false)
 		return err
 	})
 	if err != nil {
-		return store.AppendResult{}, fmt.Errorf("append to %s: %w", msg.Conv, err)
+		return nil, fmt.Errorf("append to %s: %w", msg.Conv, err)
 	}
-	return res, nil
+	return sync.OnceValues(func() (store.AppendResult, error) {
+		if err := <-op.done; err != nil {
+			return store.AppendResult{}, fmt.Errorf("append to %s: %w", msg.Conv, err)
+		}
+		return res, nil
+	}), nil
 }
 
 // appendTx stores msg at its conversation's next seq inside the writer's

@@ -34,24 +34,33 @@ type txFunc func(ctx context.Context, tx *sql.Tx) error
 // committed (durable) or fn failed. Results fn leaves in the caller's
 // variables are valid only when write returns nil.
 func (s *Store) write(ctx context.Context, fn txFunc) error {
-	op := &writeOp{fn: fn, done: make(chan error, 1)}
-	// The read lock keeps Close from finishing between the closed check and
-	// the enqueue, so every queued op is seen by the writer's final drain.
-	s.closeMu.RLock()
-	if s.closed {
-		s.closeMu.RUnlock()
-		return store.ErrClosed
-	}
-	select {
-	case s.ops <- op:
-		s.closeMu.RUnlock()
-	case <-ctx.Done():
-		s.closeMu.RUnlock()
-		return ctx.Err()
+	op, err := s.queue(ctx, fn)
+	if err != nil {
+		return err
 	}
 	// Once queued the op will run; wait for the outcome so the caller never
 	// reports failure for a write that committed.
 	return <-op.done
+}
+
+// queue hands fn to the writer, in the order of the calls, and returns its
+// op: op.done says when it is committed or failed. An error means fn was
+// not queued.
+func (s *Store) queue(ctx context.Context, fn txFunc) (*writeOp, error) {
+	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	// The read lock keeps Close from finishing between the closed check and
+	// the enqueue, so every queued op is seen by the writer's final drain.
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	select {
+	case s.ops <- op:
+		return op, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // writeLoop is the single writer: it takes every op queued while the last

@@ -27,6 +27,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AppendAssignsSeqs", testAppendAssignsSeqs},
 		{"AppendConcurrentOneConversation", testAppendConcurrentOneConversation},
 		{"AppendConcurrentManyConversations", testAppendConcurrentManyConversations},
+		{"StartAppendKeepsOrder", testStartAppendKeepsOrder},
 		{"AppendIdempotent", testAppendIdempotent},
 		{"AppendIdempotentConcurrent", testAppendIdempotentConcurrent},
 		{"AppendErrorChangesNothing", testAppendErrorChangesNothing},
@@ -381,6 +382,35 @@ func testAppendAssignsSeqs(t *testing.T, s store.Store) {
 	}
 	if got := seqsOf(all(t, s, dAC)); !slices.Equal(got, seqRange(1, 3)) {
 		t.Errorf("History(%s) seqs = %v, want 1..3", dAC, got)
+	}
+}
+
+// Appends started one after another take their seqs in that order, and
+// each is derived fully, though none was waited for before the next began;
+// a duplicate among them is answered with the original.
+func testStartAppendKeepsOrder(t *testing.T, s store.Store) {
+	const n = 40
+	ctx := context.Background()
+	waits := make([]func() (store.AppendResult, error), 0, n+1)
+	for i := 1; i <= n; i++ {
+		waits = append(waits, s.StartAppend(ctx, request(dAB, alice, fmt.Sprintf("p-%d", i))))
+	}
+	waits = append(waits, s.StartAppend(ctx, request(dAB, alice, "p-7")))
+	for i, wait := range waits[:n] {
+		res, err := wait()
+		if err != nil {
+			t.Fatalf("append %d: %v", i+1, err)
+		}
+		if res.Duplicate || res.Msg.Seq != int64(i+1) || res.Msg.MsgID != fmt.Sprintf("p-%d", i+1) {
+			t.Fatalf("append %d: %+v (duplicate %v), want p-%d at seq %d", i+1, res.Msg, res.Duplicate, i+1, i+1)
+		}
+	}
+	if res, err := waits[n](); err != nil || !res.Duplicate || res.Msg.Seq != 7 {
+		t.Fatalf("p-7 again: %+v (duplicate %v), %v; want the original at seq 7", res.Msg, res.Duplicate, err)
+	}
+	rows := pending(t, s, bob)
+	if len(rows) != 1 || rows[0].FirstUndelivered != 1 || rows[0].NewestSeq != n {
+		t.Fatalf("bob's pending rows after %d started appends: %+v, want one from 1 to %d", n, rows, n)
 	}
 }
 
