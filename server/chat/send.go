@@ -19,26 +19,65 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 	var res store.AppendResult
 	members, perr := s.withMembers(ctx, conv, c.User, func(members memberList) error {
 		var err error
-		res, err = s.store.Append(ctx, store.AppendRequest{
-			Msg:            protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS},
-			Members:        members.users,
-			MembersVersion: members.version,
-		})
+		res, err = s.store.Append(ctx, appendRequest(c, f, members))
 		return err
 	})
 	if perr != nil {
 		return nil, perr
 	}
-	if errors.Is(members.err, store.ErrMsgIDTaken) {
+	return s.finishSend(c, f, members.users, res, members.err)
+}
+
+// StartSend is Send in two steps: it queues the message and returns what
+// finishes it — finish waits until the message is durable, pushes it and
+// returns the answer. Sends to direct chats started one after another
+// take their seqs in that order while their writes overlap; a send to a
+// group is stored before StartSend returns (its membership is checked
+// under the group's gate).
+func (s *Service) StartSend(ctx context.Context, c Caller, f *protocol.Send) (finish func() (*protocol.Sent, *protocol.Error)) {
+	answered := func(sent *protocol.Sent, perr *protocol.Error) func() (*protocol.Sent, *protocol.Error) {
+		return func() (*protocol.Sent, *protocol.Error) { return sent, perr }
+	}
+	if perr := f.Validate(s.limits); perr != nil {
+		return answered(nil, perr)
+	}
+	conv, _ := protocol.ParseConv(f.Conv)
+	if conv.Kind != protocol.ConvDirect {
+		return answered(s.Send(ctx, c, f))
+	}
+	members, perr := s.members(ctx, conv, c.User)
+	if perr != nil {
+		return answered(nil, perr)
+	}
+	wait := s.store.StartAppend(ctx, appendRequest(c, f, members))
+	return func() (*protocol.Sent, *protocol.Error) {
+		res, err := wait()
+		return s.finishSend(c, f, members.users, res, err)
+	}
+}
+
+// appendRequest is the store's request for f from c.
+func appendRequest(c Caller, f *protocol.Send, members memberList) store.AppendRequest {
+	return store.AppendRequest{
+		Msg:            protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS},
+		Members:        members.users,
+		MembersVersion: members.version,
+	}
+}
+
+// finishSend pushes a message the store took (unless a duplicate) and
+// returns the answer to its send; err is the store's.
+func (s *Service) finishSend(c Caller, f *protocol.Send, members []string, res store.AppendResult, err error) (*protocol.Sent, *protocol.Error) {
+	if errors.Is(err, store.ErrMsgIDTaken) {
 		return nil, protocol.Errorf(protocol.CodeInvalid, "msg_id already used: %q names another user's message in %s", f.MsgID, f.Conv)
 	}
-	if err := members.err; err != nil {
+	if err != nil {
 		return nil, s.internal("send", err, "conv", f.Conv, "msg_id", f.MsgID)
 	}
 	if !res.Duplicate {
 		to := res.Members // the members the message was stored for
 		if to == nil {
-			to = members.users
+			to = members
 		}
 		s.fanOut(c, res.Msg, to)
 		if res.Ticks != nil {

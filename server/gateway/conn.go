@@ -31,11 +31,12 @@ type conn struct {
 	drained    chan struct{} // the writer reached a drain barrier (see waitDrained)
 	cut        atomic.Bool   // cut off as a slow consumer
 
-	// Marks applied and waiting to be answered (see marks.go); the
-	// channel is made by the first mark.
-	marks        chan pendingMark
-	marksRunning atomic.Bool
-	marksDone    sync.WaitGroup
+	// Frames started and waiting to be answered (see inflight.go); the
+	// channel is made by the first of them.
+	inFlight        chan inFlight
+	inFlightRunning atomic.Bool
+	inFlightCount   atomic.Int64 // started and not yet answered
+	inFlightDone    sync.WaitGroup
 
 	closeOnce sync.Once
 	closeCode int
@@ -110,7 +111,7 @@ func (c *conn) run(started time.Time, handshakeDone func()) {
 			c.replay(ctx)
 		}()
 		c.readLoop(ctx)
-		c.marksDone.Wait() // the marks applied are answered first
+		c.inFlightDone.Wait() // the frames started are answered first
 		c.close(websocket.CloseNormalClosure, "")
 		c.g.hub.Unregister(c)
 		cancel()

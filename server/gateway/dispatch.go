@@ -18,11 +18,16 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) (answer proto
 			answer = protocol.Errorf(protocol.CodeInternal, "the server failed on this %s", frame.FrameType()).Frame(requestID(frame))
 		}
 	}()
+	switch frame.(type) {
+	case *protocol.Send, *protocol.Delivered, *protocol.Read, *protocol.Typing:
+		// Pipelined (inflight.go), or answered by nobody.
+	default:
+		c.settle(ctx)
+	}
 	svc := c.g.svc
 	switch f := frame.(type) {
 	case *protocol.Send:
-		sent, perr := svc.Send(ctx, c.caller(), f)
-		return resultOrError(sent, perr, f.ID)
+		return c.send(ctx, f)
 	case *protocol.History:
 		page, perr := svc.History(ctx, c.caller(), f)
 		return resultOrError(page, perr, f.ID)
@@ -30,9 +35,9 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) (answer proto
 		receipts, perr := svc.Receipts(ctx, c.caller(), f)
 		return resultOrError(receipts, perr, f.ID)
 	case *protocol.Delivered:
-		return c.mark(ctx, f.ID, store.MarkDelivered, f.Marks)
+		return c.mark(ctx, f, f.ID, store.MarkDelivered, f.Marks)
 	case *protocol.Read:
-		return c.mark(ctx, f.ID, store.MarkRead, f.Marks)
+		return c.mark(ctx, f, f.ID, store.MarkRead, f.Marks)
 	case *protocol.Typing:
 		if perr := svc.Typing(ctx, c.caller(), f); perr != nil {
 			return perr.Frame("")
