@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -20,17 +19,6 @@ import (
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/servertest"
 )
-
-// regrAsync lets a client be driven from a goroutine other than the
-// test's: a fatal failure marks the test failed and ends that goroutine.
-type regrAsync struct{ testing.TB }
-
-func (a regrAsync) Fatal(args ...any) { a.TB.Error(args...); runtime.Goexit() }
-func (a regrAsync) Fatalf(format string, args ...any) {
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-func (a regrAsync) FailNow() { a.TB.Fail(); runtime.Goexit() }
 
 func regrCreate(t *testing.T, c *servertest.Client, f *protocol.CreateGroup) *protocol.Group {
 	t.Helper()
@@ -164,7 +152,7 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, u := range adders {
 		wg.Go(func() {
-			c := env.Dial(regrAsync{t}, u, "racer")
+			c := env.Dial(servertest.Async{TB: t}, u, "racer")
 			for i := range 12 {
 				f := c.Request(&protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{fmt.Sprintf("%s-%02d", u, i)}})
 				if _, ok := f.(*protocol.Group); !ok {
@@ -176,7 +164,7 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		c := env.Dial(regrAsync{t}, "carol", "racer")
+		c := env.Dial(servertest.Async{TB: t}, "carol", "racer")
 		for i := range 24 {
 			f := c.Request(&protocol.Send{Conv: g.Conv, MsgID: fmt.Sprintf("c%02d", i), Body: "busy"})
 			if _, ok := f.(*protocol.Sent); !ok {

@@ -17,7 +17,6 @@ import (
 	"net"
 	"reflect"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -34,27 +33,6 @@ import (
 // grpConvRe is the shape of a group id the server chooses: g: and 26
 // characters.
 var grpConvRe = regexp.MustCompile(`^g:[a-z0-9]{26}$`)
-
-// grpAsync lets a client be driven from a goroutine other than the test's:
-// a fatal failure marks the test failed and ends only that goroutine.
-type grpAsync struct{ testing.TB }
-
-func (a grpAsync) Fatal(args ...any) {
-	a.TB.Helper()
-	a.TB.Error(args...)
-	runtime.Goexit()
-}
-
-func (a grpAsync) Fatalf(format string, args ...any) {
-	a.TB.Helper()
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (a grpAsync) FailNow() {
-	a.TB.Fail()
-	runtime.Goexit()
-}
 
 // grpStartDetached is servertest.Start for a test that may leave the
 // server deadlocked: its cleanup gives the graceful shutdown
@@ -1377,7 +1355,7 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		conv := g.Conv
 		grpWant(t, conv, grpSys(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, carol)
 
-		bob := grpDialAsync(grpAsync{t}, env, "bob", fmt.Sprintf("race%d", round))
+		bob := grpDialAsync(servertest.Async{TB: t}, env, "bob", fmt.Sprintf("race%d", round))
 		type answer struct {
 			id   string
 			seq  int64
@@ -1523,7 +1501,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 	done := make(chan struct{})
 	run := func(user string, adds bool) {
 		defer func() { done <- struct{}{} }()
-		c := grpDialAsync(grpAsync{t}, env, user, "racer")
+		c := grpDialAsync(servertest.Async{TB: t}, env, user, "racer")
 		if !adds {
 			for i := range sends {
 				f := c.Request(&protocol.Send{Conv: conv, MsgID: fmt.Sprintf("c%02d", i), Body: "busy", ClientTS: 1})
@@ -1609,7 +1587,7 @@ func TestGroupConcurrentCreateWithKey(t *testing.T) {
 		go func() {
 			answer := ""
 			defer func() { convs <- answer }() // also when a fatal failure ends the goroutine
-			c := grpDialAsync(grpAsync{t}, env, "alice", fmt.Sprintf("d%d", i))
+			c := grpDialAsync(servertest.Async{TB: t}, env, "alice", fmt.Sprintf("d%d", i))
 			f := c.Request(&protocol.CreateGroup{Title: "once", Members: []string{"bob"}, Key: "retry-me"})
 			if g, ok := f.(*protocol.Group); ok {
 				answer = g.Conv

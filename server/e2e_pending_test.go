@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,27 +22,6 @@ import (
 	"github.com/imcore/im/server/servertest"
 	"github.com/imcore/im/server/store"
 )
-
-// pendAsync lets a client be driven from a goroutine other than the test's:
-// a fatal failure marks the test failed and ends only that goroutine.
-type pendAsync struct{ testing.TB }
-
-func (a pendAsync) Fatal(args ...any) {
-	a.TB.Helper()
-	a.TB.Error(args...)
-	runtime.Goexit()
-}
-
-func (a pendAsync) Fatalf(format string, args ...any) {
-	a.TB.Helper()
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (a pendAsync) FailNow() {
-	a.TB.Fail()
-	runtime.Goexit()
-}
 
 // pendDial connects user/device and makes one round trip, so that the
 // device is registered (online) when it returns: the welcome is written
@@ -209,7 +187,7 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 			t.Fatalf("DirectConv(%s, bob) failed", user)
 		}
 		convs[i] = conv
-		clients[i] = env.Dial(pendAsync{t}, user, "laptop")
+		clients[i] = env.Dial(servertest.Async{TB: t}, user, "laptop")
 	}
 	// Each goroutine owns its client.
 	var wg sync.WaitGroup

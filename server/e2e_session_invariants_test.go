@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -69,27 +68,6 @@ func TestSessionInvariantsUnderConcurrency(t *testing.T) {
 	t.Run("clock_steps_back", func(t *testing.T) {
 		invRunScenario(t, &invClock{now: time.UnixMilli(1763800000000)})
 	})
-}
-
-// invAsync lets a client be driven from a goroutine other than the test's:
-// a fatal failure marks the test failed and ends only that goroutine.
-type invAsync struct{ testing.TB }
-
-func (a invAsync) Fatal(args ...any) {
-	a.TB.Helper()
-	a.TB.Error(args...)
-	runtime.Goexit()
-}
-
-func (a invAsync) Fatalf(format string, args ...any) {
-	a.TB.Helper()
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (a invAsync) FailNow() {
-	a.TB.Fail()
-	runtime.Goexit()
 }
 
 // invClock is a controllable server clock: it moves one millisecond on
@@ -212,7 +190,7 @@ func invRunScenario(t *testing.T, clock *invClock) {
 			c.Now = clock.Now
 		}
 	})
-	async := invAsync{t}
+	async := servertest.Async{TB: t}
 
 	bobMsgConvs := []string{}
 	for i, u := range invSenders {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1416,27 +1415,6 @@ func TestSessionTimestampsNeverGoBack(t *testing.T) {
 	}
 }
 
-// sessAsync lets a client be driven from a goroutine other than the
-// test's: a fatal failure marks the test failed and ends that goroutine.
-type sessAsync struct{ testing.TB }
-
-func (a sessAsync) Fatal(args ...any) {
-	a.TB.Helper()
-	a.TB.Error(args...)
-	runtime.Goexit()
-}
-
-func (a sessAsync) Fatalf(format string, args ...any) {
-	a.TB.Helper()
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (a sessAsync) FailNow() {
-	a.TB.Fail()
-	runtime.Goexit()
-}
-
 // F. Counts never drift when messages, reads and operations on one user's
 // sessions run at once from several devices and senders.
 func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
@@ -1444,7 +1422,7 @@ func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
 	if err := env.Server.Store().SetAccount(context.Background(), "shop", "", "shopbiz"); err != nil {
 		t.Fatal(err)
 	}
-	async := sessAsync{t}
+	async := servertest.Async{TB: t}
 	dial := func(user, device string) *servertest.Client {
 		c := env.Dial(async, user, device)
 		c.Request(&protocol.History{Conv: "-"})
