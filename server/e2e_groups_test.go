@@ -10,22 +10,15 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
-	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/servertest"
 	"github.com/imcore/im/server/store"
 )
@@ -34,109 +27,9 @@ import (
 // characters.
 var grpConvRe = regexp.MustCompile(`^g:[a-z0-9]{26}$`)
 
-// grpStartDetached is servertest.Start for a test that may leave the
-// server deadlocked: its cleanup gives the graceful shutdown
-// servertest.Timeout and, should it hang, reports it and leaves the server
-// behind instead of blocking the whole test binary.
-func grpStartDetached(t *testing.T, options ...func(*server.Config)) *servertest.Env {
-	t.Helper()
-	cfg := server.Config{
-		DataDir: t.TempDir(),
-		Auth:    server.AuthDev,
-		Gateway: gateway.DefaultConfig(),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	for _, o := range options {
-		o(&cfg)
-	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	go srv.Serve(ln)
-	env := &servertest.Env{T: t, Server: srv, Config: cfg, Addr: ln.Addr().String(), URL: "ws://" + ln.Addr().String() + "/ws"}
-	t.Cleanup(func() {
-		// A failed test may have left the server stuck: say so soon.
-		grace := servertest.Timeout + 5*time.Second
-		if t.Failed() {
-			grace = 3 * time.Second
-		}
-		stopped := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
-			defer cancel()
-			stopped <- srv.Shutdown(ctx)
-		}()
-		select {
-		case err := <-stopped:
-			if err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-		case <-time.After(grace):
-			t.Errorf("shutdown still blocked after %v: the server is stuck (left running)", grace)
-		}
-	})
-	return env
-}
-
-// grpProbeUser prefixes the users who only ever send typing indicators,
-// to find out when a new connection's replay is over (see grpDial). Their
-// typing frames are dropped by grpTake.
+// grpProbeUser prefixes the users of servertest's DialReplayed probes,
+// whose typing grpTake drops.
 const grpProbeUser = "zz-probe"
-
-// grpProbeCount numbers the probes: each grpDial uses a probe user of its
-// own, because the server relays one typing indicator per user and
-// conversation per typing interval, and two devices of one user dialled in
-// a row would otherwise share the probe's conversation.
-var grpProbeCount atomic.Int64
-
-// grpDial connects user/device and returns once the server pushes to the
-// device as it answers it. Registration alone is not enough: while a new
-// connection replays its pending deliveries the server holds live pushes
-// back (gateway/replay.go) but not the answers to the connection's own
-// requests, so for a while a push queued before an answer can arrive after
-// it, which Barrier and ExpectNone cannot tell from no push at all. A held
-// push is sent once the replay's reads are done: a typing indicator sent to
-// the user now arrives only then. For the test's goroutine only; see
-// grpDialAsync.
-func grpDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := grpDialAsync(t, env, user, device)
-	probeUser := fmt.Sprintf("%s%d", grpProbeUser, grpProbeCount.Add(1))
-	probe := grpDialAsync(t, env, probeUser, "probe")
-	conv, _ := protocol.DirectConv(user, probeUser)
-	probe.Write(&protocol.Typing{Conv: conv})
-	c.Expect("the probe's typing", func(f protocol.Frame) bool {
-		ty, ok := f.(*protocol.Typing)
-		return ok && ty.User == probeUser
-	})
-	probe.Close()
-	c.Request(&protocol.History{Conv: "-"})
-	return c
-}
-
-// grpDialAsync connects user/device and makes one round trip, so that the
-// device is registered for pushes when it returns (the welcome is written
-// before the server registers the device; an answer to a later request is
-// not). Live pushes may still be held back for a while (see grpDial).
-func grpDialAsync(t testing.TB, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := env.Dial(t, user, device)
-	c.Request(&protocol.History{Conv: "-"})
-	return c
-}
-
-func grpJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%+v", v)
-	}
-	return string(b)
-}
 
 // grpCreate sends a create_group and requires a group answer.
 func grpCreate(t *testing.T, c *servertest.Client, f protocol.CreateGroup) *protocol.Group {
@@ -170,7 +63,7 @@ func grpWantGroup(t *testing.T, g *protocol.Group, conv, title string, members .
 		members = []string{}
 	}
 	if g.Conv != conv || g.Title != title || g.Members == nil || !slices.Equal(g.Members, members) {
-		t.Fatalf("group %s, want conv %s title %q members %v", grpJSON(g), conv, title, members)
+		t.Fatalf("group %s, want conv %s title %q members %v", servertest.JSON(g), conv, title, members)
 	}
 }
 
@@ -232,14 +125,14 @@ func grpWant(t *testing.T, conv string, msg *grpMsg, ticks *protocol.Ticks, sync
 		got := grpTake(t, c)
 		who := c.User + "/" + c.Device
 		if len(got.other) > 0 || len(got.typing) > 0 {
-			t.Fatalf("%s: unexpected frames %s %s", who, grpJSON(got.typing), describeAll(got.other))
+			t.Fatalf("%s: unexpected frames %s %s", who, servertest.JSON(got.typing), servertest.DescribeAll(got.other))
 		}
 		switch {
 		case msg == nil && len(got.msgs) > 0:
-			t.Fatalf("%s: want no msg, got %s", who, grpJSON(got.msgs))
+			t.Fatalf("%s: want no msg, got %s", who, servertest.JSON(got.msgs))
 		case msg != nil:
 			if len(got.msgs) != 1 {
-				t.Fatalf("%s: want exactly one msg (seq %d %q), got %s (and status %s, session_sync %v)", who, msg.Seq, msg.Body, grpJSON(got.msgs), grpJSON(got.status), got.syncs)
+				t.Fatalf("%s: want exactly one msg (seq %d %q), got %s (and status %s, session_sync %v)", who, msg.Seq, msg.Body, servertest.JSON(got.msgs), servertest.JSON(got.status), got.syncs)
 			}
 			m := got.msgs[0]
 			kind := ""
@@ -247,21 +140,21 @@ func grpWant(t *testing.T, conv string, msg *grpMsg, ticks *protocol.Ticks, sync
 				kind = protocol.KindSystem
 			}
 			if m.Conv != conv || m.Seq != msg.Seq || m.From != msg.From || m.Body != msg.Body || m.Kind != kind || m.MsgID == "" || m.ServerTS == 0 {
-				t.Fatalf("%s: got msg %s, want conv %s seq %d from %s body %q kind %q", who, grpJSON(m), conv, msg.Seq, msg.From, msg.Body, kind)
+				t.Fatalf("%s: got msg %s, want conv %s seq %d from %s body %q kind %q", who, servertest.JSON(m), conv, msg.Seq, msg.From, msg.Body, kind)
 			}
 			if i == 0 {
 				first = m
 			} else if m != first {
-				t.Fatalf("%s: got msg %s, but %s/%s got %s", who, grpJSON(m), clients[0].User, clients[0].Device, grpJSON(first))
+				t.Fatalf("%s: got msg %s, but %s/%s got %s", who, servertest.JSON(m), clients[0].User, clients[0].Device, servertest.JSON(first))
 			}
 		}
 		switch {
 		case ticks == nil && len(got.status) > 0:
-			t.Fatalf("%s: want no status, got %s", who, grpJSON(got.status))
+			t.Fatalf("%s: want no status, got %s", who, servertest.JSON(got.status))
 		case ticks != nil:
 			want := protocol.Status{Conv: conv, DeliveredSeq: ticks.DeliveredSeq, ReadSeq: ticks.ReadSeq}
 			if len(got.status) != 1 || got.status[0] != want {
-				t.Fatalf("%s: got status %s, want exactly %s", who, grpJSON(got.status), grpJSON(want))
+				t.Fatalf("%s: got status %s, want exactly %s", who, servertest.JSON(got.status), servertest.JSON(want))
 			}
 		}
 		switch {
@@ -293,22 +186,14 @@ func grpWantStatus(t *testing.T, conv string, ticks *protocol.Ticks, clients ...
 		got := grpTake(t, c).status
 		switch {
 		case ticks == nil && len(got) > 0:
-			t.Fatalf("%s/%s: want no status, got %s", c.User, c.Device, grpJSON(got))
+			t.Fatalf("%s/%s: want no status, got %s", c.User, c.Device, servertest.JSON(got))
 		case ticks != nil:
 			want := protocol.Status{Conv: conv, DeliveredSeq: ticks.DeliveredSeq, ReadSeq: ticks.ReadSeq}
 			if len(got) != 1 || got[0] != want {
-				t.Fatalf("%s/%s: got status %s, want exactly %s", c.User, c.Device, grpJSON(got), grpJSON(want))
+				t.Fatalf("%s/%s: got status %s, want exactly %s", c.User, c.Device, servertest.JSON(got), servertest.JSON(want))
 			}
 		}
 	}
-}
-
-func describeAll(fs []protocol.Frame) string {
-	var parts []string
-	for _, f := range fs {
-		parts = append(parts, servertest.Describe(f))
-	}
-	return strings.Join(parts, " ")
 }
 
 func grpTicks(delivered, read int64) *protocol.Ticks {
@@ -349,7 +234,7 @@ func grpSession(t *testing.T, c *servertest.Client, conv string) protocol.Sessio
 	all, _ := grpSessions(t, c)
 	s, ok := all[conv]
 	if !ok {
-		t.Fatalf("%s/%s: no session %s in %s", c.User, c.Device, conv, grpJSON(all))
+		t.Fatalf("%s/%s: no session %s in %s", c.User, c.Device, conv, servertest.JSON(all))
 	}
 	return s
 }
@@ -362,7 +247,7 @@ func grpWantSession(t *testing.T, c *servertest.Client, want protocol.Session) p
 	g := got
 	g.ActiveTS, g.WriteTS = 0, 0
 	if !reflect.DeepEqual(g, want) {
-		t.Fatalf("%s/%s session:\n got %s\nwant %s", c.User, c.Device, grpJSON(got), grpJSON(want))
+		t.Fatalf("%s/%s session:\n got %s\nwant %s", c.User, c.Device, servertest.JSON(got), servertest.JSON(want))
 	}
 	return got
 }
@@ -396,7 +281,7 @@ func grpWantHistory(t *testing.T, c *servertest.Client, h protocol.History, hasM
 		got = append(got, m.Seq)
 	}
 	if !slices.Equal(got, seqs) || page.HasMore != hasMore || page.Conv != h.Conv {
-		t.Fatalf("%s/%s history %s: seqs %v has_more %v, want seqs %v has_more %v", c.User, c.Device, grpJSON(h), got, page.HasMore, seqs, hasMore)
+		t.Fatalf("%s/%s history %s: seqs %v has_more %v, want seqs %v has_more %v", c.User, c.Device, servertest.JSON(h), got, page.HasMore, seqs, hasMore)
 	}
 	return page.Messages
 }
@@ -425,7 +310,7 @@ func grpWantReceipts(t *testing.T, c *servertest.Client, conv string, want ...pr
 		t.Fatalf("receipts %s: got %s", conv, servertest.Describe(f))
 	}
 	if !slices.Equal(r.Members, want) {
-		t.Fatalf("receipts %s:\n got %s\nwant %s", conv, grpJSON(r.Members), grpJSON(want))
+		t.Fatalf("receipts %s:\n got %s\nwant %s", conv, servertest.JSON(r.Members), servertest.JSON(want))
 	}
 }
 
@@ -528,7 +413,7 @@ func grpLockedOut(t *testing.T, c *servertest.Client, conv, direct string) {
 	c.Write(&protocol.Typing{Conv: conv})
 	e, ok := c.ExpectType("error").(*protocol.ErrorFrame)
 	if !ok || e.Code != protocol.CodeForbidden || e.ID != "" {
-		t.Fatalf("%s/%s typing in %s: got %s, want error forbidden without id", c.User, c.Device, conv, grpJSON(e))
+		t.Fatalf("%s/%s typing in %s: got %s, want error forbidden without id", c.User, c.Device, conv, servertest.JSON(e))
 	}
 }
 
@@ -538,11 +423,11 @@ func grpLockedOut(t *testing.T, c *servertest.Client, conv, direct string) {
 // idempotency key.
 func TestGroupCreate(t *testing.T) {
 	env := servertest.Start(t)
-	aliceLaptop := grpDial(t, env, "alice", "laptop")
-	alicePhone := grpDial(t, env, "alice", "phone")
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
-	dave := grpDial(t, env, "dave", "laptop") // never a member
+	aliceLaptop := env.DialReplayed(t, "alice", "laptop")
+	alicePhone := env.DialReplayed(t, "alice", "phone")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	dave := env.DialReplayed(t, "dave", "laptop") // never a member
 
 	// Members listed in any order, with a repeat; erin is offline.
 	g := grpCreate(t, aliceLaptop, protocol.CreateGroup{Ref: protocol.Ref{ID: "cg-1"}, Title: "team", Members: []string{"carol", "bob", "erin", "bob"}})
@@ -566,18 +451,18 @@ func TestGroupCreate(t *testing.T) {
 		t.Fatalf("bob total_unread %d, want 1", page.TotalUnread)
 	}
 	if all, _ := grpSessions(t, dave); len(all) != 0 {
-		t.Fatalf("dave, not a member, has sessions %s", grpJSON(all))
+		t.Fatalf("dave, not a member, has sessions %s", servertest.JSON(all))
 	}
 	grpWantReceipts(t, bob, conv, grpR("alice", 1, 1), grpR("bob", 0, 0), grpR("carol", 0, 0), grpR("erin", 0, 0))
 	if got := grpWantHistory(t, carol, protocol.History{Conv: conv}, false, 1); got[0] != sys {
-		t.Fatalf("history holds %s, pushed was %s", grpJSON(got[0]), grpJSON(sys))
+		t.Fatalf("history holds %s, pushed was %s", servertest.JSON(got[0]), servertest.JSON(sys))
 	}
 
 	// The offline member has a pending row and gets the message on hello.
 	grpWantPending(t, env, "erin", conv, grpRow(conv, 1, 0, 1))
-	erin := grpDial(t, env, "erin", "laptop")
+	erin := env.DialReplayed(t, "erin", "laptop")
 	if m := erin.ExpectMsg(conv); m != sys {
-		t.Fatalf("erin replayed %s, want %s", grpJSON(m), grpJSON(sys))
+		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(sys))
 	}
 	grpWantSession(t, erin, grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
 	grpQuiet(t, erin, aliceLaptop, alicePhone, bob, carol, dave)
@@ -588,13 +473,13 @@ func TestGroupCreate(t *testing.T) {
 	for _, c := range []*servertest.Client{aliceLaptop, alicePhone, carol, erin} {
 		got := grpTake(t, c)
 		if len(got.typing) != 1 || got.typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) || len(got.msgs)+len(got.status)+len(got.syncs)+len(got.other) > 0 {
-			t.Fatalf("%s/%s after bob's typing: %s", c.User, c.Device, grpJSON(got))
+			t.Fatalf("%s/%s after bob's typing: %s", c.User, c.Device, servertest.JSON(got))
 		}
 	}
 	grpQuiet(t, bob, dave)
 	dave.Write(&protocol.Typing{Conv: conv})
 	if e := dave.ExpectType("error").(*protocol.ErrorFrame); e.Code != protocol.CodeForbidden || e.ID != "" {
-		t.Fatalf("typing by a non-member: %s", grpJSON(e))
+		t.Fatalf("typing by a non-member: %s", servertest.JSON(e))
 	}
 	grpQuiet(t, aliceLaptop, alicePhone, bob, carol, erin, dave)
 
@@ -642,8 +527,8 @@ func TestGroupCreate(t *testing.T) {
 // no trace; the title and size limits are configurable.
 func TestGroupCreateValidation(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
 
 	bad := map[string]protocol.CreateGroup{
 		"empty title":           {Title: "", Members: []string{"bob"}},
@@ -671,7 +556,7 @@ func TestGroupCreateValidation(t *testing.T) {
 	grpQuiet(t, alice, bob)
 	for _, c := range []*servertest.Client{alice, bob} {
 		if all, _ := grpSessions(t, c); len(all) != 0 {
-			t.Fatalf("%s has sessions after refused creates: %s", c.User, grpJSON(all))
+			t.Fatalf("%s has sessions after refused creates: %s", c.User, servertest.JSON(all))
 		}
 	}
 	// The key of the refused create was not taken.
@@ -689,10 +574,10 @@ func TestGroupCreateValidation(t *testing.T) {
 		c.Gateway.Limits.MaxGroupSize = 3
 		c.Gateway.Limits.MaxTitle = 5
 	})
-	alice = grpDial(t, small, "alice", "laptop")
-	bob = grpDial(t, small, "bob", "laptop")
-	carol := grpDial(t, small, "carol", "laptop")
-	dave := grpDial(t, small, "dave", "laptop")
+	alice = small.DialReplayed(t, "alice", "laptop")
+	bob = small.DialReplayed(t, "bob", "laptop")
+	carol := small.DialReplayed(t, "carol", "laptop")
+	dave := small.DialReplayed(t, "dave", "laptop")
 	everyone := []*servertest.Client{alice, bob, carol, dave}
 
 	alice.RequestError(&protocol.CreateGroup{Title: "big", Members: []string{"bob", "carol", "dave"}}, protocol.CodeInvalid)
@@ -737,12 +622,12 @@ func TestGroupCreateValidation(t *testing.T) {
 // member already in writes nothing; any member may add.
 func TestGroupAdd(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
-	daveLaptop := grpDial(t, env, "dave", "laptop")
-	davePhone := grpDial(t, env, "dave", "phone")
-	outsider := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	daveLaptop := env.DialReplayed(t, "dave", "laptop")
+	davePhone := env.DialReplayed(t, "dave", "phone")
+	outsider := env.DialReplayed(t, "zoe", "laptop")
 
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
@@ -794,9 +679,9 @@ func TestGroupAdd(t *testing.T) {
 	grpWantReceipts(t, carol, conv, grpR("alice", 4, 4), grpR("bob", 5, 5), grpR("carol", 0, 0), grpR("dave", 4, 3), grpR("erin", 4, 4), grpR("gina", 4, 4))
 	grpWantPending(t, env, "erin", conv, grpRow(conv, 5, 4, 5))
 	grpWantPending(t, env, "gina", conv, grpRow(conv, 5, 4, 5))
-	erin := grpDial(t, env, "erin", "laptop")
+	erin := env.DialReplayed(t, "erin", "laptop")
 	if m := erin.ExpectMsg(conv); m != added {
-		t.Fatalf("erin replayed %s, want %s", grpJSON(m), grpJSON(added))
+		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(added))
 	}
 	grpQuiet(t, erin)
 	grpWantSession(t, erin, grpGroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
@@ -820,11 +705,11 @@ func TestGroupAdd(t *testing.T) {
 // oneself is invalid.
 func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	carolLaptop := grpDial(t, env, "carol", "laptop")
-	carolPhone := grpDial(t, env, "carol", "phone")
-	dave := grpDial(t, env, "dave", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carolLaptop := env.DialReplayed(t, "carol", "laptop")
+	carolPhone := env.DialReplayed(t, "carol", "phone")
+	dave := env.DialReplayed(t, "dave", "laptop")
 	const direct = "d:alice:carol"
 
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
@@ -862,7 +747,7 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	// Nothing changed: not her session, not the group, not the direct chat
 	// whose mark was in a refused frame.
 	if after := grpSession(t, carolPhone, conv); !reflect.DeepEqual(after, before) {
-		t.Fatalf("carol's session changed while locked out:\n got %s\nwant %s", grpJSON(after), grpJSON(before))
+		t.Fatalf("carol's session changed while locked out:\n got %s\nwant %s", servertest.JSON(after), servertest.JSON(before))
 	}
 	grpWantReceipts(t, bob, conv, grpR("alice", 4, 4), grpR("bob", 3, 3), grpR("dave", 0, 0))
 	grpWantReceipts(t, alice, direct, grpR("alice", 1, 1), grpR("carol", 0, 0))
@@ -881,7 +766,7 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	grpQuiet(t, bob) // bob's frames are handled in order: the typing is pushed by now
 	for _, c := range []*servertest.Client{alice, dave} {
 		if got := grpTake(t, c); len(got.typing) != 1 || got.typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) {
-			t.Fatalf("%s after bob's typing: %s", c.User, grpJSON(got.typing))
+			t.Fatalf("%s after bob's typing: %s", c.User, servertest.JSON(got.typing))
 		}
 	}
 	grpQuiet(t, carolLaptop, carolPhone)
@@ -912,10 +797,10 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 // message; then the leaver is locked out. Leave takes no users or title.
 func TestGroupLeave(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bobLaptop := grpDial(t, env, "bob", "laptop")
-	bobPhone := grpDial(t, env, "bob", "phone")
-	carol := grpDial(t, env, "carol", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bobLaptop := env.DialReplayed(t, "bob", "laptop")
+	bobPhone := env.DialReplayed(t, "bob", "phone")
+	carol := env.DialReplayed(t, "carol", "laptop")
 
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
@@ -959,11 +844,11 @@ func TestGroupLeave(t *testing.T) {
 // same title writes nothing; any member may rename; a bad title is invalid.
 func TestGroupRename(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bobLaptop := grpDial(t, env, "bob", "laptop")
-	bobPhone := grpDial(t, env, "bob", "phone")
-	carol := grpDial(t, env, "carol", "laptop")
-	outsider := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bobLaptop := env.DialReplayed(t, "bob", "laptop")
+	bobPhone := env.DialReplayed(t, "bob", "phone")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	outsider := env.DialReplayed(t, "zoe", "laptop")
 	everyone := []*servertest.Client{alice, bobLaptop, bobPhone, carol, outsider}
 	members := []string{"alice", "bob", "carol"}
 
@@ -1005,9 +890,9 @@ func TestGroupRename(t *testing.T) {
 // a user who was never a member is forbidden; none writes anything.
 func TestGroupOpErrors(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	zoe := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	zoe := env.DialReplayed(t, "zoe", "laptop")
 	everyone := []*servertest.Client{alice, bob, zoe}
 
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
@@ -1069,7 +954,7 @@ func TestGroupOpErrors(t *testing.T) {
 		t.Fatalf("g:nosuch exists after ops on it")
 	}
 	if all, _ := grpSessions(t, zoe); len(all) != 0 {
-		t.Fatalf("zoe has sessions: %s", grpJSON(all))
+		t.Fatalf("zoe has sessions: %s", servertest.JSON(all))
 	}
 }
 
@@ -1079,9 +964,9 @@ func TestGroupOpErrors(t *testing.T) {
 // it; the statuses of the minimum follow the current members throughout.
 func TestGroupReAddedMember(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
 	members := []string{"alice", "bob", "carol"}
 
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
@@ -1155,9 +1040,9 @@ func TestGroupReAddedMember(t *testing.T) {
 	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
 	grpWantGroup(t, g, conv, "team", members...)
 	grpWantPending(t, env, "carol", conv, grpRow(conv, 10, 9, 10))
-	carol = grpDial(t, env, "carol", "phone")
+	carol = env.DialReplayed(t, "carol", "phone")
 	if m := carol.ExpectMsg(conv); m.Seq != 10 || m.Body != "alice added carol" || m.Kind != protocol.KindSystem {
-		t.Fatalf("carol replayed %s, want seq 10 alice added carol", grpJSON(m))
+		t.Fatalf("carol replayed %s, want seq 10 alice added carol", servertest.JSON(m))
 	}
 	grpQuiet(t, carol)
 	grpWantHistory(t, carol, grpAfter(conv, 0), false, 10)
@@ -1168,9 +1053,9 @@ func TestGroupReAddedMember(t *testing.T) {
 // mark it; a refused frame changes nothing, its other marks included.
 func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	zoe := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	zoe := env.DialReplayed(t, "zoe", "laptop")
 	const direct = "d:alice:zoe"
 
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
@@ -1199,14 +1084,14 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	// Without an id, the refusal still comes back.
 	zoe.Write(grpRead(grpM(conv, 2)))
 	if e := zoe.ExpectType("error").(*protocol.ErrorFrame); e.Code != protocol.CodeForbidden || e.ID != "" {
-		t.Fatalf("read without id by a non-member: %s", grpJSON(e))
+		t.Fatalf("read without id by a non-member: %s", servertest.JSON(e))
 	}
 	grpQuiet(t, alice, bob, zoe)
 	grpWantReceipts(t, alice, conv, grpR("alice", 2, 2), grpR("bob", 0, 0))
 	grpWantReceipts(t, alice, direct, grpR("alice", 1, 1), grpR("zoe", 0, 0))
 	grpWantPending(t, env, "zoe", direct, grpRow(direct, 1, 0, 1))
 	if s := grpSession(t, zoe, direct); s.UnreadCount != 1 || s.ReadSeq != 0 {
-		t.Fatalf("zoe's direct session changed by a refused read: %s", grpJSON(s))
+		t.Fatalf("zoe's direct session changed by a refused read: %s", servertest.JSON(s))
 	}
 
 	// The same marks from a member do apply.
@@ -1222,12 +1107,12 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 // correctly throughout.
 func TestGroupTicksWaitForLastMember(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bobLaptop := grpDial(t, env, "bob", "laptop")
-	bobPhone := grpDial(t, env, "bob", "phone")
-	carol := grpDial(t, env, "carol", "laptop")
-	dave := grpDial(t, env, "dave", "laptop")
-	zoe := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bobLaptop := env.DialReplayed(t, "bob", "laptop")
+	bobPhone := env.DialReplayed(t, "bob", "phone")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	dave := env.DialReplayed(t, "dave", "laptop")
+	zoe := env.DialReplayed(t, "zoe", "laptop")
 	all := []*servertest.Client{alice, bobLaptop, bobPhone, carol, dave}
 
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "four", Members: []string{"bob", "carol", "dave"}})
@@ -1284,7 +1169,7 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 	}
 	for _, c := range all {
 		if s := grpSession(t, c, conv); s.Ticks != (protocol.Ticks{DeliveredSeq: seq, ReadSeq: seq}) {
-			t.Fatalf("%s/%s: session ticks %s, want %d/%d", c.User, c.Device, grpJSON(s.Ticks), seq, seq)
+			t.Fatalf("%s/%s: session ticks %s, want %d/%d", c.User, c.Device, servertest.JSON(s.Ticks), seq, seq)
 		}
 	}
 }
@@ -1295,11 +1180,11 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 // to its message.
 func TestGroupTicksFollowMembership(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
-	dave := grpDial(t, env, "dave", "laptop")
-	erin := grpDial(t, env, "erin", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	dave := env.DialReplayed(t, "dave", "laptop")
+	erin := env.DialReplayed(t, "erin", "laptop")
 
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
@@ -1346,8 +1231,8 @@ func TestGroupTicksFollowMembership(t *testing.T) {
 // attempt is forbidden, and the history and the pushes agree.
 func TestGroupSendRacesRemoval(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
 	const n = 30
 	for round := range 5 {
 		title := fmt.Sprintf("race %d", round)
@@ -1355,7 +1240,7 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		conv := g.Conv
 		grpWant(t, conv, grpSys(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, carol)
 
-		bob := grpDialAsync(servertest.Async{TB: t}, env, "bob", fmt.Sprintf("race%d", round))
+		bob := env.DialOnline(servertest.Async{TB: t}, "bob", fmt.Sprintf("race%d", round))
 		type answer struct {
 			id   string
 			seq  int64
@@ -1438,7 +1323,7 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		hist := grpWantHistory(t, alice, grpAfter(conv, 0), false, seqRange(1, removal.Seq)...)
 		for i := range accepted {
 			if m := hist[i+1]; m.From != "bob" || m.MsgID != answers[i].id {
-				t.Fatalf("round %d: history seq %d is %s, want bob's %s", round, m.Seq, grpJSON(m), answers[i].id)
+				t.Fatalf("round %d: history seq %d is %s, want bob's %s", round, m.Seq, servertest.JSON(m), answers[i].id)
 			}
 		}
 		// carol was pushed each of them once, in whatever order; alice
@@ -1463,12 +1348,12 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 				}
 			}
 			if len(got.msgs) != wantPushes || len(got.typing)+len(got.other) > 0 {
-				t.Fatalf("round %d: %s got %s %s", round, c.User, grpJSON(got.msgs), describeAll(got.other))
+				t.Fatalf("round %d: %s got %s %s", round, c.User, servertest.JSON(got.msgs), servertest.DescribeAll(got.other))
 			}
 		}
 		for _, m := range grpTake(t, bob).msgs {
 			if m.Conv == conv && m.Seq != 1 { // seq 1 is the replay of the create
-				t.Fatalf("round %d: bob's sending device was pushed %s", round, grpJSON(m))
+				t.Fatalf("round %d: bob's sending device was pushed %s", round, servertest.JSON(m))
 			}
 		}
 		grpWantPending(t, env, "bob", conv, nil)
@@ -1491,8 +1376,8 @@ func seqRange(from, to int64) []int64 {
 // boundaries, joining and pending row are those of its own message; seqs
 // stay gapless.
 func TestGroupConcurrentAddsAndSends(t *testing.T) {
-	env := grpStartDetached(t)
-	alice := grpDial(t, env, "alice", "laptop")
+	env := servertest.StartDetached(t, servertest.OnSQLite)
+	alice := env.DialReplayed(t, "alice", "laptop")
 	adders := []string{"alice", "bob", "dave", "erin"}
 	const perAdder, sends = 12, 24
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "busy", Members: []string{"bob", "carol", "dave", "erin"}})
@@ -1501,7 +1386,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 	done := make(chan struct{})
 	run := func(user string, adds bool) {
 		defer func() { done <- struct{}{} }()
-		c := grpDialAsync(servertest.Async{TB: t}, env, user, "racer")
+		c := env.DialOnline(servertest.Async{TB: t}, user, "racer")
 		if !adds {
 			for i := range sends {
 				f := c.Request(&protocol.Send{Conv: conv, MsgID: fmt.Sprintf("c%02d", i), Body: "busy", ClientTS: 1})
@@ -1543,7 +1428,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 		}
 		var actor, user string
 		if _, err := fmt.Sscanf(m.Body, "%s added %s", &actor, &user); err != nil || m.From != actor || added[user] != 0 {
-			t.Fatalf("message %s: want one \"<actor> added <user>\" per user", grpJSON(m))
+			t.Fatalf("message %s: want one \"<actor> added <user>\" per user", servertest.JSON(m))
 		}
 		added[user] = m.Seq
 	}
@@ -1580,14 +1465,14 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 // group, one message.
 func TestGroupConcurrentCreateWithKey(t *testing.T) {
 	env := servertest.Start(t)
-	bob := grpDial(t, env, "bob", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
 	const n = 8
 	convs := make(chan string, n)
 	for i := range n {
 		go func() {
 			answer := ""
 			defer func() { convs <- answer }() // also when a fatal failure ends the goroutine
-			c := grpDialAsync(servertest.Async{TB: t}, env, "alice", fmt.Sprintf("d%d", i))
+			c := env.DialOnline(servertest.Async{TB: t}, "alice", fmt.Sprintf("d%d", i))
 			f := c.Request(&protocol.CreateGroup{Title: "once", Members: []string{"bob"}, Key: "retry-me"})
 			if g, ok := f.(*protocol.Group); ok {
 				answer = g.Conv
@@ -1604,11 +1489,11 @@ func TestGroupConcurrentCreateWithKey(t *testing.T) {
 	}
 	got := grpTake(t, bob)
 	if len(got.msgs) != 1 || got.msgs[0].Conv != first || got.msgs[0].Seq != 1 {
-		t.Fatalf("bob got %s, want the one create message", grpJSON(got.msgs))
+		t.Fatalf("bob got %s, want the one create message", servertest.JSON(got.msgs))
 	}
 	grpWantHistory(t, bob, grpAfter(first, 0), false, 1)
 	if all, _ := grpSessions(t, bob); len(all) != 1 {
-		t.Fatalf("bob has %d sessions, want 1: %s", len(all), grpJSON(all))
+		t.Fatalf("bob has %d sessions, want 1: %s", len(all), servertest.JSON(all))
 	}
 }
 
@@ -1627,12 +1512,12 @@ func TestGroupColdStartConcurrentSends(t *testing.T) {
 
 func grpColdStartSends(t *testing.T, n int) {
 	t.Helper()
-	env := grpStartDetached(t)
+	env := servertest.StartDetached(t, servertest.OnSQLite)
 	var users []string
 	clients := make([]*servertest.Client, n)
 	for i := range clients {
 		users = append(users, fmt.Sprintf("u%02d", i))
-		clients[i] = grpDial(t, env, users[i], "laptop")
+		clients[i] = env.DialReplayed(t, users[i], "laptop")
 	}
 	g := grpCreate(t, clients[0], protocol.CreateGroup{Title: "cold", Members: users[1:]})
 	for i, c := range clients {

@@ -23,17 +23,6 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// pendDial connects user/device and makes one round trip, so that the
-// device is registered (online) when it returns: the welcome is written
-// before the server registers the device, an answer to a later request is
-// not. Frames already received stay for Expect.
-func pendDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := env.Dial(t, user, device)
-	c.Request(&protocol.History{Conv: "-"})
-	return c
-}
-
 // pendRows returns user's pending rows by conversation.
 func pendRows(t *testing.T, st store.Store, user string) map[string]store.PendingDelivery {
 	t.Helper()
@@ -255,7 +244,7 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 	env := servertest.Start(t)
 	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
 	for k := 1; k <= 3; k++ {
 		alice.Send(rcptAB, "m"+strconv.Itoa(k), pendBody("alice", k))
 	}
@@ -279,7 +268,7 @@ func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 
 	// The store holds no pending row any more, and replay reads only those:
 	// the next connection is pushed nothing.
-	bob = pendDial(t, env, "bob", "phone")
+	bob = env.DialOnline(t, "bob", "phone")
 	bob.ExpectNone("msg after every message was delivered", pendIsMsg)
 }
 
@@ -288,8 +277,8 @@ func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 func TestPushedButNeverAcknowledged(t *testing.T) {
 	env := servertest.Start(t)
 	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
-	bob := pendDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "phone")
 
 	sent := alice.Send(rcptAB, "m1", "are you there?")
 	pushed := bob.ExpectMsg(rcptAB)
@@ -320,9 +309,9 @@ func TestPushedButNeverAcknowledged(t *testing.T) {
 func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 	env := servertest.Start(t)
 	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
-	bobLaptop := pendDial(t, env, "bob", "laptop")
-	bobPhone := pendDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 
 	alice.Send(rcptAB, "m1", "first")
 	alice.Send(rcptAB, "m2", "second")
@@ -352,7 +341,7 @@ func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 	env := servertest.Start(t)
 	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
 	for k := 1; k <= 5; k++ {
 		alice.Send(rcptAB, "m"+strconv.Itoa(k), pendBody("alice", k))
 	}
@@ -388,9 +377,9 @@ func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	env := servertest.Start(t)
 	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
-	carol := pendDial(t, env, "carol", "laptop")
-	bob := pendDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	bob := env.DialOnline(t, "bob", "phone")
 
 	const convBC = "d:bob:carol"
 	for k := 1; k <= 5; k++ {
@@ -433,9 +422,9 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 		c.Gateway.RateLimit = rate.Inf // alice sends thousands of frames quickly
 	})
 	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
-	carol := pendDial(t, env, "carol", "laptop")
-	dave := pendDial(t, env, "dave", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	dave := env.DialOnline(t, "dave", "laptop")
 
 	// Bob on a bare WebSocket: hello, one round trip to know he is
 	// registered, then never another read. A small receive buffer makes
@@ -537,7 +526,7 @@ func TestReplayWithLiveTrafficIsOrderedAndExactlyOnce(t *testing.T) {
 		c.Gateway.RateLimit = rate.Inf
 	})
 	const backlog, live = 400, 60
-	alice := pendDial(t, env, "alice", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
 	for i := 1; i <= backlog; i++ {
 		alice.Send(rcptAB, "old"+strconv.Itoa(i), "backlog")
 	}
@@ -548,7 +537,7 @@ func TestReplayWithLiveTrafficIsOrderedAndExactlyOnce(t *testing.T) {
 			alice.Write(&protocol.Send{Ref: protocol.Ref{ID: "live" + strconv.Itoa(i)}, Conv: rcptAB, MsgID: "new" + strconv.Itoa(i), Body: "live"})
 		}
 	}()
-	bob := pendDial(t, env, "bob", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	for want := int64(1); want <= backlog+live; want++ {
 		if m := bob.ExpectMsg(rcptAB); m.Seq != want {
 			t.Fatalf("bob got seq %d, want %d: out of order or twice", m.Seq, want)

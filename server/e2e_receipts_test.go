@@ -14,17 +14,6 @@ import (
 
 const rcptAB = "d:alice:bob"
 
-// rcptDial connects user/device and makes one round trip, so that the
-// device is registered for pushes when it returns (the welcome is written
-// before the server registers the device; an answer to a later request is
-// not).
-func rcptDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := env.Dial(t, user, device)
-	c.Request(&protocol.History{Conv: "-"}) // any answer proves the read loop runs
-	return c
-}
-
 // rcptSendN sends n messages from c in conv and returns the last seq; every
 // client in others must receive them.
 func rcptSendN(t *testing.T, c *servertest.Client, conv string, n int, others ...*servertest.Client) int64 {
@@ -128,8 +117,8 @@ func rcptRead(conv string, seq int64) *protocol.Read {
 // with nothing at all.
 func TestMarkAnsweredOnlyWithID(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	rcptSendN(t, alice, rcptAB, 4, bob)
 
 	rcptOK(t, bob, &protocol.Delivered{Ref: protocol.Ref{ID: "d-1"}, Marks: []protocol.Mark{{Conv: rcptAB, Seq: 1}}})
@@ -153,11 +142,11 @@ func TestMarkAnsweredOnlyWithID(t *testing.T) {
 // of both members, the marking connection included, and to nobody else.
 func TestStatusReachesEveryDeviceOfBothMembers(t *testing.T) {
 	env := servertest.Start(t)
-	aliceLaptop := rcptDial(t, env, "alice", "laptop")
-	alicePhone := rcptDial(t, env, "alice", "phone")
-	bobLaptop := rcptDial(t, env, "bob", "laptop")
-	bobPhone := rcptDial(t, env, "bob", "phone")
-	carol := rcptDial(t, env, "carol", "laptop")
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
+	carol := env.DialOnline(t, "carol", "laptop")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
 	rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
@@ -183,10 +172,10 @@ func TestStatusReachesEveryDeviceOfBothMembers(t *testing.T) {
 // conversations only those whose minimum rose get a status.
 func TestStatusOnlyOnRise(t *testing.T) {
 	env := servertest.Start(t)
-	aliceLaptop := rcptDial(t, env, "alice", "laptop")
-	alicePhone := rcptDial(t, env, "alice", "phone")
-	bobLaptop := rcptDial(t, env, "bob", "laptop")
-	bobPhone := rcptDial(t, env, "bob", "phone")
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
 	rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
@@ -239,9 +228,9 @@ func TestStatusOnlyOnRise(t *testing.T) {
 // delivered.
 func TestMarkBoundaries(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
-	carol := rcptDial(t, env, "carol", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
 
 	rcptSendN(t, alice, rcptAB, 3, bob)
 	rcptWant(t, alice, rcptAB, "alice", 3, 3) // sending implies reading
@@ -282,10 +271,10 @@ func TestMarkBoundaries(t *testing.T) {
 // message, so the other side sees its earlier messages read.
 func TestReplyIsImplicitRead(t *testing.T) {
 	env := servertest.Start(t)
-	aliceLaptop := rcptDial(t, env, "alice", "laptop")
-	alicePhone := rcptDial(t, env, "alice", "phone")
-	bobLaptop := rcptDial(t, env, "bob", "laptop")
-	bobPhone := rcptDial(t, env, "bob", "phone")
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
 	last := rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
@@ -320,9 +309,9 @@ func TestReplyIsImplicitRead(t *testing.T) {
 // may ask, about a valid conversation id.
 func TestReceiptsRequest(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
-	carol := rcptDial(t, env, "carol", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
 
 	check := func(who *servertest.Client, want map[string][2]int64) {
 		t.Helper()
@@ -360,9 +349,9 @@ func TestReceiptsRequest(t *testing.T) {
 // whole: its valid marks are not applied either, and no status is pushed.
 func TestMarkForbiddenConvChangesNothing(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
-	carol := rcptDial(t, env, "carol", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
 	rcptSendN(t, alice, rcptAB, 3, bob)
 	rcptSendN(t, alice, "d:alice:carol", 2, carol)
 
@@ -386,8 +375,8 @@ func TestMarkForbiddenConvChangesNothing(t *testing.T) {
 // Mark frames that fail validation are refused and change nothing.
 func TestMarkValidation(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	rcptSendN(t, alice, rcptAB, 2, bob)
 
 	for _, typ := range []string{"delivered", "read"} {

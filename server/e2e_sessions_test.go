@@ -59,16 +59,6 @@ func sessStart(t *testing.T, options ...func(*server.Config)) (*servertest.Env, 
 	return servertest.Start(t, opts...), clk
 }
 
-// sessDial connects user/device and makes one round trip, so that the
-// device is registered for pushes when it returns (the welcome is written
-// before the server registers the device).
-func sessDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := env.Dial(t, user, device)
-	c.Request(&protocol.History{Conv: "-"})
-	return c
-}
-
 // sessSend sends one message from c in conv and requires every client in
 // others to receive exactly it. It returns the message object as stored.
 func sessSend(t *testing.T, c *servertest.Client, conv string, others ...*servertest.Client) protocol.Message {
@@ -213,21 +203,13 @@ func sessNoSync(t *testing.T, clients ...*servertest.Client) {
 	}
 }
 
-func sessJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%+v", v)
-	}
-	return string(b)
-}
-
 // sessSame requires got to equal want in every field but the timestamps.
 func sessSame(t *testing.T, what string, got, want protocol.Session) {
 	t.Helper()
 	g, w := got, want
 	g.ActiveTS, g.WriteTS, w.ActiveTS, w.WriteTS = 0, 0, 0, 0
 	if !reflect.DeepEqual(g, w) {
-		t.Fatalf("%s:\n got %s\nwant %s", what, sessJSON(got), sessJSON(want))
+		t.Fatalf("%s:\n got %s\nwant %s", what, servertest.JSON(got), servertest.JSON(want))
 	}
 }
 
@@ -235,7 +217,7 @@ func sessSame(t *testing.T, what string, got, want protocol.Session) {
 func sessIdentical(t *testing.T, what string, got, want protocol.Session) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s:\n got %s\nwant %s", what, sessJSON(got), sessJSON(want))
+		t.Fatalf("%s:\n got %s\nwant %s", what, servertest.JSON(got), servertest.JSON(want))
 	}
 }
 
@@ -270,10 +252,10 @@ func sessCheckTotal(t *testing.T, c *servertest.Client, subBiz string, want int6
 	}
 	if page.TotalUnread != sum {
 		t.Fatalf("%s list %q: total_unread %d, but the unmuted, undeleted sessions sum to %d: %s",
-			c.User, subBiz, page.TotalUnread, sum, sessJSON(page.Sessions))
+			c.User, subBiz, page.TotalUnread, sum, servertest.JSON(page.Sessions))
 	}
 	if want >= 0 && page.TotalUnread != want {
-		t.Fatalf("%s list %q: total_unread %d, want %d: %s", c.User, subBiz, page.TotalUnread, want, sessJSON(page.Sessions))
+		t.Fatalf("%s list %q: total_unread %d, want %d: %s", c.User, subBiz, page.TotalUnread, want, servertest.JSON(page.Sessions))
 	}
 	return all
 }
@@ -283,10 +265,10 @@ func sessCheckTotal(t *testing.T, c *servertest.Client, subBiz string, want int6
 // device of the user (the acting one included) and to nobody else.
 func TestSessionOpsTable(t *testing.T) {
 	env, clk := sessStart(t)
-	aliceLaptop := sessDial(t, env, "alice", "laptop")
-	alicePhone := sessDial(t, env, "alice", "phone")
-	bobLaptop := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	bobs := []*servertest.Client{bobLaptop, bobPhone}
 	alices := []*servertest.Client{aliceLaptop, alicePhone}
 
@@ -357,9 +339,9 @@ func TestSessionOpsTable(t *testing.T) {
 // it is, moves no timestamp and nudges nobody.
 func TestSessionOpNoChange(t *testing.T) {
 	env, clk := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bobLaptop := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{alice, bobLaptop, bobPhone}
 	sessSend(t, alice, sessAB, bobLaptop, bobPhone)
 	sessSend(t, alice, sessAB, bobLaptop, bobPhone)
@@ -406,7 +388,7 @@ func TestSessionOpNoChange(t *testing.T) {
 		sessIdentical(t, what, got, before)
 		sessNoSync(t, all...)
 		if page := sessSync(t, bobLaptop, protocol.Sync{Since: before.ActiveTS}); len(page.Sessions) != 0 {
-			t.Fatalf("%s: sync since the session's active_ts returned %s", what, sessJSON(page.Sessions))
+			t.Fatalf("%s: sync since the session's active_ts returned %s", what, servertest.JSON(page.Sessions))
 		}
 	}
 }
@@ -421,9 +403,9 @@ func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
 	if err := env.Server.Store().SetAccount(context.Background(), "news", "promotions", ""); err != nil {
 		t.Fatal(err)
 	}
-	alice := sessDial(t, env, "alice", "laptop")
-	news := sessDial(t, env, "news", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	news := env.DialOnline(t, "news", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	sessSend(t, alice, sessAB, bob)
 	sessSend(t, news, "d:bob:news", bob)
 
@@ -435,7 +417,7 @@ func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
 		what := fmt.Sprintf("set_category %q on %s whose category is already %q", c.category, c.conv, c.category)
 		got := sessOp(t, bob, protocol.SessionOp{Conv: c.conv, Op: "set_category", Category: c.category})
 		if !reflect.DeepEqual(got, before) {
-			t.Errorf("%s moved a timestamp:\n got %s\nwant %s", what, sessJSON(got), sessJSON(before))
+			t.Errorf("%s moved a timestamp:\n got %s\nwant %s", what, servertest.JSON(got), servertest.JSON(before))
 		}
 		for _, f := range bob.Barrier() {
 			if sessIsSync(f) {
@@ -454,9 +436,9 @@ func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
 // not_found; none of them changes anything or nudges anyone.
 func TestSessionOpErrors(t *testing.T) {
 	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
 	sessSend(t, alice, sessAB, bob)
 	sessSend(t, carol, "d:carol:dave")
 	_, page := sessAll(t, bob, "")
@@ -484,7 +466,7 @@ func TestSessionOpErrors(t *testing.T) {
 	}
 	sessNoSync(t, alice, bob, carol)
 	if page := sessSync(t, bob, protocol.Sync{Since: cursor}); len(page.Sessions) != 0 {
-		t.Fatalf("refused ops changed bob's sessions: %s", sessJSON(page.Sessions))
+		t.Fatalf("refused ops changed bob's sessions: %s", servertest.JSON(page.Sessions))
 	}
 	if got, _ := sessAll(t, bob, ""); len(got) != 1 {
 		t.Fatalf("bob's sessions after refused ops: %v, want only %s", sessConvs(got), sessAB)
@@ -492,7 +474,7 @@ func TestSessionOpErrors(t *testing.T) {
 	// The refused gateway op created no gateway either (checked above: one
 	// session); and carol's session of her chat is untouched.
 	if s := sessGet(t, carol, "", "d:carol:dave"); s.Priority != 0 || s.Deleted {
-		t.Fatalf("carol's session changed by bob's refused ops: %s", sessJSON(s))
+		t.Fatalf("carol's session changed by bob's refused ops: %s", servertest.JSON(s))
 	}
 }
 
@@ -500,9 +482,9 @@ func TestSessionOpErrors(t *testing.T) {
 // session (and only the caller's).
 func TestSessionOpCreatesSession(t *testing.T) {
 	env, _ := sessStart(t)
-	bobLaptop := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
-	carol := sessDial(t, env, "carol", "laptop")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
+	carol := env.DialOnline(t, "carol", "laptop")
 
 	got := sessOp(t, bobPhone, protocol.SessionOp{Conv: "d:bob:carol", Op: "pin"})
 	sessSame(t, "pin of a chat with no message", got, protocol.Session{
@@ -534,7 +516,7 @@ func TestSessionOpCreatesSession(t *testing.T) {
 	want.WriteSeq, want.UnreadCount, want.LastMsg = 1, 1, &m
 	sessSame(t, "pinned session after the first message", after, want)
 	if after.Priority != 1 {
-		t.Fatalf("the first message unpinned the session: %s", sessJSON(after))
+		t.Fatalf("the first message unpinned the session: %s", servertest.JSON(after))
 	}
 	sessNoSync(t, bobLaptop, bobPhone, carol)
 }
@@ -544,10 +526,10 @@ func TestSessionOpCreatesSession(t *testing.T) {
 // it is an implicit read that also clears marked_unread.
 func TestSessionNewMessage(t *testing.T) {
 	env, _ := sessStart(t)
-	aliceLaptop := sessDial(t, env, "alice", "laptop")
-	alicePhone := sessDial(t, env, "alice", "phone")
-	bobLaptop := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
 	m1 := sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
@@ -592,11 +574,11 @@ func TestSessionNewMessage(t *testing.T) {
 	sessNoSync(t, all...)
 	bob3 := sessGet(t, bobLaptop, "", sessAB)
 	if bob3.ReadSeq != 3 || bob3.UnreadCount != 0 || bob3.WriteSeq != 3 || *bob3.LastMsg != m3 {
-		t.Fatalf("bob after replying: %s; want read_seq 3, unread 0, last_msg seq 3", sessJSON(bob3))
+		t.Fatalf("bob after replying: %s; want read_seq 3, unread 0, last_msg seq 3", servertest.JSON(bob3))
 	}
 	alice3 := sessGet(t, aliceLaptop, "", sessAB)
 	if alice3.ReadSeq != 2 || alice3.UnreadCount != 1 || alice3.WriteSeq != 3 || *alice3.LastMsg != m3 {
-		t.Fatalf("alice after bob's reply: %s; want read_seq 2, unread 1, last_msg seq 3", sessJSON(alice3))
+		t.Fatalf("alice after bob's reply: %s; want read_seq 2, unread 1, last_msg seq 3", servertest.JSON(alice3))
 	}
 	if alice3.Title != "bob" || bob3.Title != "alice" {
 		t.Fatalf("titles: alice's %q, bob's %q; want the peer's id", alice3.Title, bob3.Title)
@@ -712,7 +694,7 @@ func sessCheckKeys(t *testing.T, where string, obj map[string]any, kinds map[str
 // included, both in an op's answer and in a sync.
 func TestSessionJSONHasEveryField(t *testing.T) {
 	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
 	bob := sessRawDial(t, env, "bob", "raw")
 
 	// A session with every value zero but active_ts: created by an unpin.
@@ -778,10 +760,10 @@ func TestSessionJSONHasEveryField(t *testing.T) {
 // with has_more and cursor, and since returns only later changes.
 func TestSessionSyncOrderAndPaging(t *testing.T) {
 	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
-	dave := sessDial(t, env, "dave", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	dave := env.DialOnline(t, "dave", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 
 	sessSend(t, alice, sessAB, bob)
 	sessSend(t, carol, "d:bob:carol", bob)
@@ -801,7 +783,7 @@ func TestSessionSyncOrderAndPaging(t *testing.T) {
 		t.Fatalf("sync order %v, want %v (ascending active_ts)", order, want)
 	}
 	if !full.Sessions[1].Deleted {
-		t.Fatalf("the deleted session is listed as %s", sessJSON(full.Sessions[1]))
+		t.Fatalf("the deleted session is listed as %s", servertest.JSON(full.Sessions[1]))
 	}
 	if full.HasMore || full.TotalUnread != 3 {
 		t.Fatalf("full sync: has_more %v total_unread %d, want false, 3", full.HasMore, full.TotalUnread)
@@ -831,29 +813,29 @@ func TestSessionSyncOrderAndPaging(t *testing.T) {
 			}
 		}
 		if !reflect.DeepEqual(got, full.Sessions) {
-			t.Fatalf("limit %d: pages give\n%s\nwant\n%s", limit, sessJSON(got), sessJSON(full.Sessions))
+			t.Fatalf("limit %d: pages give\n%s\nwant\n%s", limit, servertest.JSON(got), servertest.JSON(full.Sessions))
 		}
 	}
 
 	// since: only what changed after it.
 	mid := full.Sessions[1].ActiveTS
 	if p := sessSync(t, bob, protocol.Sync{Since: mid}); !reflect.DeepEqual(p.Sessions, full.Sessions[2:]) {
-		t.Fatalf("since %d: %s, want the last two of the full list", mid, sessJSON(p.Sessions))
+		t.Fatalf("since %d: %s, want the last two of the full list", mid, servertest.JSON(p.Sessions))
 	}
 	cursor := full.Cursor
 	if p := sessSync(t, bob, protocol.Sync{Since: cursor}); len(p.Sessions) != 0 || p.HasMore || p.Cursor != cursor {
-		t.Fatalf("since the cursor with no change: %s cursor %d has_more %v", sessJSON(p.Sessions), p.Cursor, p.HasMore)
+		t.Fatalf("since the cursor with no change: %s cursor %d has_more %v", servertest.JSON(p.Sessions), p.Cursor, p.HasMore)
 	}
 	muted := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:erin", Op: "mute"})
 	p := sessSync(t, bob, protocol.Sync{Since: cursor})
 	if len(p.Sessions) != 1 || !reflect.DeepEqual(p.Sessions[0], muted) || p.Cursor != muted.ActiveTS {
-		t.Fatalf("since %d after a mute: %s cursor %d, want only %s", cursor, sessJSON(p.Sessions), p.Cursor, sessJSON(muted))
+		t.Fatalf("since %d after a mute: %s cursor %d, want only %s", cursor, servertest.JSON(p.Sessions), p.Cursor, servertest.JSON(muted))
 	}
 	cursor = p.Cursor
 	m := sessSend(t, alice, sessAB, bob)
 	p = sessSync(t, bob, protocol.Sync{Since: cursor})
 	if len(p.Sessions) != 1 || p.Sessions[0].Conv != sessAB || *p.Sessions[0].LastMsg != m {
-		t.Fatalf("since %d after a message: %s, want only %s", cursor, sessJSON(p.Sessions), sessAB)
+		t.Fatalf("since %d after a message: %s, want only %s", cursor, servertest.JSON(p.Sessions), sessAB)
 	}
 	// A sync is per user: alice sees only her session.
 	if a, _ := sessAll(t, alice, ""); !slices.Equal(sessConvs(a), []string{sessAB}) {
@@ -875,7 +857,7 @@ func TestSessionSyncLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bob := sessDial(t, env, "bob", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 
 	check := func(q protocol.Sync, want int, more bool) *protocol.Sessions {
 		t.Helper()
@@ -920,13 +902,13 @@ func TestSessionSyncLimits(t *testing.T) {
 // the receipts moved its session's active_ts (not write_ts).
 func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
 	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	sessSend(t, alice, sessAB, bob)
 	m2 := sessSend(t, alice, sessAB, bob)
 	page := sessSync(t, alice, protocol.Sync{})
 	if len(page.Sessions) != 1 {
-		t.Fatalf("alice's sessions: %s", sessJSON(page.Sessions))
+		t.Fatalf("alice's sessions: %s", servertest.JSON(page.Sessions))
 	}
 	s0 := page.Sessions[0]
 	if s0.Ticks != (protocol.Ticks{}) {
@@ -936,10 +918,10 @@ func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
 
 	learn := func(since int64, before protocol.Session, want protocol.Ticks) protocol.Session {
 		t.Helper()
-		again := sessDial(t, env, "alice", "laptop")
+		again := env.DialOnline(t, "alice", "laptop")
 		p := sessSync(t, again, protocol.Sync{Since: since})
 		if len(p.Sessions) != 1 {
-			t.Fatalf("alice's sync since %d after reconnecting: %s, want her session of %s", since, sessJSON(p.Sessions), sessAB)
+			t.Fatalf("alice's sync since %d after reconnecting: %s, want her session of %s", since, servertest.JSON(p.Sessions), sessAB)
 		}
 		got := p.Sessions[0]
 		w := before
@@ -959,7 +941,7 @@ func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
 	sessRead(t, bob, sessAB, m2.Seq)
 	s2 := learn(s1.ActiveTS, s1, protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2})
 	if tick := protocol.TickOf(m2.Seq, s2.Ticks); tick != protocol.TickRead || s2.WriteTS != s0.WriteTS {
-		t.Fatalf("after bob read: %s shows message %d as %s; want read, write_ts %d", sessJSON(s2), m2.Seq, tick, s0.WriteTS)
+		t.Fatalf("after bob read: %s shows message %d as %s; want read, write_ts %d", servertest.JSON(s2), m2.Seq, tick, s0.WriteTS)
 	}
 }
 
@@ -967,9 +949,9 @@ func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
 // brings the session back.
 func TestSessionDeletedComesBack(t *testing.T) {
 	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
 	sessSend(t, alice, sessAB, bob)
 	sessSend(t, alice, sessAB, bob)
 	sessSend(t, carol, "d:bob:carol", bob)
@@ -983,7 +965,7 @@ func TestSessionDeletedComesBack(t *testing.T) {
 	sessMoved(t, "delete", before, del, true, false)
 	all := sessCheckTotal(t, bob, "", 1)
 	if !all[sessAB].Deleted {
-		t.Fatalf("sync does not list the deleted session as deleted: %s", sessJSON(all[sessAB]))
+		t.Fatalf("sync does not list the deleted session as deleted: %s", servertest.JSON(all[sessAB]))
 	}
 	// A soft delete is not a read receipt: alice's ticks stay.
 	alice.ExpectNone("status", func(f protocol.Frame) bool { return f.FrameType() == "status" })
@@ -1010,8 +992,8 @@ func TestSessionDeletedComesBack(t *testing.T) {
 // total_unread, and is cleared by the next read, send or mute.
 func TestSessionMarkUnread(t *testing.T) {
 	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	for range 3 {
 		sessSend(t, alice, sessAB, bob)
 	}
@@ -1045,7 +1027,7 @@ func TestSessionMarkUnread(t *testing.T) {
 	// Cleared by a read, even one that moves read_seq nowhere.
 	m := markUnread()
 	if m.ReadSeq != 1 || m.UnreadCount != 2 {
-		t.Fatalf("mark_unread moved read_seq/unread: %s", sessJSON(m))
+		t.Fatalf("mark_unread moved read_seq/unread: %s", servertest.JSON(m))
 	}
 	sessRead(t, bob, sessAB, 1)
 	after := sessGet(t, bob, "", sessAB)
@@ -1075,7 +1057,7 @@ func TestSessionMarkUnread(t *testing.T) {
 	// Cleared by a mute; on a fully read session it leaves read_seq alone.
 	m = markUnread()
 	if m.ReadSeq != 4 || m.UnreadCount != 0 {
-		t.Fatalf("mark_unread of a read session: %s", sessJSON(m))
+		t.Fatalf("mark_unread of a read session: %s", servertest.JSON(m))
 	}
 	after = sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mute"})
 	want.Muted = true
@@ -1087,9 +1069,9 @@ func TestSessionMarkUnread(t *testing.T) {
 // the session out until then and counts it again after.
 func TestSessionMuteUntilExpires(t *testing.T) {
 	env, clk := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	sessSend(t, alice, sessAB, bob)
 	sessSend(t, alice, sessAB, bob)
 	sessSend(t, carol, "d:bob:carol", bob)
@@ -1098,7 +1080,7 @@ func TestSessionMuteUntilExpires(t *testing.T) {
 	until := clk.Ms() + sessHour
 	muted := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mute", Until: until})
 	if !muted.Muted || muted.MuteUntil != until {
-		t.Fatalf("mute until %d: %s", until, sessJSON(muted))
+		t.Fatalf("mute until %d: %s", until, servertest.JSON(muted))
 	}
 	sessExpectSync(t, muted.ActiveTS, bob)
 	sessCheckTotal(t, bob, "", 1)
@@ -1110,7 +1092,7 @@ func TestSessionMuteUntilExpires(t *testing.T) {
 	clk.Advance(2 * time.Millisecond) // past the end
 	p := sessSync(t, bob, protocol.Sync{Since: muted.ActiveTS})
 	if len(p.Sessions) != 1 || p.Sessions[0].Conv != sessAB {
-		t.Fatalf("sync after the mute ended: %s, want the session of %s (its mute ended: a change)", sessJSON(p.Sessions), sessAB)
+		t.Fatalf("sync after the mute ended: %s, want the session of %s (its mute ended: a change)", servertest.JSON(p.Sessions), sessAB)
 	}
 	ended := p.Sessions[0]
 	want := muted
@@ -1140,11 +1122,11 @@ func TestSessionSubBizGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	const gw, shopConv, shop2Conv = "biz:shopbiz", "d:bob:shop", "d:bob:shop2"
-	alice := sessDial(t, env, "alice", "laptop")
-	shop := sessDial(t, env, "shop", "laptop")
-	shop2 := sessDial(t, env, "shop2", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	shop := env.DialOnline(t, "shop", "laptop")
+	shop2 := env.DialOnline(t, "shop2", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 
 	sessSend(t, alice, sessAB, bob, bobPhone)
 	sessSend(t, shop, shopConv, bob, bobPhone)
@@ -1156,7 +1138,7 @@ func TestSessionSubBizGateway(t *testing.T) {
 		main := sessCheckTotal(t, bob, "", mainTotal)
 		for _, conv := range []string{shopConv, shop2Conv} {
 			if s, ok := main[conv]; ok {
-				t.Fatalf("the main list holds the sub-business member %s", sessJSON(s))
+				t.Fatalf("the main list holds the sub-business member %s", servertest.JSON(s))
 			}
 		}
 		g, ok := main[gw]
@@ -1164,7 +1146,7 @@ func TestSessionSubBizGateway(t *testing.T) {
 			t.Fatalf("the main list has no gateway %s: %v", gw, sessConvs(main))
 		}
 		if g.Kind != "biz" || g.SubBiz != "" || g.Deleted || g.UnreadCount != wantUnread || g.LastMsg == nil || *g.LastMsg != wantLast {
-			t.Fatalf("gateway %s, want kind biz, unread %d, last_msg %+v", sessJSON(g), wantUnread, wantLast)
+			t.Fatalf("gateway %s, want kind biz, unread %d, last_msg %+v", servertest.JSON(g), wantUnread, wantLast)
 		}
 		nested := sessCheckTotal(t, bob, "shopbiz", wantUnread)
 		var sum int64
@@ -1193,7 +1175,7 @@ func TestSessionSubBizGateway(t *testing.T) {
 	g3p := gateway(4, s3, 5)
 	sessMoved(t, "gateway on a member's pin", g3, g3p, true, true)
 	if pinned.Priority != 1 || g3p.Priority != 0 {
-		t.Fatalf("pin of a member: member %s, gateway %s", sessJSON(pinned), sessJSON(g3p))
+		t.Fatalf("pin of a member: member %s, gateway %s", servertest.JSON(pinned), servertest.JSON(g3p))
 	}
 	g3 = g3p
 
@@ -1219,7 +1201,7 @@ func TestSessionSubBizGateway(t *testing.T) {
 	sessMoved(t, "gateway on a member read", g3, g4, true, false)
 	read := sessGet(t, bob, "shopbiz", shopConv)
 	if read.UnreadCount != 0 || read.ReadSeq != 3 {
-		t.Fatalf("member after the read: %s", sessJSON(read))
+		t.Fatalf("member after the read: %s", servertest.JSON(read))
 	}
 	sessExpectSync(t, max(g4.ActiveTS, read.ActiveTS), bob, bobPhone)
 	sessNoSync(t, shop, shop2, alice)
@@ -1228,7 +1210,7 @@ func TestSessionSubBizGateway(t *testing.T) {
 	// takes its unread out of the main total.
 	gm := sessOp(t, bob, protocol.SessionOp{Conv: gw, Op: "mute"})
 	if !gm.Muted || gm.UnreadCount != 1 {
-		t.Fatalf("muted gateway: %s", sessJSON(gm))
+		t.Fatalf("muted gateway: %s", servertest.JSON(gm))
 	}
 	sessExpectSync(t, gm.ActiveTS, bob, bobPhone)
 	sessCheckTotal(t, bob, "", 1)
@@ -1241,7 +1223,7 @@ func TestSessionSubBizGateway(t *testing.T) {
 		t.Fatalf("shop's main list %v, want only %s", got, shopConv)
 	}
 	if s := shopMain[shopConv]; s.SubBiz != "" || s.Category != "" || s.Title != "bob" {
-		t.Fatalf("shop's own session is filed: %s", sessJSON(s))
+		t.Fatalf("shop's own session is filed: %s", servertest.JSON(s))
 	}
 	if n, _ := sessAll(t, shop, "shopbiz"); len(n) != 0 {
 		t.Fatalf("shop's nested list: %v", sessConvs(n))
@@ -1255,27 +1237,27 @@ func TestSessionAccountCategory(t *testing.T) {
 	if err := env.Server.Store().SetAccount(context.Background(), "news", "promotions", ""); err != nil {
 		t.Fatal(err)
 	}
-	news := sessDial(t, env, "news", "laptop")
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	news := env.DialOnline(t, "news", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	sessSend(t, news, "d:bob:news", bob)
 	sessSend(t, alice, sessAB, bob)
 
 	main := sessCheckTotal(t, bob, "", 2)
 	if s := main["d:bob:news"]; s.Category != "promotions" || s.SubBiz != "" {
-		t.Fatalf("bob's session with news: %s, want category promotions in the main list", sessJSON(s))
+		t.Fatalf("bob's session with news: %s, want category promotions in the main list", servertest.JSON(s))
 	}
 	if s := main[sessAB]; s.Category != "" {
-		t.Fatalf("bob's session with alice is filed: %s", sessJSON(s))
+		t.Fatalf("bob's session with alice is filed: %s", servertest.JSON(s))
 	}
 	if s := sessGet(t, news, "", "d:bob:news"); s.Category != "" {
-		t.Fatalf("news's own session is filed: %s", sessJSON(s))
+		t.Fatalf("news's own session is filed: %s", servertest.JSON(s))
 	}
 
 	for _, cat := range []string{"", "work"} {
 		got := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:news", Op: "set_category", Category: cat})
 		if got.Category != cat {
-			t.Fatalf("set_category %q: %s", cat, sessJSON(got))
+			t.Fatalf("set_category %q: %s", cat, servertest.JSON(got))
 		}
 		sessExpectSync(t, got.ActiveTS, bob)
 		// The account's category does not come back with new messages.
@@ -1294,11 +1276,11 @@ func TestSessionTotalUnread(t *testing.T) {
 	if err := env.Server.Store().SetAccount(context.Background(), "shop", "", "shopbiz"); err != nil {
 		t.Fatal(err)
 	}
-	alice := sessDial(t, env, "alice", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
-	dave := sessDial(t, env, "dave", "laptop")
-	shop := sessDial(t, env, "shop", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	dave := env.DialOnline(t, "dave", "laptop")
+	shop := env.DialOnline(t, "shop", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	const ac, bc, bd, bs, gw = sessAB, "d:bob:carol", "d:bob:dave", "d:bob:shop", "biz:shopbiz"
 
 	send := func(c *servertest.Client, conv string, n int) {
@@ -1366,13 +1348,13 @@ func TestSessionTotalUnread(t *testing.T) {
 // yet (the read clamps to 0 but is still the user's read).
 func TestSessionReadClearsMarkUnreadWithoutMessages(t *testing.T) {
 	env, _ := sessStart(t)
-	bob := sessDial(t, env, "bob", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	marked := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:carol", Op: "mark_unread"})
 	sessExpectSync(t, marked.ActiveTS, bob)
 	sessRead(t, bob, "d:bob:carol", 0)
 	got := sessGet(t, bob, "", "d:bob:carol")
 	if got.MarkedUnread || got.ActiveTS <= marked.ActiveTS {
-		t.Fatalf("read of a marked-unread chat with no message: %s; want marked_unread false, active_ts above %d", sessJSON(got), marked.ActiveTS)
+		t.Fatalf("read of a marked-unread chat with no message: %s; want marked_unread false, active_ts above %d", servertest.JSON(got), marked.ActiveTS)
 	}
 	sessExpectSync(t, got.ActiveTS, bob)
 }
@@ -1381,8 +1363,8 @@ func TestSessionReadClearsMarkUnreadWithoutMessages(t *testing.T) {
 // clock stands still or steps back.
 func TestSessionTimestampsNeverGoBack(t *testing.T) {
 	env, clk := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	sessSend(t, alice, sessAB, bob)
 	prev := sessGet(t, bob, "", sessAB)
 	if prev.ActiveTS != clk.Ms() {
@@ -1423,11 +1405,7 @@ func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	async := servertest.Async{TB: t}
-	dial := func(user, device string) *servertest.Client {
-		c := env.Dial(async, user, device)
-		c.Request(&protocol.History{Conv: "-"})
-		return c
-	}
+	dial := func(user, device string) *servertest.Client { return env.DialOnline(async, user, device) }
 	const n = 25
 	const ac, bc, bd, bs, gw = sessAB, "d:bob:carol", "d:bob:dave", "d:bob:shop", "biz:shopbiz"
 	senders := map[string]*servertest.Client{ac: dial("alice", "x"), bc: dial("carol", "x"), bs: dial("shop", "x")}
@@ -1504,7 +1482,7 @@ func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
 	main := check()
 	for conv, s := range main {
 		if s.UnreadCount != 0 || s.Muted {
-			t.Fatalf("after unmuting and reading all: %s", sessJSON(main[conv]))
+			t.Fatalf("after unmuting and reading all: %s", servertest.JSON(main[conv]))
 		}
 	}
 	sessCheckTotal(t, bob1, "", 0)
