@@ -178,28 +178,6 @@ func grpQuiet(t *testing.T, clients ...*servertest.Client) {
 	grpWant(t, "", nil, nil, false, clients...)
 }
 
-// grpWantStatus requires every client to have been pushed exactly the one
-// status (none when ticks is nil); other pushes are not looked at.
-func grpWantStatus(t *testing.T, conv string, ticks *protocol.Ticks, clients ...*servertest.Client) {
-	t.Helper()
-	for _, c := range clients {
-		got := grpTake(t, c).status
-		switch {
-		case ticks == nil && len(got) > 0:
-			t.Fatalf("%s/%s: want no status, got %s", c.User, c.Device, servertest.JSON(got))
-		case ticks != nil:
-			want := protocol.Status{Conv: conv, DeliveredSeq: ticks.DeliveredSeq, ReadSeq: ticks.ReadSeq}
-			if len(got) != 1 || got[0] != want {
-				t.Fatalf("%s/%s: got status %s, want exactly %s", c.User, c.Device, servertest.JSON(got), servertest.JSON(want))
-			}
-		}
-	}
-}
-
-func grpTicks(delivered, read int64) *protocol.Ticks {
-	return &protocol.Ticks{DeliveredSeq: delivered, ReadSeq: read}
-}
-
 // grpSend sends a message and returns the stored message object.
 func grpSend(t *testing.T, c *servertest.Client, conv, body string) protocol.Message {
 	t.Helper()
@@ -300,24 +278,6 @@ func grpNewest(t *testing.T, c *servertest.Client, conv string) int64 {
 	return page.Messages[0].Seq
 }
 
-// grpWantReceipts requires the receipts of conv to be exactly want, in
-// order.
-func grpWantReceipts(t *testing.T, c *servertest.Client, conv string, want ...protocol.MemberReceipt) {
-	t.Helper()
-	f := c.RequestOK(&protocol.ReceiptsRequest{Conv: conv})
-	r, ok := f.(*protocol.ReceiptsReply)
-	if !ok || r.Conv != conv {
-		t.Fatalf("receipts %s: got %s", conv, servertest.Describe(f))
-	}
-	if !slices.Equal(r.Members, want) {
-		t.Fatalf("receipts %s:\n got %s\nwant %s", conv, servertest.JSON(r.Members), servertest.JSON(want))
-	}
-}
-
-func grpR(user string, delivered, read int64) protocol.MemberReceipt {
-	return protocol.MemberReceipt{User: user, DeliveredSeq: delivered, ReadSeq: read}
-}
-
 // grpPending returns user's pending rows by conversation.
 func grpPending(t *testing.T, env *servertest.Env, user string) map[string]store.PendingDelivery {
 	t.Helper()
@@ -349,20 +309,6 @@ func grpRow(conv string, first, delivered, newest int64) *store.PendingDelivery 
 	return &store.PendingDelivery{Conv: conv, FirstUndelivered: first, LastDeliveredSeq: delivered, NewestSeq: newest}
 }
 
-// grpMark sends a delivered or read frame with an id and requires ok.
-func grpMark(t *testing.T, c *servertest.Client, f protocol.Frame) {
-	t.Helper()
-	if answer := c.RequestOK(f); answer.FrameType() != "ok" {
-		t.Fatalf("%s: want ok, got %s", f.FrameType(), servertest.Describe(answer))
-	}
-}
-
-func grpDelivered(marks ...protocol.Mark) *protocol.Delivered {
-	return &protocol.Delivered{Marks: marks}
-}
-func grpRead(marks ...protocol.Mark) *protocol.Read { return &protocol.Read{Marks: marks} }
-func grpM(conv string, seq int64) protocol.Mark     { return protocol.Mark{Conv: conv, Seq: seq} }
-
 // grpWantStored requires the store's state of conv.
 func grpWantStored(t *testing.T, env *servertest.Env, conv, title string, members ...string) {
 	t.Helper()
@@ -390,13 +336,13 @@ func grpLockedOut(t *testing.T, c *servertest.Client, conv, direct string) {
 		&protocol.History{Conv: conv, AfterSeq: new(int64)},
 		&protocol.History{Conv: conv, BeforeSeq: 2},
 		&protocol.ReceiptsRequest{Conv: conv},
-		grpDelivered(grpM(conv, 1)),
-		grpDelivered(grpM(conv, 1000)),
-		grpRead(grpM(conv, 1)),
-		grpRead(grpM(conv, 0)),
-		grpDelivered(grpM(direct, 1), grpM(conv, 1)),
-		grpDelivered(grpM(conv, 1), grpM(direct, 1)),
-		grpRead(grpM(direct, 1), grpM(conv, 1)),
+		servertest.Delivered(servertest.Mark(conv, 1)),
+		servertest.Delivered(servertest.Mark(conv, 1000)),
+		servertest.Read(servertest.Mark(conv, 1)),
+		servertest.Read(servertest.Mark(conv, 0)),
+		servertest.Delivered(servertest.Mark(direct, 1), servertest.Mark(conv, 1)),
+		servertest.Delivered(servertest.Mark(conv, 1), servertest.Mark(direct, 1)),
+		servertest.Read(servertest.Mark(direct, 1), servertest.Mark(conv, 1)),
 		&protocol.SessionOp{Conv: conv, Op: "pin"},
 		&protocol.SessionOp{Conv: conv, Op: "delete"},
 		&protocol.SessionOp{Conv: conv, Op: "mute"},
@@ -453,7 +399,7 @@ func TestGroupCreate(t *testing.T) {
 	if all, _ := grpSessions(t, dave); len(all) != 0 {
 		t.Fatalf("dave, not a member, has sessions %s", servertest.JSON(all))
 	}
-	grpWantReceipts(t, bob, conv, grpR("alice", 1, 1), grpR("bob", 0, 0), grpR("carol", 0, 0), grpR("erin", 0, 0))
+	bob.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("erin", 0, 0))
 	if got := grpWantHistory(t, carol, protocol.History{Conv: conv}, false, 1); got[0] != sys {
 		t.Fatalf("history holds %s, pushed was %s", servertest.JSON(got[0]), servertest.JSON(sys))
 	}
@@ -487,7 +433,7 @@ func TestGroupCreate(t *testing.T) {
 	// once, so the minimum rises to 1.
 	solo := grpCreate(t, alicePhone, protocol.CreateGroup{Title: "notes"})
 	grpWantGroup(t, solo, solo.Conv, "notes", "alice")
-	soloMsg := grpWant(t, solo.Conv, grpSys(1, "alice", `alice created the group "notes"`), grpTicks(1, 1), true, aliceLaptop, alicePhone)
+	soloMsg := grpWant(t, solo.Conv, grpSys(1, "alice", `alice created the group "notes"`), servertest.Ticks(1, 1), true, aliceLaptop, alicePhone)
 	grpQuiet(t, bob, carol, erin, dave)
 	grpWantSession(t, aliceLaptop, grpGroupSession(solo.Conv, "notes", []string{"alice"}, 0, 1, 1, soloMsg, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1}))
 
@@ -519,7 +465,7 @@ func TestGroupCreate(t *testing.T) {
 	}
 	// A key of 64 characters is valid.
 	long := grpCreate(t, carol, protocol.CreateGroup{Title: "long key", Key: strings.Repeat("k", 64)})
-	grpWant(t, long.Conv, grpSys(1, "carol", `carol created the group "long key"`), grpTicks(1, 1), true, carol)
+	grpWant(t, long.Conv, grpSys(1, "carol", `carol created the group "long key"`), servertest.Ticks(1, 1), true, carol)
 	grpQuiet(t, aliceLaptop, alicePhone, bob, dave, erin)
 }
 
@@ -650,7 +596,7 @@ func TestGroupAdd(t *testing.T) {
 	grpQuiet(t, outsider)
 
 	// dave's boundaries and session start at seq 3; only seq 4 is his.
-	grpWantReceipts(t, daveLaptop, conv, grpR("alice", 4, 4), grpR("bob", 0, 0), grpR("carol", 0, 0), grpR("dave", 3, 3))
+	daveLaptop.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 3, 3))
 	grpWantSession(t, daveLaptop, grpGroupSession(conv, "team", members, 1, 3, 4, added, protocol.Ticks{}))
 	grpWantSession(t, bob, grpGroupSession(conv, "team", members, 4, 0, 4, added, protocol.Ticks{}))
 	if _, page := grpSessions(t, davePhone); page.TotalUnread != 1 {
@@ -664,9 +610,9 @@ func TestGroupAdd(t *testing.T) {
 	grpWantHistory(t, daveLaptop, protocol.History{Conv: conv, BeforeSeq: 3, Limit: 1}, false)
 	grpWantHistory(t, bob, grpAfter(conv, 0), false, 1, 2, 3, 4)
 	grpWantPending(t, env, "dave", conv, grpRow(conv, 4, 3, 4))
-	grpMark(t, davePhone, grpDelivered(grpM(conv, 4)))
+	davePhone.MarkDelivered(conv, 4)
 	grpWantPending(t, env, "dave", conv, nil)
-	grpWantReceipts(t, alice, conv, grpR("alice", 4, 4), grpR("bob", 0, 0), grpR("carol", 0, 0), grpR("dave", 4, 3))
+	alice.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 4, 3))
 	grpQuiet(t, alice, bob, carol, daveLaptop, davePhone)
 
 	// Any member adds; users in any order, one of them already in; the
@@ -676,7 +622,7 @@ func TestGroupAdd(t *testing.T) {
 	grpWantGroup(t, g, conv, "team", members...)
 	added = grpWant(t, conv, grpSys(5, "bob", "bob added erin and gina"), nil, true, alice, bob, carol, daveLaptop, davePhone)
 	grpQuiet(t, outsider)
-	grpWantReceipts(t, carol, conv, grpR("alice", 4, 4), grpR("bob", 5, 5), grpR("carol", 0, 0), grpR("dave", 4, 3), grpR("erin", 4, 4), grpR("gina", 4, 4))
+	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 5, 5), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 4, 3), servertest.Receipt("erin", 4, 4), servertest.Receipt("gina", 4, 4))
 	grpWantPending(t, env, "erin", conv, grpRow(conv, 5, 4, 5))
 	grpWantPending(t, env, "gina", conv, grpRow(conv, 5, 4, 5))
 	erin := env.DialReplayed(t, "erin", "laptop")
@@ -721,8 +667,8 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	grpWant(t, conv, &grpMsg{Seq: 3, From: "bob", Body: "three"}, nil, false, alice, carolLaptop, carolPhone, dave)
 	grpSend(t, alice, direct, "direct one")
 	grpWant(t, direct, &grpMsg{Seq: 1, From: "alice", Body: "direct one"}, nil, false, carolLaptop, carolPhone)
-	grpMark(t, carolPhone, grpDelivered(grpM(conv, 2)))
-	grpWantReceipts(t, dave, conv, grpR("alice", 2, 2), grpR("bob", 3, 3), grpR("carol", 2, 0), grpR("dave", 0, 0))
+	carolPhone.MarkDelivered(conv, 2)
+	dave.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 3, 3), servertest.Receipt("carol", 2, 0), servertest.Receipt("dave", 0, 0))
 	if row, ok := grpPending(t, env, "carol")[conv]; !ok || row.LastDeliveredSeq != 2 || row.NewestSeq != 3 {
 		t.Fatalf("carol's pending row in the group: %+v (present %v), want one at delivered 2, newest 3", row, ok)
 	}
@@ -736,7 +682,7 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 
 	grpWantPending(t, env, "carol", conv, nil)
 	grpWantPending(t, env, "carol", direct, grpRow(direct, 1, 0, 1))
-	grpWantReceipts(t, bob, conv, grpR("alice", 4, 4), grpR("bob", 3, 3), grpR("dave", 0, 0))
+	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
 	// Her session keeps what it held, with no members; its unread is
 	// cleared, since she can no longer send the read that would clear it.
 	before := grpWantSession(t, carolLaptop, grpGroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
@@ -749,8 +695,8 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	if after := grpSession(t, carolPhone, conv); !reflect.DeepEqual(after, before) {
 		t.Fatalf("carol's session changed while locked out:\n got %s\nwant %s", servertest.JSON(after), servertest.JSON(before))
 	}
-	grpWantReceipts(t, bob, conv, grpR("alice", 4, 4), grpR("bob", 3, 3), grpR("dave", 0, 0))
-	grpWantReceipts(t, alice, direct, grpR("alice", 1, 1), grpR("carol", 0, 0))
+	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
+	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
 	grpWantHistory(t, alice, grpAfter(conv, 0), false, 1, 2, 3, 4)
 	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
 	grpWantPending(t, env, "carol", conv, nil)
@@ -758,8 +704,8 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	// Nothing new reaches her.
 	// dave held the minimum at 0; his message is his implicit read.
 	grpSend(t, dave, conv, "after carol")
-	grpWant(t, conv, &grpMsg{Seq: 5, From: "dave", Body: "after carol"}, grpTicks(3, 3), false, alice, bob)
-	grpWant(t, conv, nil, grpTicks(3, 3), false, dave)
+	grpWant(t, conv, &grpMsg{Seq: 5, From: "dave", Body: "after carol"}, servertest.Ticks(3, 3), false, alice, bob)
+	grpWant(t, conv, nil, servertest.Ticks(3, 3), false, dave)
 	grpQuiet(t, carolLaptop, carolPhone)
 	grpWantPending(t, env, "carol", conv, nil)
 	bob.Write(&protocol.Typing{Conv: conv})
@@ -787,7 +733,7 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	// Removing two, by a member who is not the creator.
 	g = grpOp(t, dave, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob", "alice"}})
 	grpWantGroup(t, g, conv, "team", "dave")
-	grpWant(t, conv, grpSys(6, "dave", "dave removed alice and bob"), grpTicks(6, 6), true, dave)
+	grpWant(t, conv, grpSys(6, "dave", "dave removed alice and bob"), servertest.Ticks(6, 6), true, dave)
 	grpWant(t, conv, nil, nil, true, alice, bob)
 	grpQuiet(t, carolLaptop, carolPhone)
 	grpLockedOut(t, alice, conv, direct)
@@ -817,17 +763,17 @@ func TestGroupLeave(t *testing.T) {
 	grpWant(t, conv, grpSys(2, "bob", "bob left"), nil, true, alice, carol)
 	grpWant(t, conv, nil, nil, true, bobLaptop, bobPhone)
 	grpWantSession(t, bobPhone, grpGroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
-	grpWantReceipts(t, carol, conv, grpR("alice", 1, 1), grpR("carol", 0, 0))
+	carol.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
 	grpWantPending(t, env, "bob", conv, nil)
 	grpLockedOut(t, bobLaptop, conv, "d:alice:bob")
 	grpLockedOut(t, bobPhone, conv, "d:alice:bob")
 	grpQuiet(t, alice, bobLaptop, bobPhone, carol)
-	grpWantReceipts(t, alice, "d:alice:bob", grpR("alice", 1, 1), grpR("bob", 0, 0))
+	alice.WantReceipts("d:alice:bob", servertest.Receipt("alice", 1, 1), servertest.Receipt("bob", 0, 0))
 
 	// carol held the minimum at 0: with her gone, alice alone has read 1.
 	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
 	grpWantGroup(t, g, conv, "team", "alice")
-	grpWant(t, conv, grpSys(3, "carol", "carol left"), grpTicks(1, 1), true, alice)
+	grpWant(t, conv, grpSys(3, "carol", "carol left"), servertest.Ticks(1, 1), true, alice)
 	grpWant(t, conv, nil, nil, true, carol)
 	grpQuiet(t, bobLaptop, bobPhone)
 
@@ -974,8 +920,8 @@ func TestGroupReAddedMember(t *testing.T) {
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
 	two := grpSend(t, bob, conv, "two")
 	grpWant(t, conv, &grpMsg{Seq: 2, From: "bob", Body: "two"}, nil, false, alice, carol)
-	grpMark(t, carol, grpRead(grpM(conv, 2)))
-	grpWantStatus(t, conv, grpTicks(1, 1), alice, bob, carol)
+	carol.MarkRead(conv, 2)
+	servertest.WantStatus(conv, servertest.Ticks(1, 1), alice, bob, carol)
 	pinned := protocol.SessionOp{Conv: conv, Op: "pin"}
 	carol.RequestOK(&pinned)
 	grpWant(t, conv, nil, nil, true, carol)
@@ -983,7 +929,7 @@ func TestGroupReAddedMember(t *testing.T) {
 
 	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
 	grpWantGroup(t, g, conv, "team", "alice", "bob")
-	grpWant(t, conv, grpSys(3, "alice", "alice removed carol"), grpTicks(2, 2), true, alice, bob)
+	grpWant(t, conv, grpSys(3, "alice", "alice removed carol"), servertest.Ticks(2, 2), true, alice, bob)
 	grpWant(t, conv, nil, nil, true, carol)
 	// Her session shows the ticks of when she left (1/1), not the rise her
 	// leaving caused.
@@ -995,8 +941,8 @@ func TestGroupReAddedMember(t *testing.T) {
 	grpSend(t, alice, conv, "four")
 	grpWant(t, conv, &grpMsg{Seq: 4, From: "alice", Body: "four"}, nil, false, bob)
 	grpSend(t, bob, conv, "five")
-	grpWant(t, conv, &grpMsg{Seq: 5, From: "bob", Body: "five"}, grpTicks(4, 4), false, alice)
-	grpWantStatus(t, conv, grpTicks(4, 4), bob)
+	grpWant(t, conv, &grpMsg{Seq: 5, From: "bob", Body: "five"}, servertest.Ticks(4, 4), false, alice)
+	servertest.WantStatus(conv, servertest.Ticks(4, 4), bob)
 	grpQuiet(t, carol)
 	grpWantPending(t, env, "carol", conv, nil)
 
@@ -1006,7 +952,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	grpWantStored(t, env, conv, "team", members...)
 	// alice, at 4, still holds the minimum.
 	back := grpWant(t, conv, grpSys(6, "bob", "bob added carol"), nil, true, alice, bob, carol)
-	grpWantReceipts(t, carol, conv, grpR("alice", 4, 4), grpR("bob", 6, 6), grpR("carol", 5, 5))
+	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 6, 6), servertest.Receipt("carol", 5, 5))
 	in := grpGroupSession(conv, "team", members, 1, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
 	in.Priority = 1
 	grpWantSession(t, carol, in)
@@ -1021,10 +967,10 @@ func TestGroupReAddedMember(t *testing.T) {
 	seven := grpSend(t, carol, conv, "seven")
 	grpWant(t, conv, &grpMsg{Seq: 7, From: "carol", Body: "seven"}, nil, false, alice, bob)
 	grpWantPending(t, env, "carol", conv, nil)
-	grpMark(t, alice, grpRead(grpM(conv, 7)))
-	grpWantStatus(t, conv, grpTicks(6, 6), alice, bob, carol)
-	grpMark(t, bob, grpRead(grpM(conv, 7)))
-	grpWantStatus(t, conv, grpTicks(7, 7), alice, bob, carol)
+	alice.MarkRead(conv, 7)
+	servertest.WantStatus(conv, servertest.Ticks(6, 6), alice, bob, carol)
+	bob.MarkRead(conv, 7)
+	servertest.WantStatus(conv, servertest.Ticks(7, 7), alice, bob, carol)
 	in = grpGroupSession(conv, "team", members, 0, 7, 7, seven, protocol.Ticks{DeliveredSeq: 7, ReadSeq: 7})
 	in.Priority = 1
 	grpWantSession(t, carol, in)
@@ -1046,7 +992,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	}
 	grpQuiet(t, carol)
 	grpWantHistory(t, carol, grpAfter(conv, 0), false, 10)
-	grpWantReceipts(t, carol, conv, grpR("alice", 10, 10), grpR("bob", 9, 9), grpR("carol", 9, 9))
+	carol.WantReceipts(conv, servertest.Receipt("alice", 10, 10), servertest.Receipt("bob", 9, 9), servertest.Receipt("carol", 9, 9))
 }
 
 // 3. A user who is not a member may neither ask for a group's receipts nor
@@ -1068,36 +1014,36 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 
 	zoe.RequestError(&protocol.ReceiptsRequest{Conv: conv}, protocol.CodeForbidden)
 	for _, f := range []protocol.Frame{
-		grpDelivered(grpM(conv, 2)),
-		grpRead(grpM(conv, 2)),
-		grpDelivered(grpM(direct, 1), grpM(conv, 2)),
-		grpRead(grpM(direct, 1), grpM(conv, 2)),
-		grpRead(grpM(conv, 1), grpM(direct, 1)),
+		servertest.Delivered(servertest.Mark(conv, 2)),
+		servertest.Read(servertest.Mark(conv, 2)),
+		servertest.Delivered(servertest.Mark(direct, 1), servertest.Mark(conv, 2)),
+		servertest.Read(servertest.Mark(direct, 1), servertest.Mark(conv, 2)),
+		servertest.Read(servertest.Mark(conv, 1), servertest.Mark(direct, 1)),
 	} {
 		zoe.RequestError(f, protocol.CodeForbidden)
 	}
 	// A group that does not exist is not_found, and the frame is refused
 	// as a whole too.
 	zoe.RequestError(&protocol.ReceiptsRequest{Conv: "g:nosuch"}, protocol.CodeNotFound)
-	zoe.RequestError(grpDelivered(grpM(direct, 1), grpM("g:nosuch", 1)), protocol.CodeNotFound)
-	zoe.RequestError(grpRead(grpM("g:nosuch", 1)), protocol.CodeNotFound)
+	zoe.RequestError(servertest.Delivered(servertest.Mark(direct, 1), servertest.Mark("g:nosuch", 1)), protocol.CodeNotFound)
+	zoe.RequestError(servertest.Read(servertest.Mark("g:nosuch", 1)), protocol.CodeNotFound)
 	// Without an id, the refusal still comes back.
-	zoe.Write(grpRead(grpM(conv, 2)))
+	zoe.Write(servertest.Read(servertest.Mark(conv, 2)))
 	if e := zoe.ExpectType("error").(*protocol.ErrorFrame); e.Code != protocol.CodeForbidden || e.ID != "" {
 		t.Fatalf("read without id by a non-member: %s", servertest.JSON(e))
 	}
 	grpQuiet(t, alice, bob, zoe)
-	grpWantReceipts(t, alice, conv, grpR("alice", 2, 2), grpR("bob", 0, 0))
-	grpWantReceipts(t, alice, direct, grpR("alice", 1, 1), grpR("zoe", 0, 0))
+	alice.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 0, 0))
+	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("zoe", 0, 0))
 	grpWantPending(t, env, "zoe", direct, grpRow(direct, 1, 0, 1))
 	if s := grpSession(t, zoe, direct); s.UnreadCount != 1 || s.ReadSeq != 0 {
 		t.Fatalf("zoe's direct session changed by a refused read: %s", servertest.JSON(s))
 	}
 
 	// The same marks from a member do apply.
-	grpMark(t, bob, grpDelivered(grpM(conv, 2)))
-	grpWantStatus(t, conv, grpTicks(2, 0), alice, bob)
-	grpWantReceipts(t, bob, conv, grpR("alice", 2, 2), grpR("bob", 2, 0))
+	bob.MarkDelivered(conv, 2)
+	servertest.WantStatus(conv, servertest.Ticks(2, 0), alice, bob)
+	bob.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 2, 0))
 	grpQuiet(t, zoe)
 }
 
@@ -1127,9 +1073,9 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 		t.Helper()
 		var want []protocol.MemberReceipt
 		for _, u := range []string{"alice", "bob", "carol", "dave"} {
-			want = append(want, grpR(u, receipts[u][0], receipts[u][1]))
+			want = append(want, servertest.Receipt(u, receipts[u][0], receipts[u][1]))
 		}
-		grpWantReceipts(t, c, conv, want...)
+		c.WantReceipts(conv, want...)
 	}
 	check(carol)
 
@@ -1142,23 +1088,23 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 		{bobPhone, false, nil}, // bob again, from his other device
 		{carol, false, nil},
 		{alice, false, nil}, // the sender marking its own message
-		{dave, false, grpTicks(seq, 0)},
+		{dave, false, servertest.Ticks(seq, 0)},
 		{dave, false, nil}, // again: no rise, no status
 		{carol, true, nil},
 		{bobPhone, true, nil},
 		{bobLaptop, true, nil},
 		{alice, true, nil},
-		{dave, true, grpTicks(seq, seq)},
+		{dave, true, servertest.Ticks(seq, seq)},
 		{carol, true, nil},
 	}
 	for i, st := range steps {
-		var f protocol.Frame = grpDelivered(grpM(conv, seq))
+		var f protocol.Frame = servertest.Delivered(servertest.Mark(conv, seq))
 		if st.read {
-			f = grpRead(grpM(conv, seq))
+			f = servertest.Read(servertest.Mark(conv, seq))
 		}
-		grpMark(t, st.by, f)
-		grpWantStatus(t, conv, st.ticks, all...)
-		grpWantStatus(t, conv, nil, zoe)
+		st.by.MarkOK(f)
+		servertest.WantStatus(conv, st.ticks, all...)
+		servertest.WantStatus(conv, nil, zoe)
 		r := receipts[st.by.User]
 		r[0] = seq
 		if st.read {
@@ -1191,38 +1137,38 @@ func TestGroupTicksFollowMembership(t *testing.T) {
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol, dave)
 	grpSend(t, alice, conv, "two")
 	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carol, dave)
-	grpMark(t, bob, grpRead(grpM(conv, 2)))
-	grpMark(t, carol, grpRead(grpM(conv, 2)))
-	grpWantStatus(t, conv, nil, alice, bob, carol, dave)
+	bob.MarkRead(conv, 2)
+	carol.MarkRead(conv, 2)
+	servertest.WantStatus(conv, nil, alice, bob, carol, dave)
 
 	// dave holds the minimum at 0; removing him raises it to 2.
 	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave"}})
 	grpWantGroup(t, g, conv, "team", "alice", "bob", "carol")
-	grpWant(t, conv, grpSys(3, "alice", "alice removed dave"), grpTicks(2, 2), true, alice, bob, carol)
+	grpWant(t, conv, grpSys(3, "alice", "alice removed dave"), servertest.Ticks(2, 2), true, alice, bob, carol)
 	grpWant(t, conv, nil, nil, true, dave)
-	grpWantReceipts(t, bob, conv, grpR("alice", 3, 3), grpR("bob", 2, 2), grpR("carol", 2, 2))
+	bob.WantReceipts(conv, servertest.Receipt("alice", 3, 3), servertest.Receipt("bob", 2, 2), servertest.Receipt("carol", 2, 2))
 
 	// carol holds it at 2 after bob reads 3; her leaving raises it to 3.
-	grpMark(t, bob, grpRead(grpM(conv, 3)))
-	grpWantStatus(t, conv, nil, alice, bob, carol)
+	bob.MarkRead(conv, 3)
+	servertest.WantStatus(conv, nil, alice, bob, carol)
 	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
 	grpWantGroup(t, g, conv, "team", "alice", "bob")
-	grpWant(t, conv, grpSys(4, "carol", "carol left"), grpTicks(3, 3), true, alice, bob)
+	grpWant(t, conv, grpSys(4, "carol", "carol left"), servertest.Ticks(3, 3), true, alice, bob)
 	grpWant(t, conv, nil, nil, true, carol)
 	grpQuiet(t, dave)
 
 	// erin joins at 4: no fall of the minimum, no status.
 	grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"erin"}})
 	grpWant(t, conv, grpSys(5, "alice", "alice added erin"), nil, true, alice, bob, erin)
-	grpWantReceipts(t, erin, conv, grpR("alice", 5, 5), grpR("bob", 3, 3), grpR("erin", 4, 4))
+	erin.WantReceipts(conv, servertest.Receipt("alice", 5, 5), servertest.Receipt("bob", 3, 3), servertest.Receipt("erin", 4, 4))
 	// bob reads everything: erin holds the minimum at 4, not below.
-	grpMark(t, bob, grpRead(grpM(conv, 5)))
-	grpWantStatus(t, conv, grpTicks(4, 4), alice, bob, erin)
+	bob.MarkRead(conv, 5)
+	servertest.WantStatus(conv, servertest.Ticks(4, 4), alice, bob, erin)
 	// erin's message is her implicit read of everything before it.
 	grpSend(t, erin, conv, "six")
-	grpWant(t, conv, &grpMsg{Seq: 6, From: "erin", Body: "six"}, grpTicks(5, 5), false, alice, bob)
-	grpWantStatus(t, conv, grpTicks(5, 5), erin)
-	grpWantReceipts(t, alice, conv, grpR("alice", 5, 5), grpR("bob", 5, 5), grpR("erin", 6, 6))
+	grpWant(t, conv, &grpMsg{Seq: 6, From: "erin", Body: "six"}, servertest.Ticks(5, 5), false, alice, bob)
+	servertest.WantStatus(conv, servertest.Ticks(5, 5), erin)
+	alice.WantReceipts(conv, servertest.Receipt("alice", 5, 5), servertest.Receipt("bob", 5, 5), servertest.Receipt("erin", 6, 6))
 	grpQuiet(t, carol, dave)
 }
 
@@ -1357,7 +1303,7 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 			}
 		}
 		grpWantPending(t, env, "bob", conv, nil)
-		grpWantReceipts(t, carol, conv, grpR("alice", removal.Seq, removal.Seq), grpR("carol", 0, 0))
+		carol.WantReceipts(conv, servertest.Receipt("alice", removal.Seq, removal.Seq), servertest.Receipt("carol", 0, 0))
 		bob.Close()
 	}
 }

@@ -149,13 +149,6 @@ func pendExpectLive(t *testing.T, c *servertest.Client, conv, sender string, fro
 
 func pendIsMsg(f protocol.Frame) bool { return f.FrameType() == "msg" }
 
-func pendAck(t *testing.T, c *servertest.Client, marks ...protocol.Mark) {
-	t.Helper()
-	if f := c.RequestOK(&protocol.Delivered{Marks: marks}); f.FrameType() != "ok" {
-		t.Fatalf("delivered: want ok, got %s", servertest.Describe(f))
-	}
-}
-
 func pendBody(sender string, k int) string { return sender + " says #" + strconv.Itoa(k) }
 
 // Acceptance: a user offline while 1,000 messages arrive in 10
@@ -235,7 +228,7 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 	for i, conv := range convs {
 		marks[i] = protocol.Mark{Conv: conv, Seq: perSender}
 	}
-	pendAck(t, bob, marks...)
+	bob.MarkOK(servertest.Delivered(marks...))
 	pendWantNoRows(t, st, "bob")
 }
 
@@ -262,7 +255,7 @@ func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 
 	bob := env.Dial(t, "bob", "tablet")
 	pendExpectSeqs(t, bob, rcptAB, "alice", 1, 3)
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: 3})
+	bob.MarkDelivered(rcptAB, 3)
 	pendWantNoRows(t, st, "bob")
 	bob.Close()
 
@@ -299,7 +292,7 @@ func TestPushedButNeverAcknowledged(t *testing.T) {
 		t.Fatalf("after reconnecting bob got %+v, want %+v", got, pushed)
 	}
 	bob.ExpectNone("a second copy", pendIsMsg)
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: sent.Seq})
+	bob.MarkDelivered(rcptAB, sent.Seq)
 	pendWantNoRows(t, st, "bob")
 }
 
@@ -331,7 +324,7 @@ func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 	bobLaptop.ExpectNone("a second copy", pendIsMsg)
 
 	// A delivered mark from any device of the user clears the row.
-	pendAck(t, bobPhone, protocol.Mark{Conv: rcptAB, Seq: 2})
+	bobPhone.MarkDelivered(rcptAB, 2)
 	pendWantNoRows(t, st, "bob")
 }
 
@@ -349,7 +342,7 @@ func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 
 	bob := env.Dial(t, "bob", "phone")
 	pendExpectSeqs(t, bob, rcptAB, "alice", 1, 5)
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: 3})
+	bob.MarkDelivered(rcptAB, 3)
 	pendWantRow(t, st, "bob", rcptAB, 1, 3, 5)
 	bob.Close()
 
@@ -361,12 +354,10 @@ func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 	pendExpectSeqs(t, bob, rcptAB, "alice", 4, 6)
 	bob.ExpectNone("msg beyond the undelivered ones", pendIsMsg)
 
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: 5})
+	bob.MarkDelivered(rcptAB, 5)
 	pendWantRow(t, st, "bob", rcptAB, 1, 5, 6)
 	// A read implies delivered: reading up to the newest seq clears the row.
-	if f := bob.RequestOK(&protocol.Read{Marks: []protocol.Mark{{Conv: rcptAB, Seq: 6}}}); f.FrameType() != "ok" {
-		t.Fatalf("read: got %s", servertest.Describe(f))
-	}
+	bob.MarkRead(rcptAB, 6)
 	pendWantNoRows(t, st, "bob")
 }
 
@@ -391,7 +382,7 @@ func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	pendExpectLive(t, bob, rcptAB, "alice", 1, 5)
 	pendExpectLive(t, bob, convBC, "carol", 1, 2)
 
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: 5})
+	bob.MarkDelivered(rcptAB, 5)
 	if rows := pendRows(t, st, "bob"); len(rows) > 1 || rows[rcptAB] != (store.PendingDelivery{}) {
 		t.Fatalf("pending of bob after acknowledging %s: %+v", rcptAB, rows)
 	}
@@ -511,7 +502,7 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 		}
 	}
 	bob.ExpectNone("msg beyond the "+fmt.Sprint(sends)+" sent", pendIsMsg)
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: int64(sends)})
+	bob.MarkDelivered(rcptAB, int64(sends))
 	pendWantNoRows(t, st, "bob")
 }
 

@@ -165,19 +165,6 @@ func sessOp(t *testing.T, c *servertest.Client, op protocol.SessionOp) protocol.
 	return *ok.Session
 }
 
-// sessMark sends a read or delivered frame with an id and requires ok.
-func sessMark(t *testing.T, c *servertest.Client, f protocol.Frame) {
-	t.Helper()
-	if answer := c.RequestOK(f); answer.FrameType() != "ok" {
-		t.Fatalf("%s: want ok, got %s", f.FrameType(), servertest.Describe(answer))
-	}
-}
-
-func sessRead(t *testing.T, c *servertest.Client, conv string, seq int64) {
-	t.Helper()
-	sessMark(t, c, &protocol.Read{Marks: []protocol.Mark{{Conv: conv, Seq: seq}}})
-}
-
 func sessIsSync(f protocol.Frame) bool { return f.FrameType() == "session_sync" }
 
 // sessExpectSync requires exactly one session_sync, with cursor, on every
@@ -322,7 +309,7 @@ func TestSessionOpsTable(t *testing.T) {
 			// The answer is the stored session: a sync sees the same.
 			sessIdentical(t, what+": sync after the op's ok", sessGet(t, st.dev, "", sessAB), got)
 		} else {
-			sessRead(t, st.dev, sessAB, st.read)
+			st.dev.MarkRead(sessAB, st.read)
 			got = sessGet(t, st.dev, "", sessAB)
 		}
 		want := before
@@ -348,11 +335,11 @@ func TestSessionOpNoChange(t *testing.T) {
 
 	// A read that moves nothing (at or below read_seq, nothing marked) is
 	// no change either.
-	sessRead(t, bobLaptop, sessAB, 1)
+	bobLaptop.MarkRead(sessAB, 1)
 	read := sessGet(t, bobLaptop, "", sessAB)
 	sessExpectSync(t, read.ActiveTS, bobLaptop, bobPhone)
 	for _, seq := range []int64{1, 0} {
-		sessRead(t, bobPhone, sessAB, seq)
+		bobPhone.MarkRead(sessAB, seq)
 		sessNoSync(t, all...)
 		sessIdentical(t, fmt.Sprintf("read %d again", seq), sessGet(t, bobPhone, "", sessAB), read)
 	}
@@ -932,13 +919,13 @@ func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
 		return got
 	}
 
-	sessMark(t, bob, &protocol.Delivered{Marks: []protocol.Mark{{Conv: sessAB, Seq: m2.Seq}}})
+	bob.MarkDelivered(sessAB, m2.Seq)
 	s1 := learn(page.Cursor, s0, protocol.Ticks{DeliveredSeq: 2})
 	if tick := protocol.TickOf(m2.Seq, s1.Ticks); tick != protocol.TickDelivered {
 		t.Fatalf("ticks %+v show message %d as %s, want delivered", s1.Ticks, m2.Seq, tick)
 	}
 
-	sessRead(t, bob, sessAB, m2.Seq)
+	bob.MarkRead(sessAB, m2.Seq)
 	s2 := learn(s1.ActiveTS, s1, protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2})
 	if tick := protocol.TickOf(m2.Seq, s2.Ticks); tick != protocol.TickRead || s2.WriteTS != s0.WriteTS {
 		t.Fatalf("after bob read: %s shows message %d as %s; want read, write_ts %d", servertest.JSON(s2), m2.Seq, tick, s0.WriteTS)
@@ -968,17 +955,8 @@ func TestSessionDeletedComesBack(t *testing.T) {
 		t.Fatalf("sync does not list the deleted session as deleted: %s", servertest.JSON(all[sessAB]))
 	}
 	// A soft delete is not a read receipt: alice's ticks stay.
-	alice.ExpectNone("status", func(f protocol.Frame) bool { return f.FrameType() == "status" })
-	f := alice.RequestOK(&protocol.ReceiptsRequest{Conv: sessAB})
-	r, ok := f.(*protocol.ReceiptsReply)
-	if !ok {
-		t.Fatalf("receipts: got %s", servertest.Describe(f))
-	}
-	for _, m := range r.Members {
-		if m.User == "bob" && (m.DeliveredSeq != 0 || m.ReadSeq != 0) {
-			t.Fatalf("bob's boundaries after his delete: %+v, want 0/0", m)
-		}
-	}
+	servertest.WantNoStatus(alice)
+	alice.WantReceipt(sessAB, "bob", 0, 0)
 
 	m3 := sessSend(t, alice, sessAB, bob)
 	back := sessCheckTotal(t, bob, "", 2)[sessAB]
@@ -997,7 +975,7 @@ func TestSessionMarkUnread(t *testing.T) {
 	for range 3 {
 		sessSend(t, alice, sessAB, bob)
 	}
-	sessRead(t, bob, sessAB, 1)
+	bob.MarkRead(sessAB, 1)
 	sessExpectSync(t, sessGet(t, bob, "", sessAB).ActiveTS, bob)
 
 	markUnread := func() protocol.Session {
@@ -1029,7 +1007,7 @@ func TestSessionMarkUnread(t *testing.T) {
 	if m.ReadSeq != 1 || m.UnreadCount != 2 {
 		t.Fatalf("mark_unread moved read_seq/unread: %s", servertest.JSON(m))
 	}
-	sessRead(t, bob, sessAB, 1)
+	bob.MarkRead(sessAB, 1)
 	after := sessGet(t, bob, "", sessAB)
 	want := m
 	want.MarkedUnread = false
@@ -1037,7 +1015,7 @@ func TestSessionMarkUnread(t *testing.T) {
 	sessExpectSync(t, after.ActiveTS, bob)
 
 	m = markUnread()
-	sessRead(t, bob, sessAB, 2)
+	bob.MarkRead(sessAB, 2)
 	after = sessGet(t, bob, "", sessAB)
 	want.ReadSeq, want.UnreadCount = 2, 1
 	want.Ticks = protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2}
@@ -1196,7 +1174,7 @@ func TestSessionSubBizGateway(t *testing.T) {
 	// Reading a member lowers the gateway's unread (and the totals); the
 	// gateway does not move in the list; every device is nudged to the
 	// user's newest active_ts.
-	sessRead(t, bobPhone, shopConv, s3.Seq)
+	bobPhone.MarkRead(shopConv, s3.Seq)
 	g4 := gateway(1, s3, 2)
 	sessMoved(t, "gateway on a member read", g3, g4, true, false)
 	read := sessGet(t, bob, "shopbiz", shopConv)
@@ -1312,7 +1290,7 @@ func TestSessionTotalUnread(t *testing.T) {
 	op(ac, "mark_unread", 0)
 	op(ac, "pin", 0)
 	check("mark_unread and pin alice", 5, 2)
-	sessRead(t, bob, ac, 1)
+	bob.MarkRead(ac, 1)
 	check("read alice to 1", 4, 2) // alice 2 + gateway 2
 	send(carol, bc, 1)
 	check("message to muted carol", 4, 2)
@@ -1336,11 +1314,11 @@ func TestSessionTotalUnread(t *testing.T) {
 	check("delete alice", 8, 3)
 	op(gw, "delete", 0)
 	check("delete the gateway (its members stay unread)", 5, 3)
-	sessRead(t, bob, bs, 1)
+	bob.MarkRead(bs, 1)
 	check("read a member of the deleted gateway", 5, 2)
 	send(shop, bs, 1)
 	check("a member message brings the gateway back", 8, 3) // carol 3 + dave 2 + gateway 3
-	sessRead(t, bob, bs, 100)
+	bob.MarkRead(bs, 100)
 	check("read shop (clamped)", 5, 0)
 }
 
@@ -1351,7 +1329,7 @@ func TestSessionReadClearsMarkUnreadWithoutMessages(t *testing.T) {
 	bob := env.DialOnline(t, "bob", "laptop")
 	marked := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:carol", Op: "mark_unread"})
 	sessExpectSync(t, marked.ActiveTS, bob)
-	sessRead(t, bob, "d:bob:carol", 0)
+	bob.MarkRead("d:bob:carol", 0)
 	got := sessGet(t, bob, "", "d:bob:carol")
 	if got.MarkedUnread || got.ActiveTS <= marked.ActiveTS {
 		t.Fatalf("read of a marked-unread chat with no message: %s; want marked_unread false, active_ts above %d", servertest.JSON(got), marked.ActiveTS)
@@ -1478,7 +1456,7 @@ func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
 	for _, conv := range []string{ac, bc, bd, bs, gw} {
 		sessOp(t, bob2, protocol.SessionOp{Conv: conv, Op: "unmute"})
 	}
-	sessMark(t, bob2, &protocol.Read{Marks: []protocol.Mark{{Conv: ac, Seq: n}, {Conv: bc, Seq: n}, {Conv: bd, Seq: n}, {Conv: bs, Seq: n}}})
+	bob2.MarkOK(&protocol.Read{Marks: []protocol.Mark{{Conv: ac, Seq: n}, {Conv: bc, Seq: n}, {Conv: bd, Seq: n}, {Conv: bs, Seq: n}}})
 	main := check()
 	for conv, s := range main {
 		if s.UnreadCount != 0 || s.Muted {
