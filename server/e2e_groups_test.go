@@ -178,19 +178,6 @@ func grpQuiet(t *testing.T, clients ...*servertest.Client) {
 	grpWant(t, "", nil, nil, false, clients...)
 }
 
-// grpSend sends a message and returns the stored message object.
-func grpSend(t *testing.T, c *servertest.Client, conv, body string) protocol.Message {
-	t.Helper()
-	m := protocol.Message{Conv: conv, MsgID: "m-" + c.User + "-" + c.Env.ID(), From: c.User, Body: body, ClientTS: 1_700_000_000_000}
-	f := c.RequestOK(&protocol.Send{Conv: conv, MsgID: m.MsgID, Body: body, ClientTS: m.ClientTS})
-	sent, ok := f.(*protocol.Sent)
-	if !ok || sent.Conv != conv || sent.MsgID != m.MsgID || sent.Seq <= 0 || sent.ServerTS == 0 {
-		t.Fatalf("send: got %s", servertest.Describe(f))
-	}
-	m.Seq, m.ServerTS = sent.Seq, sent.ServerTS
-	return m
-}
-
 // grpSessions loads the caller's whole main list.
 func grpSessions(t *testing.T, c *servertest.Client) (map[string]protocol.Session, *protocol.Sessions) {
 	t.Helper()
@@ -237,45 +224,6 @@ func grpGroupSession(conv, title string, members []string, unread, readSeq, writ
 	}
 	return protocol.Session{Conv: conv, Kind: "group", Title: title, Members: members,
 		UnreadCount: unread, ReadSeq: readSeq, WriteSeq: writeSeq, LastMsg: &last, Ticks: ticks}
-}
-
-// grpHistory asks for a page of history.
-func grpHistory(t *testing.T, c *servertest.Client, h protocol.History) *protocol.Messages {
-	t.Helper()
-	f := c.RequestOK(&h)
-	page, ok := f.(*protocol.Messages)
-	if !ok {
-		t.Fatalf("history: want messages, got %s", servertest.Describe(f))
-	}
-	return page
-}
-
-// grpWantHistory requires a history page to hold exactly seqs.
-func grpWantHistory(t *testing.T, c *servertest.Client, h protocol.History, hasMore bool, seqs ...int64) []protocol.Message {
-	t.Helper()
-	page := grpHistory(t, c, h)
-	var got []int64
-	for _, m := range page.Messages {
-		got = append(got, m.Seq)
-	}
-	if !slices.Equal(got, seqs) || page.HasMore != hasMore || page.Conv != h.Conv {
-		t.Fatalf("%s/%s history %s: seqs %v has_more %v, want seqs %v has_more %v", c.User, c.Device, servertest.JSON(h), got, page.HasMore, seqs, hasMore)
-	}
-	return page.Messages
-}
-
-func grpAfter(conv string, after int64) protocol.History {
-	return protocol.History{Conv: conv, AfterSeq: &after, Limit: 200}
-}
-
-// grpNewest returns the newest seq of conv as c sees it.
-func grpNewest(t *testing.T, c *servertest.Client, conv string) int64 {
-	t.Helper()
-	page := grpHistory(t, c, protocol.History{Conv: conv, Limit: 1})
-	if len(page.Messages) == 0 {
-		return 0
-	}
-	return page.Messages[0].Seq
 }
 
 // grpPending returns user's pending rows by conversation.
@@ -400,7 +348,7 @@ func TestGroupCreate(t *testing.T) {
 		t.Fatalf("dave, not a member, has sessions %s", servertest.JSON(all))
 	}
 	bob.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("erin", 0, 0))
-	if got := grpWantHistory(t, carol, protocol.History{Conv: conv}, false, 1); got[0] != sys {
+	if got := carol.WantHistory(protocol.History{Conv: conv}, false, 1); got[0] != sys {
 		t.Fatalf("history holds %s, pushed was %s", servertest.JSON(got[0]), servertest.JSON(sys))
 	}
 
@@ -447,7 +395,7 @@ func TestGroupCreate(t *testing.T) {
 		grpWantGroup(t, g, k.Conv, "keyed", "alice", "bob")
 		grpQuiet(t, aliceLaptop, alicePhone, bob, carol, dave, erin)
 	}
-	grpWantHistory(t, bob, protocol.History{Conv: k.Conv}, false, 1)
+	bob.WantHistory(protocol.History{Conv: k.Conv}, false, 1)
 	// The same key by another user is another group.
 	kb := grpCreate(t, bob, protocol.CreateGroup{Title: "keyed", Members: []string{"alice"}, Key: "k-1"})
 	if kb.Conv == k.Conv {
@@ -541,7 +489,7 @@ func TestGroupCreateValidation(t *testing.T) {
 	bob.RequestError(&protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupAdd, Users: []string{"dave"}}, protocol.CodeInvalid)
 	grpQuiet(t, everyone...)
 	grpWantStored(t, small, full.Conv, "abcde", "alice", "bob", "carol")
-	grpWantHistory(t, alice, protocol.History{Conv: full.Conv}, false, 1)
+	alice.WantHistory(protocol.History{Conv: full.Conv}, false, 1)
 	// Adding a member already in is not beyond it.
 	g = grpOp(t, bob, protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
 	grpWantGroup(t, g, full.Conv, "abcde", "alice", "bob", "carol")
@@ -579,9 +527,9 @@ func TestGroupAdd(t *testing.T) {
 	conv := g.Conv
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
 	grpQuiet(t, daveLaptop, davePhone, outsider)
-	grpSend(t, alice, conv, "before dave 1")
+	alice.SendMsg(conv, "before dave 1")
 	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "before dave 1"}, nil, false, bob, carol)
-	grpSend(t, alice, conv, "before dave 2")
+	alice.SendMsg(conv, "before dave 2")
 	grpWant(t, conv, &grpMsg{Seq: 3, From: "alice", Body: "before dave 2"}, nil, false, bob, carol)
 	grpQuiet(t, alice, daveLaptop, davePhone, outsider)
 
@@ -602,13 +550,13 @@ func TestGroupAdd(t *testing.T) {
 	if _, page := grpSessions(t, davePhone); page.TotalUnread != 1 {
 		t.Fatalf("dave total_unread %d, want 1", page.TotalUnread)
 	}
-	grpWantHistory(t, daveLaptop, protocol.History{Conv: conv}, false, 4)
-	grpWantHistory(t, daveLaptop, grpAfter(conv, 0), false, 4)
-	grpWantHistory(t, daveLaptop, grpAfter(conv, 1), false, 4)
-	grpWantHistory(t, daveLaptop, grpAfter(conv, 4), false)
-	grpWantHistory(t, daveLaptop, protocol.History{Conv: conv, BeforeSeq: 4}, false)
-	grpWantHistory(t, daveLaptop, protocol.History{Conv: conv, BeforeSeq: 3, Limit: 1}, false)
-	grpWantHistory(t, bob, grpAfter(conv, 0), false, 1, 2, 3, 4)
+	daveLaptop.WantHistory(protocol.History{Conv: conv}, false, 4)
+	daveLaptop.WantHistory(servertest.After(conv, 0), false, 4)
+	daveLaptop.WantHistory(servertest.After(conv, 1), false, 4)
+	daveLaptop.WantHistory(servertest.After(conv, 4), false)
+	daveLaptop.WantHistory(protocol.History{Conv: conv, BeforeSeq: 4}, false)
+	daveLaptop.WantHistory(protocol.History{Conv: conv, BeforeSeq: 3, Limit: 1}, false)
+	bob.WantHistory(servertest.After(conv, 0), false, 1, 2, 3, 4)
 	grpWantPending(t, env, "dave", conv, grpRow(conv, 4, 3, 4))
 	davePhone.MarkDelivered(conv, 4)
 	grpWantPending(t, env, "dave", conv, nil)
@@ -631,7 +579,7 @@ func TestGroupAdd(t *testing.T) {
 	}
 	grpQuiet(t, erin)
 	grpWantSession(t, erin, grpGroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
-	grpWantHistory(t, erin, grpAfter(conv, 0), false, 5)
+	erin.WantHistory(servertest.After(conv, 0), false, 5)
 
 	// Adding members already in: the state, no message, no nudge.
 	everyone := []*servertest.Client{alice, bob, carol, daveLaptop, davePhone, erin, outsider}
@@ -640,7 +588,7 @@ func TestGroupAdd(t *testing.T) {
 		grpWantGroup(t, g, conv, "team", members...)
 		grpQuiet(t, everyone...)
 	}
-	grpWantHistory(t, alice, protocol.History{Conv: conv, Limit: 1}, true, 5)
+	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 5)
 	grpWantStored(t, env, conv, "team", members...)
 }
 
@@ -661,11 +609,11 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carolLaptop, carolPhone, dave)
-	grpSend(t, alice, conv, "two")
+	alice.SendMsg(conv, "two")
 	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carolLaptop, carolPhone, dave)
-	three := grpSend(t, bob, conv, "three")
+	three := bob.SendMsg(conv, "three")
 	grpWant(t, conv, &grpMsg{Seq: 3, From: "bob", Body: "three"}, nil, false, alice, carolLaptop, carolPhone, dave)
-	grpSend(t, alice, direct, "direct one")
+	alice.SendMsg(direct, "direct one")
 	grpWant(t, direct, &grpMsg{Seq: 1, From: "alice", Body: "direct one"}, nil, false, carolLaptop, carolPhone)
 	carolPhone.MarkDelivered(conv, 2)
 	dave.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 3, 3), servertest.Receipt("carol", 2, 0), servertest.Receipt("dave", 0, 0))
@@ -697,13 +645,13 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	}
 	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
 	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
-	grpWantHistory(t, alice, grpAfter(conv, 0), false, 1, 2, 3, 4)
+	alice.WantHistory(servertest.After(conv, 0), false, 1, 2, 3, 4)
 	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
 	grpWantPending(t, env, "carol", conv, nil)
 
 	// Nothing new reaches her.
 	// dave held the minimum at 0; his message is his implicit read.
-	grpSend(t, dave, conv, "after carol")
+	dave.SendMsg(conv, "after carol")
 	grpWant(t, conv, &grpMsg{Seq: 5, From: "dave", Body: "after carol"}, servertest.Ticks(3, 3), false, alice, bob)
 	grpWant(t, conv, nil, servertest.Ticks(3, 3), false, dave)
 	grpQuiet(t, carolLaptop, carolPhone)
@@ -728,7 +676,7 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	bob.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave", "bob"}}, protocol.CodeInvalid)
 	grpQuiet(t, alice, bob, dave, carolLaptop, carolPhone)
 	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
-	grpWantHistory(t, alice, protocol.History{Conv: conv, Limit: 1}, true, 5)
+	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 5)
 
 	// Removing two, by a member who is not the creator.
 	g = grpOp(t, dave, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob", "alice"}})
@@ -751,7 +699,7 @@ func TestGroupLeave(t *testing.T) {
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
 	sys := grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
-	grpSend(t, alice, "d:alice:bob", "direct")
+	alice.SendMsg("d:alice:bob", "direct")
 	grpWant(t, "d:alice:bob", &grpMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bobLaptop, bobPhone)
 
 	bobLaptop.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave, Users: []string{"bob"}}, protocol.CodeInvalid)
@@ -821,14 +769,14 @@ func TestGroupRename(t *testing.T) {
 	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
 	grpWantGroup(t, g, conv, "core team", members...)
 	grpQuiet(t, everyone...)
-	grpWantHistory(t, alice, protocol.History{Conv: conv, Limit: 1}, true, 3)
+	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 3)
 
 	for _, title := range []string{"", "  ", "a\nb", "tab\t", strings.Repeat("x", 101)} {
 		carol.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: title}, protocol.CodeInvalid)
 	}
 	grpQuiet(t, everyone...)
 	grpWantStored(t, env, conv, "core team", members...)
-	grpWantHistory(t, alice, protocol.History{Conv: conv, Limit: 1}, true, 3)
+	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 3)
 }
 
 // 1. group_op errors: unknown ops and malformed frames are invalid, a
@@ -844,7 +792,7 @@ func TestGroupOpErrors(t *testing.T) {
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
 	conv := g.Conv
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
-	grpSend(t, alice, "d:alice:bob", "direct")
+	alice.SendMsg("d:alice:bob", "direct")
 	grpWant(t, "d:alice:bob", &grpMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bob)
 
 	invalid := []protocol.GroupOp{
@@ -894,8 +842,8 @@ func TestGroupOpErrors(t *testing.T) {
 	}
 	grpQuiet(t, everyone...)
 	grpWantStored(t, env, conv, "team", "alice", "bob")
-	grpWantHistory(t, alice, grpAfter(conv, 0), false, 1)
-	grpWantHistory(t, alice, grpAfter("d:alice:bob", 0), false, 1)
+	alice.WantHistory(servertest.After(conv, 0), false, 1)
+	alice.WantHistory(servertest.After("d:alice:bob", 0), false, 1)
 	if _, err := env.Server.Store().Group(context.Background(), "g:nosuch"); err == nil {
 		t.Fatalf("g:nosuch exists after ops on it")
 	}
@@ -918,7 +866,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
-	two := grpSend(t, bob, conv, "two")
+	two := bob.SendMsg(conv, "two")
 	grpWant(t, conv, &grpMsg{Seq: 2, From: "bob", Body: "two"}, nil, false, alice, carol)
 	carol.MarkRead(conv, 2)
 	servertest.WantStatus(conv, servertest.Ticks(1, 1), alice, bob, carol)
@@ -938,9 +886,9 @@ func TestGroupReAddedMember(t *testing.T) {
 	grpWantSession(t, carol, out)
 
 	// While she is out.
-	grpSend(t, alice, conv, "four")
+	alice.SendMsg(conv, "four")
 	grpWant(t, conv, &grpMsg{Seq: 4, From: "alice", Body: "four"}, nil, false, bob)
-	grpSend(t, bob, conv, "five")
+	bob.SendMsg(conv, "five")
 	grpWant(t, conv, &grpMsg{Seq: 5, From: "bob", Body: "five"}, servertest.Ticks(4, 4), false, alice)
 	servertest.WantStatus(conv, servertest.Ticks(4, 4), bob)
 	grpQuiet(t, carol)
@@ -956,15 +904,15 @@ func TestGroupReAddedMember(t *testing.T) {
 	in := grpGroupSession(conv, "team", members, 1, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
 	in.Priority = 1
 	grpWantSession(t, carol, in)
-	grpWantHistory(t, carol, protocol.History{Conv: conv}, false, 6)
-	grpWantHistory(t, carol, grpAfter(conv, 0), false, 6)
-	grpWantHistory(t, carol, grpAfter(conv, 2), false, 6)
-	grpWantHistory(t, carol, protocol.History{Conv: conv, BeforeSeq: 6}, false)
-	grpWantHistory(t, carol, protocol.History{Conv: conv, BeforeSeq: 3}, false)
+	carol.WantHistory(protocol.History{Conv: conv}, false, 6)
+	carol.WantHistory(servertest.After(conv, 0), false, 6)
+	carol.WantHistory(servertest.After(conv, 2), false, 6)
+	carol.WantHistory(protocol.History{Conv: conv, BeforeSeq: 6}, false)
+	carol.WantHistory(protocol.History{Conv: conv, BeforeSeq: 3}, false)
 	grpWantPending(t, env, "carol", conv, grpRow(conv, 6, 5, 6))
 
 	// A member again in every way.
-	seven := grpSend(t, carol, conv, "seven")
+	seven := carol.SendMsg(conv, "seven")
 	grpWant(t, conv, &grpMsg{Seq: 7, From: "carol", Body: "seven"}, nil, false, alice, bob)
 	grpWantPending(t, env, "carol", conv, nil)
 	alice.MarkRead(conv, 7)
@@ -982,7 +930,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	grpWant(t, conv, grpSys(8, "alice", "alice removed carol"), nil, true, alice, bob)
 	grpWant(t, conv, nil, nil, true, carol)
 	carol.Close()
-	grpSend(t, bob, conv, "nine")
+	bob.SendMsg(conv, "nine")
 	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
 	grpWantGroup(t, g, conv, "team", members...)
 	grpWantPending(t, env, "carol", conv, grpRow(conv, 10, 9, 10))
@@ -991,7 +939,7 @@ func TestGroupReAddedMember(t *testing.T) {
 		t.Fatalf("carol replayed %s, want seq 10 alice added carol", servertest.JSON(m))
 	}
 	grpQuiet(t, carol)
-	grpWantHistory(t, carol, grpAfter(conv, 0), false, 10)
+	carol.WantHistory(servertest.After(conv, 0), false, 10)
 	carol.WantReceipts(conv, servertest.Receipt("alice", 10, 10), servertest.Receipt("bob", 9, 9), servertest.Receipt("carol", 9, 9))
 }
 
@@ -1007,9 +955,9 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
 	conv := g.Conv
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
-	grpSend(t, alice, conv, "two")
+	alice.SendMsg(conv, "two")
 	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob)
-	grpSend(t, alice, direct, "hi zoe")
+	alice.SendMsg(direct, "hi zoe")
 	grpWant(t, direct, &grpMsg{Seq: 1, From: "alice", Body: "hi zoe"}, nil, false, zoe)
 
 	zoe.RequestError(&protocol.ReceiptsRequest{Conv: conv}, protocol.CodeForbidden)
@@ -1064,7 +1012,7 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "four", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "four"`), nil, true, all...)
-	msg := grpSend(t, alice, conv, "the message")
+	msg := alice.SendMsg(conv, "the message")
 	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "the message"}, nil, false, bobLaptop, bobPhone, carol, dave)
 	grpQuiet(t, alice, zoe)
 	seq := msg.Seq
@@ -1135,7 +1083,7 @@ func TestGroupTicksFollowMembership(t *testing.T) {
 	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
 	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol, dave)
-	grpSend(t, alice, conv, "two")
+	alice.SendMsg(conv, "two")
 	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carol, dave)
 	bob.MarkRead(conv, 2)
 	carol.MarkRead(conv, 2)
@@ -1165,7 +1113,7 @@ func TestGroupTicksFollowMembership(t *testing.T) {
 	bob.MarkRead(conv, 5)
 	servertest.WantStatus(conv, servertest.Ticks(4, 4), alice, bob, erin)
 	// erin's message is her implicit read of everything before it.
-	grpSend(t, erin, conv, "six")
+	erin.SendMsg(conv, "six")
 	grpWant(t, conv, &grpMsg{Seq: 6, From: "erin", Body: "six"}, servertest.Ticks(5, 5), false, alice, bob)
 	servertest.WantStatus(conv, servertest.Ticks(5, 5), erin)
 	alice.WantReceipts(conv, servertest.Receipt("alice", 5, 5), servertest.Receipt("bob", 5, 5), servertest.Receipt("erin", 6, 6))
@@ -1266,7 +1214,7 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		bob.RequestError(&protocol.Send{Conv: conv, MsgID: "after", Body: "after", ClientTS: 1}, protocol.CodeForbidden)
 
 		// History: exactly the accepted messages, then the removal.
-		hist := grpWantHistory(t, alice, grpAfter(conv, 0), false, seqRange(1, removal.Seq)...)
+		hist := alice.WantHistory(servertest.After(conv, 0), false, servertest.SeqRange(1, removal.Seq)...)
 		for i := range accepted {
 			if m := hist[i+1]; m.From != "bob" || m.MsgID != answers[i].id {
 				t.Fatalf("round %d: history seq %d is %s, want bob's %s", round, m.Seq, servertest.JSON(m), answers[i].id)
@@ -1306,14 +1254,6 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		carol.WantReceipts(conv, servertest.Receipt("alice", removal.Seq, removal.Seq), servertest.Receipt("carol", 0, 0))
 		bob.Close()
 	}
-}
-
-func seqRange(from, to int64) []int64 {
-	var out []int64
-	for s := from; s <= to; s++ {
-		out = append(out, s)
-	}
-	return out
 }
 
 // Group changes racing with each other and with sends: four members adding
@@ -1358,7 +1298,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 	}
 
 	// Whatever failed, what was written must be consistent.
-	hist := grpHistory(t, alice, grpAfter(conv, 0)).Messages
+	hist := alice.History(servertest.After(conv, 0)).Messages
 	added := map[string]int64{}
 	sent := 0
 	for i, m := range hist {
@@ -1437,7 +1377,7 @@ func TestGroupConcurrentCreateWithKey(t *testing.T) {
 	if len(got.msgs) != 1 || got.msgs[0].Conv != first || got.msgs[0].Seq != 1 {
 		t.Fatalf("bob got %s, want the one create message", servertest.JSON(got.msgs))
 	}
-	grpWantHistory(t, bob, grpAfter(first, 0), false, 1)
+	bob.WantHistory(servertest.After(first, 0), false, 1)
 	if all, _ := grpSessions(t, bob); len(all) != 1 {
 		t.Fatalf("bob has %d sessions, want 1: %s", len(all), servertest.JSON(all))
 	}
@@ -1480,8 +1420,8 @@ func grpColdStartSends(t *testing.T, n int) {
 		seqs = append(seqs, sent.Seq)
 	}
 	slices.Sort(seqs)
-	if !slices.Equal(seqs, seqRange(2, int64(n)+1)) {
+	if !slices.Equal(seqs, servertest.SeqRange(2, int64(n)+1)) {
 		t.Fatalf("seqs %v, want 2..%d", seqs, n+1)
 	}
-	grpWantHistory(t, clients[0], grpAfter(g.Conv, 0), false, seqRange(1, int64(n)+1)...)
+	clients[0].WantHistory(servertest.After(g.Conv, 0), false, servertest.SeqRange(1, int64(n)+1)...)
 }

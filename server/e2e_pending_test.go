@@ -114,41 +114,6 @@ func pendWaitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// pendExpectSeqs requires the next msg pushes of conv on c to be exactly
-// seqs from..to, in order, sent by from, and returns them.
-func pendExpectSeqs(t *testing.T, c *servertest.Client, conv, sender string, from, to int64) []protocol.Message {
-	t.Helper()
-	var out []protocol.Message
-	for seq := from; seq <= to; seq++ {
-		m := c.ExpectMsg(conv)
-		if m.Seq != seq || m.From != sender {
-			t.Fatalf("%s/%s: msg %s seq %d from %s, want seq %d from %s", c.User, c.Device, conv, m.Seq, m.From, seq, sender)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// pendExpectLive requires c to be pushed seqs from..to of conv, sent by
-// sender, as live pushes to a connected device. It takes them by seq, so it
-// tolerates a repeat: a connection's replay of its pending deliveries runs
-// alongside live pushes and can push again a message that arrived just
-// after the connection did (see the report on the replay race).
-func pendExpectLive(t *testing.T, c *servertest.Client, conv, sender string, from, to int64) {
-	t.Helper()
-	for seq := from; seq <= to; seq++ {
-		f := c.Expect(fmt.Sprintf("msg %s seq %d", conv, seq), func(f protocol.Frame) bool {
-			m, ok := f.(*protocol.MsgPush)
-			return ok && m.Msg.Conv == conv && m.Msg.Seq == seq
-		})
-		if m := f.(*protocol.MsgPush).Msg; m.From != sender {
-			t.Fatalf("%s/%s: msg %s seq %d from %s, want from %s", c.User, c.Device, conv, seq, m.From, sender)
-		}
-	}
-}
-
-func pendIsMsg(f protocol.Frame) bool { return f.FrameType() == "msg" }
-
 func pendBody(sender string, k int) string { return sender + " says #" + strconv.Itoa(k) }
 
 // Acceptance: a user offline while 1,000 messages arrive in 10
@@ -222,7 +187,7 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 			t.Errorf("%s: got up to seq %d, want %d", conv, last[conv], perSender)
 		}
 	}
-	bob.ExpectNone("a msg beyond the 1,000 pending", pendIsMsg)
+	bob.ExpectNone("a msg beyond the 1,000 pending", servertest.OfType("msg"))
 
 	marks := make([]protocol.Mark, senders)
 	for i, conv := range convs {
@@ -245,8 +210,8 @@ func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 
 	for round := 0; round < 2; round++ {
 		bob := env.Dial(t, "bob", "phone")
-		pendExpectSeqs(t, bob, rcptAB, "alice", 1, 3)
-		bob.ExpectNone("msg beyond the pending ones", pendIsMsg)
+		bob.ExpectSeqs(rcptAB, "alice", 1, 3)
+		bob.ExpectNone("msg beyond the pending ones", servertest.OfType("msg"))
 		// Pushed and received, but never marked delivered: still pending.
 		pendWantRow(t, st, "bob", rcptAB, 1, 0, 3)
 		bob.Close()
@@ -254,7 +219,7 @@ func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 	}
 
 	bob := env.Dial(t, "bob", "tablet")
-	pendExpectSeqs(t, bob, rcptAB, "alice", 1, 3)
+	bob.ExpectSeqs(rcptAB, "alice", 1, 3)
 	bob.MarkDelivered(rcptAB, 3)
 	pendWantNoRows(t, st, "bob")
 	bob.Close()
@@ -262,7 +227,7 @@ func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 	// The store holds no pending row any more, and replay reads only those:
 	// the next connection is pushed nothing.
 	bob = env.DialOnline(t, "bob", "phone")
-	bob.ExpectNone("msg after every message was delivered", pendIsMsg)
+	bob.ExpectNone("msg after every message was delivered", servertest.OfType("msg"))
 }
 
 // Acceptance: a connection closed after a message was pushed to it but
@@ -291,7 +256,7 @@ func TestPushedButNeverAcknowledged(t *testing.T) {
 	if got := bob.ExpectMsg(rcptAB); got != pushed {
 		t.Fatalf("after reconnecting bob got %+v, want %+v", got, pushed)
 	}
-	bob.ExpectNone("a second copy", pendIsMsg)
+	bob.ExpectNone("a second copy", servertest.OfType("msg"))
 	bob.MarkDelivered(rcptAB, sent.Seq)
 	pendWantNoRows(t, st, "bob")
 }
@@ -308,8 +273,8 @@ func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 
 	alice.Send(rcptAB, "m1", "first")
 	alice.Send(rcptAB, "m2", "second")
-	pendExpectLive(t, bobLaptop, rcptAB, "alice", 1, 2)
-	pendExpectLive(t, bobPhone, rcptAB, "alice", 1, 2)
+	bobLaptop.ExpectLive(rcptAB, "alice", 1, 2)
+	bobPhone.ExpectLive(rcptAB, "alice", 1, 2)
 
 	bobLaptop.Close()
 	pendWaitFor(t, "the server to notice bob's closed laptop", func() bool { return env.Server.OnlineDevices() == 2 })
@@ -320,8 +285,8 @@ func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 	pendWantRow(t, st, "bob", rcptAB, 1, 0, 2)
 
 	bobLaptop = env.Dial(t, "bob", "laptop")
-	pendExpectSeqs(t, bobLaptop, rcptAB, "alice", 1, 2)
-	bobLaptop.ExpectNone("a second copy", pendIsMsg)
+	bobLaptop.ExpectSeqs(rcptAB, "alice", 1, 2)
+	bobLaptop.ExpectNone("a second copy", servertest.OfType("msg"))
 
 	// A delivered mark from any device of the user clears the row.
 	bobPhone.MarkDelivered(rcptAB, 2)
@@ -341,7 +306,7 @@ func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 	pendWantRow(t, st, "bob", rcptAB, 1, 0, 5)
 
 	bob := env.Dial(t, "bob", "phone")
-	pendExpectSeqs(t, bob, rcptAB, "alice", 1, 5)
+	bob.ExpectSeqs(rcptAB, "alice", 1, 5)
 	bob.MarkDelivered(rcptAB, 3)
 	pendWantRow(t, st, "bob", rcptAB, 1, 3, 5)
 	bob.Close()
@@ -351,8 +316,8 @@ func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 
 	bob = env.Dial(t, "bob", "phone")
 	// The first push is 4: 1..3 were delivered and are not pushed again.
-	pendExpectSeqs(t, bob, rcptAB, "alice", 4, 6)
-	bob.ExpectNone("msg beyond the undelivered ones", pendIsMsg)
+	bob.ExpectSeqs(rcptAB, "alice", 4, 6)
+	bob.ExpectNone("msg beyond the undelivered ones", servertest.OfType("msg"))
 
 	bob.MarkDelivered(rcptAB, 5)
 	pendWantRow(t, st, "bob", rcptAB, 1, 5, 6)
@@ -379,8 +344,8 @@ func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	for k := 1; k <= 2; k++ {
 		carol.Send(convBC, "m"+strconv.Itoa(k), pendBody("carol", k))
 	}
-	pendExpectLive(t, bob, rcptAB, "alice", 1, 5)
-	pendExpectLive(t, bob, convBC, "carol", 1, 2)
+	bob.ExpectLive(rcptAB, "alice", 1, 5)
+	bob.ExpectLive(convBC, "carol", 1, 2)
 
 	bob.MarkDelivered(rcptAB, 5)
 	if rows := pendRows(t, st, "bob"); len(rows) > 1 || rows[rcptAB] != (store.PendingDelivery{}) {
@@ -394,8 +359,8 @@ func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	pendWantRow(t, env.Server.Store(), "bob", convBC, 1, 0, 2)
 
 	bob = env.Dial(t, "bob", "phone")
-	pendExpectSeqs(t, bob, convBC, "carol", 1, 2)
-	bob.ExpectNone("a replay of acknowledged messages", pendIsMsg)
+	bob.ExpectSeqs(convBC, "carol", 1, 2)
+	bob.ExpectNone("a replay of acknowledged messages", servertest.OfType("msg"))
 }
 
 // A client that stops reading is disconnected once its small queue is full,
@@ -501,7 +466,7 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 			t.Fatalf("replay: got %s seq %d (msg_id %s), want seq %d", m.Conv, m.Seq, m.MsgID, seq)
 		}
 	}
-	bob.ExpectNone("msg beyond the "+fmt.Sprint(sends)+" sent", pendIsMsg)
+	bob.ExpectNone("msg beyond the "+fmt.Sprint(sends)+" sent", servertest.OfType("msg"))
 	bob.MarkDelivered(rcptAB, int64(sends))
 	pendWantNoRows(t, st, "bob")
 }
@@ -535,7 +500,7 @@ func TestReplayWithLiveTrafficIsOrderedAndExactlyOnce(t *testing.T) {
 		}
 	}
 	<-done
-	bob.ExpectNone("a message twice", func(f protocol.Frame) bool { return f.FrameType() == "msg" })
+	bob.ExpectNone("a message twice", servertest.OfType("msg"))
 	if n := env.Server.OnlineDevices(); n != 2 {
 		t.Fatalf("%d devices online after the replay, want 2 (bob was cut off?)", n)
 	}

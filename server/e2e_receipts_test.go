@@ -4,7 +4,6 @@ package server_test
 // boundaries per user and conversation, the status minimum over members).
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -14,34 +13,13 @@ import (
 
 const rcptAB = "d:alice:bob"
 
-// rcptSendN sends n messages from c in conv and returns the last seq; every
-// client in others must receive them.
-func rcptSendN(t *testing.T, c *servertest.Client, conv string, n int, others ...*servertest.Client) int64 {
-	t.Helper()
-	seqs := make([]int64, n)
-	for i := range seqs {
-		seqs[i] = c.Send(conv, c.User+"-"+c.Device+"-"+c.Env.ID(), "hello "+fmt.Sprint(i)).Seq
-	}
-	// Taken by seq: a device's replay of its pending deliveries can repeat
-	// a live push that raced with its connecting.
-	for _, o := range others {
-		for _, seq := range seqs {
-			o.Expect(fmt.Sprintf("msg %s seq %d", conv, seq), func(f protocol.Frame) bool {
-				m, ok := f.(*protocol.MsgPush)
-				return ok && m.Msg.Conv == conv && m.Msg.Seq == seq && m.Msg.From == c.User
-			})
-		}
-	}
-	return seqs[n-1]
-}
-
 // With an id a mark is answered ok; without one it is applied and answered
 // with nothing at all.
 func TestMarkAnsweredOnlyWithID(t *testing.T) {
 	env := servertest.Start(t)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
-	rcptSendN(t, alice, rcptAB, 4, bob)
+	alice.SendN(rcptAB, 4, bob)
 
 	bob.MarkOK(&protocol.Delivered{Ref: protocol.Ref{ID: "d-1"}, Marks: []protocol.Mark{{Conv: rcptAB, Seq: 1}}})
 	bob.MarkOK(&protocol.Read{Ref: protocol.Ref{ID: "r-1"}, Marks: []protocol.Mark{{Conv: rcptAB, Seq: 1}}})
@@ -71,7 +49,7 @@ func TestStatusReachesEveryDeviceOfBothMembers(t *testing.T) {
 	carol := env.DialOnline(t, "carol", "laptop")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
-	rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
+	aliceLaptop.SendN(rcptAB, 3, alicePhone, bobLaptop, bobPhone)
 	// Alice's sends move only her own boundaries; bob still holds the
 	// minimum at 0, so no status yet.
 	servertest.WantNoStatus(append(all, carol)...)
@@ -100,7 +78,7 @@ func TestStatusOnlyOnRise(t *testing.T) {
 	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
-	rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
+	aliceLaptop.SendN(rcptAB, 3, alicePhone, bobLaptop, bobPhone)
 	bobLaptop.MarkDelivered(rcptAB, 2)
 	servertest.WantStatus(rcptAB, servertest.Ticks(2, 0), all...)
 
@@ -155,7 +133,7 @@ func TestMarkBoundaries(t *testing.T) {
 	bob := env.DialOnline(t, "bob", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
 
-	rcptSendN(t, alice, rcptAB, 3, bob)
+	alice.SendN(rcptAB, 3, bob)
 	alice.WantReceipt(rcptAB, "alice", 3, 3) // sending implies reading
 	alice.WantReceipt(rcptAB, "bob", 0, 0)
 
@@ -170,14 +148,14 @@ func TestMarkBoundaries(t *testing.T) {
 
 	// The clamp is real: a message stored after a too-high mark is not
 	// covered by it.
-	rcptSendN(t, alice, rcptAB, 1, bob)
+	alice.SendN(rcptAB, 1, bob)
 	alice.WantReceipt(rcptAB, "bob", 3, 2)
 	bob.MarkRead(rcptAB, 1000)
 	alice.WantReceipt(rcptAB, "bob", 4, 4) // read clamped, delivered follows
 
 	// Read implies delivered.
 	const convAC = "d:alice:carol"
-	rcptSendN(t, alice, convAC, 5, carol)
+	alice.SendN(convAC, 5, carol)
 	carol.MarkDelivered(convAC, 1)
 	alice.WantReceipt(convAC, "carol", 1, 0)
 	carol.MarkRead(convAC, 3)
@@ -200,7 +178,7 @@ func TestReplyIsImplicitRead(t *testing.T) {
 	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
-	last := rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
+	last := aliceLaptop.SendN(rcptAB, 3, alicePhone, bobLaptop, bobPhone).Seq
 	servertest.WantNoStatus(all...)
 
 	reply := bobLaptop.Send(rcptAB, "bob-reply", "got them")
@@ -257,7 +235,7 @@ func TestReceiptsRequest(t *testing.T) {
 	check(alice, map[string][2]int64{"alice": {0, 0}, "bob": {0, 0}})
 	check(bob, map[string][2]int64{"alice": {0, 0}, "bob": {0, 0}})
 
-	rcptSendN(t, alice, rcptAB, 2, bob)
+	alice.SendN(rcptAB, 2, bob)
 	bob.MarkDelivered(rcptAB, 1)
 	check(bob, map[string][2]int64{"alice": {2, 2}, "bob": {1, 0}})
 
@@ -274,8 +252,8 @@ func TestMarkForbiddenConvChangesNothing(t *testing.T) {
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
-	rcptSendN(t, alice, rcptAB, 3, bob)
-	rcptSendN(t, alice, "d:alice:carol", 2, carol)
+	alice.SendN(rcptAB, 3, bob)
+	alice.SendN("d:alice:carol", 2, carol)
 
 	frames := []protocol.Frame{
 		&protocol.Delivered{Marks: []protocol.Mark{{Conv: rcptAB, Seq: 3}, {Conv: "d:alice:carol", Seq: 2}}},
@@ -299,7 +277,7 @@ func TestMarkValidation(t *testing.T) {
 	env := servertest.Start(t)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
-	rcptSendN(t, alice, rcptAB, 2, bob)
+	alice.SendN(rcptAB, 2, bob)
 
 	for _, typ := range []string{"delivered", "read"} {
 		raw := map[string]string{

@@ -59,30 +59,6 @@ func sessStart(t *testing.T, options ...func(*server.Config)) (*servertest.Env, 
 	return servertest.Start(t, opts...), clk
 }
 
-// sessSend sends one message from c in conv and requires every client in
-// others to receive exactly it. It returns the message object as stored.
-func sessSend(t *testing.T, c *servertest.Client, conv string, others ...*servertest.Client) protocol.Message {
-	t.Helper()
-	id := c.Env.ID()
-	m := protocol.Message{Conv: conv, MsgID: "m-" + c.User + "-" + id, From: c.User, Body: "hello " + id, ClientTS: 1_700_000_000_000 + int64(len(id))}
-	f := c.RequestOK(&protocol.Send{Conv: conv, MsgID: m.MsgID, Body: m.Body, ClientTS: m.ClientTS})
-	sent, ok := f.(*protocol.Sent)
-	if !ok {
-		t.Fatalf("send: want sent, got %s", servertest.Describe(f))
-	}
-	m.Seq, m.ServerTS = sent.Seq, sent.ServerTS
-	for _, o := range others {
-		got := o.Expect("msg "+m.MsgID, func(f protocol.Frame) bool {
-			p, ok := f.(*protocol.MsgPush)
-			return ok && p.Msg.Conv == conv && p.Msg.MsgID == m.MsgID
-		}).(*protocol.MsgPush).Msg
-		if got != m {
-			t.Fatalf("%s/%s got msg %+v, want %+v", o.User, o.Device, got, m)
-		}
-	}
-	return m
-}
-
 // sessSync runs one sync and checks what every answer must satisfy:
 // sessions in strictly ascending active_ts above since, all of the list
 // asked for, cursor the highest active_ts returned (or since), and for
@@ -261,7 +237,7 @@ func TestSessionOpsTable(t *testing.T) {
 
 	var last protocol.Message
 	for range 3 {
-		last = sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
+		last = aliceLaptop.SendMsg(sessAB, "hello", alicePhone, bobLaptop, bobPhone)
 	}
 	sessNoSync(t, append(bobs, alices...)...) // messages do not nudge
 
@@ -330,8 +306,8 @@ func TestSessionOpNoChange(t *testing.T) {
 	bobLaptop := env.DialOnline(t, "bob", "laptop")
 	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{alice, bobLaptop, bobPhone}
-	sessSend(t, alice, sessAB, bobLaptop, bobPhone)
-	sessSend(t, alice, sessAB, bobLaptop, bobPhone)
+	alice.SendMsg(sessAB, "hello", bobLaptop, bobPhone)
+	alice.SendMsg(sessAB, "hello", bobLaptop, bobPhone)
 
 	// A read that moves nothing (at or below read_seq, nothing marked) is
 	// no change either.
@@ -393,8 +369,8 @@ func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
 	alice := env.DialOnline(t, "alice", "laptop")
 	news := env.DialOnline(t, "news", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, news, "d:bob:news", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	news.SendMsg("d:bob:news", "hello", bob)
 
 	for _, c := range []struct{ conv, category string }{{sessAB, ""}, {"d:bob:news", "promotions"}} {
 		before := sessGet(t, bob, "", c.conv)
@@ -426,8 +402,8 @@ func TestSessionOpErrors(t *testing.T) {
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, carol, "d:carol:dave")
+	alice.SendMsg(sessAB, "hello", bob)
+	carol.SendMsg("d:carol:dave", "hello")
 	_, page := sessAll(t, bob, "")
 	cursor := page.Cursor
 
@@ -497,7 +473,7 @@ func TestSessionOpCreatesSession(t *testing.T) {
 
 	// The first message then fills the created session in.
 	before := sessGet(t, bobLaptop, "", "d:bob:carol")
-	m := sessSend(t, carol, "d:bob:carol", bobLaptop, bobPhone)
+	m := carol.SendMsg("d:bob:carol", "hello", bobLaptop, bobPhone)
 	after := sessGet(t, bobLaptop, "", "d:bob:carol")
 	want := before
 	want.WriteSeq, want.UnreadCount, want.LastMsg = 1, 1, &m
@@ -519,7 +495,7 @@ func TestSessionNewMessage(t *testing.T) {
 	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
-	m1 := sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
+	m1 := aliceLaptop.SendMsg(sessAB, "hello", alicePhone, bobLaptop, bobPhone)
 	sessNoSync(t, all...)
 	bob1 := sessGet(t, bobLaptop, "", sessAB)
 	alice1 := sessGet(t, alicePhone, "", sessAB)
@@ -541,7 +517,7 @@ func TestSessionNewMessage(t *testing.T) {
 	marked := sessOp(t, alicePhone, protocol.SessionOp{Conv: sessAB, Op: "mark_unread"})
 	sessExpectSync(t, marked.ActiveTS, aliceLaptop, alicePhone)
 
-	m2 := sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
+	m2 := aliceLaptop.SendMsg(sessAB, "hello", alicePhone, bobLaptop, bobPhone)
 	sessNoSync(t, all...)
 	bob2 := sessGet(t, bobPhone, "", sessAB)
 	want := bob1
@@ -557,7 +533,7 @@ func TestSessionNewMessage(t *testing.T) {
 
 	// Bob replies without reading: his read_seq jumps to his message, and
 	// alice has one unread (messages from others only).
-	m3 := sessSend(t, bobPhone, sessAB, aliceLaptop, alicePhone, bobLaptop)
+	m3 := bobPhone.SendMsg(sessAB, "hello", aliceLaptop, alicePhone, bobLaptop)
 	sessNoSync(t, all...)
 	bob3 := sessGet(t, bobLaptop, "", sessAB)
 	if bob3.ReadSeq != 3 || bob3.UnreadCount != 0 || bob3.WriteSeq != 3 || *bob3.LastMsg != m3 {
@@ -713,7 +689,7 @@ func TestSessionJSONHasEveryField(t *testing.T) {
 	}
 
 	// A session with a message, in a sync answer.
-	m := sessSend(t, alice, sessAB)
+	m := alice.SendMsg(sessAB, "hello")
 	page := bob.request(map[string]any{"type": "sync", "since": 0})
 	if page["type"] != "sessions" {
 		t.Fatalf("sync: got %v", page)
@@ -752,13 +728,13 @@ func TestSessionSyncOrderAndPaging(t *testing.T) {
 	dave := env.DialOnline(t, "dave", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, carol, "d:bob:carol", bob)
-	sessSend(t, dave, "d:bob:dave", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	carol.SendMsg("d:bob:carol", "hello", bob)
+	dave.SendMsg("d:bob:dave", "hello", bob)
 	sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:erin", Op: "pin"})
 	sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:dave", Op: "delete"})
 	sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "pin"})
-	sessSend(t, carol, "d:bob:carol", bob)
+	carol.SendMsg("d:bob:carol", "hello", bob)
 
 	full := sessSync(t, bob, protocol.Sync{Since: 0})
 	var order []string
@@ -819,7 +795,7 @@ func TestSessionSyncOrderAndPaging(t *testing.T) {
 		t.Fatalf("since %d after a mute: %s cursor %d, want only %s", cursor, servertest.JSON(p.Sessions), p.Cursor, servertest.JSON(muted))
 	}
 	cursor = p.Cursor
-	m := sessSend(t, alice, sessAB, bob)
+	m := alice.SendMsg(sessAB, "hello", bob)
 	p = sessSync(t, bob, protocol.Sync{Since: cursor})
 	if len(p.Sessions) != 1 || p.Sessions[0].Conv != sessAB || *p.Sessions[0].LastMsg != m {
 		t.Fatalf("since %d after a message: %s, want only %s", cursor, servertest.JSON(p.Sessions), sessAB)
@@ -891,8 +867,8 @@ func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
 	env, _ := sessStart(t)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	m2 := sessSend(t, alice, sessAB, bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	m2 := alice.SendMsg(sessAB, "hello", bob)
 	page := sessSync(t, alice, protocol.Sync{})
 	if len(page.Sessions) != 1 {
 		t.Fatalf("alice's sessions: %s", servertest.JSON(page.Sessions))
@@ -939,9 +915,9 @@ func TestSessionDeletedComesBack(t *testing.T) {
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, carol, "d:bob:carol", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	carol.SendMsg("d:bob:carol", "hello", bob)
 	sessCheckTotal(t, bob, "", 3)
 
 	before := sessGet(t, bob, "", sessAB)
@@ -958,7 +934,7 @@ func TestSessionDeletedComesBack(t *testing.T) {
 	servertest.WantNoStatus(alice)
 	alice.WantReceipt(sessAB, "bob", 0, 0)
 
-	m3 := sessSend(t, alice, sessAB, bob)
+	m3 := alice.SendMsg(sessAB, "hello", bob)
 	back := sessCheckTotal(t, bob, "", 2)[sessAB]
 	want = del
 	want.Deleted, want.WriteSeq, want.UnreadCount, want.LastMsg = false, 3, 1, &m3
@@ -973,7 +949,7 @@ func TestSessionMarkUnread(t *testing.T) {
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	for range 3 {
-		sessSend(t, alice, sessAB, bob)
+		alice.SendMsg(sessAB, "hello", bob)
 	}
 	bob.MarkRead(sessAB, 1)
 	sessExpectSync(t, sessGet(t, bob, "", sessAB).ActiveTS, bob)
@@ -1025,7 +1001,7 @@ func TestSessionMarkUnread(t *testing.T) {
 
 	// Cleared by a send.
 	m = markUnread()
-	sent := sessSend(t, bob, sessAB, alice)
+	sent := bob.SendMsg(sessAB, "hello", alice)
 	after = sessGet(t, bob, "", sessAB)
 	want.ReadSeq, want.WriteSeq, want.UnreadCount, want.LastMsg = 4, 4, 0, &sent
 	want.Ticks = protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3} // alice is at 3, bob at 4
@@ -1050,9 +1026,9 @@ func TestSessionMuteUntilExpires(t *testing.T) {
 	alice := env.DialOnline(t, "alice", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, carol, "d:bob:carol", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	carol.SendMsg("d:bob:carol", "hello", bob)
 	sessCheckTotal(t, bob, "", 3)
 
 	until := clk.Ms() + sessHour
@@ -1083,7 +1059,7 @@ func TestSessionMuteUntilExpires(t *testing.T) {
 	sessCheckTotal(t, bob, "", 3)
 
 	// The mute is over for good: a new message counts.
-	sessSend(t, alice, sessAB, bob)
+	alice.SendMsg(sessAB, "hello", bob)
 	sessCheckTotal(t, bob, "", 4)
 }
 
@@ -1106,9 +1082,9 @@ func TestSessionSubBizGateway(t *testing.T) {
 	bob := env.DialOnline(t, "bob", "laptop")
 	bobPhone := env.DialOnline(t, "bob", "phone")
 
-	sessSend(t, alice, sessAB, bob, bobPhone)
-	sessSend(t, shop, shopConv, bob, bobPhone)
-	s2 := sessSend(t, shop, shopConv, bob, bobPhone)
+	alice.SendMsg(sessAB, "hello", bob, bobPhone)
+	shop.SendMsg(shopConv, "hello", bob, bobPhone)
+	s2 := shop.SendMsg(shopConv, "hello", bob, bobPhone)
 	sessNoSync(t, bob, bobPhone) // member messages do not nudge either
 
 	gateway := func(wantUnread int64, wantLast protocol.Message, mainTotal int64) protocol.Session {
@@ -1139,10 +1115,10 @@ func TestSessionSubBizGateway(t *testing.T) {
 	g1 := gateway(2, s2, 3)
 
 	// A second member: the gateway sums both and carries the newest.
-	t1 := sessSend(t, shop2, shop2Conv, bob, bobPhone)
+	t1 := shop2.SendMsg(shop2Conv, "hello", bob, bobPhone)
 	g2 := gateway(3, t1, 4)
 	sessMoved(t, "gateway on a new member message", g1, g2, true, true)
-	s3 := sessSend(t, shop, shopConv, bob, bobPhone)
+	s3 := shop.SendMsg(shopConv, "hello", bob, bobPhone)
 	g3 := gateway(4, s3, 5)
 	sessMoved(t, "gateway on a newer member message", g2, g3, true, true)
 
@@ -1218,8 +1194,8 @@ func TestSessionAccountCategory(t *testing.T) {
 	news := env.DialOnline(t, "news", "laptop")
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
-	sessSend(t, news, "d:bob:news", bob)
-	sessSend(t, alice, sessAB, bob)
+	news.SendMsg("d:bob:news", "hello", bob)
+	alice.SendMsg(sessAB, "hello", bob)
 
 	main := sessCheckTotal(t, bob, "", 2)
 	if s := main["d:bob:news"]; s.Category != "promotions" || s.SubBiz != "" {
@@ -1239,7 +1215,7 @@ func TestSessionAccountCategory(t *testing.T) {
 		}
 		sessExpectSync(t, got.ActiveTS, bob)
 		// The account's category does not come back with new messages.
-		sessSend(t, news, "d:bob:news", bob)
+		news.SendMsg("d:bob:news", "hello", bob)
 		if s := sessGet(t, bob, "", "d:bob:news"); s.Category != cat {
 			t.Fatalf("after set_category %q and a new message: category %q", cat, s.Category)
 		}
@@ -1264,7 +1240,7 @@ func TestSessionTotalUnread(t *testing.T) {
 	send := func(c *servertest.Client, conv string, n int) {
 		t.Helper()
 		for range n {
-			sessSend(t, c, conv, bob)
+			c.SendMsg(conv, "hello", bob)
 		}
 	}
 	op := func(conv, name string, until int64) {
@@ -1343,7 +1319,7 @@ func TestSessionTimestampsNeverGoBack(t *testing.T) {
 	env, clk := sessStart(t)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
-	sessSend(t, alice, sessAB, bob)
+	alice.SendMsg(sessAB, "hello", bob)
 	prev := sessGet(t, bob, "", sessAB)
 	if prev.ActiveTS != clk.Ms() {
 		t.Fatalf("active_ts %d, want the server clock %d", prev.ActiveTS, clk.Ms())
@@ -1351,8 +1327,8 @@ func TestSessionTimestampsNeverGoBack(t *testing.T) {
 	for i, step := range []func(){
 		func() { sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "pin"}) },
 		func() { clk.Advance(-time.Hour); sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mark_unread"}) },
-		func() { sessSend(t, alice, sessAB, bob) },
-		func() { clk.Advance(-time.Hour); sessSend(t, alice, sessAB, bob) },
+		func() { alice.SendMsg(sessAB, "hello", bob) },
+		func() { clk.Advance(-time.Hour); alice.SendMsg(sessAB, "hello", bob) },
 		func() { sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:carol", Op: "pin"}) },
 	} {
 		step()
