@@ -38,24 +38,6 @@ func regrOp(t *testing.T, c *servertest.Client, f *protocol.GroupOp) *protocol.G
 	return g
 }
 
-func regrSync(t *testing.T, c *servertest.Client, since int64) *protocol.Sessions {
-	t.Helper()
-	s, ok := c.RequestOK(&protocol.Sync{Since: since, Limit: 1000}).(*protocol.Sessions)
-	if !ok {
-		t.Fatalf("sync: not a sessions frame")
-	}
-	return s
-}
-
-func regrSessionOf(page *protocol.Sessions, conv string) (protocol.Session, bool) {
-	for _, s := range page.Sessions {
-		if s.Conv == conv {
-			return s, true
-		}
-	}
-	return protocol.Session{}, false
-}
-
 // TestGroupRemovedMemberUnreadIsCleared: read and every session_op on a
 // group are forbidden once removed, so the unread a member had when removed
 // is cleared then; it must not stay in total_unread for good.
@@ -66,7 +48,7 @@ func TestGroupRemovedMemberUnreadIsCleared(t *testing.T) {
 	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	alice.Send(g.Conv, "m1", "one")
 	alice.Send(g.Conv, "m2", "two")
-	if page := regrSync(t, bob, 0); page.TotalUnread != 3 {
+	if page := bob.Sync(protocol.Sync{Since: 0, Limit: 1000}); page.TotalUnread != 3 {
 		t.Fatalf("bob's total_unread before removal = %d, want 3 (creation + 2)", page.TotalUnread)
 	}
 	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
@@ -74,9 +56,9 @@ func TestGroupRemovedMemberUnreadIsCleared(t *testing.T) {
 	// Everything bob could do to clear it:
 	readAns := bob.Request(&protocol.Read{Marks: []protocol.Mark{{Conv: g.Conv, Seq: 4}}})
 	delAns := bob.Request(&protocol.SessionOp{Conv: g.Conv, Op: "delete"})
-	page := regrSync(t, bob, 0)
+	page := bob.Sync(protocol.Sync{Since: 0, Limit: 1000})
 	if page.TotalUnread != 0 {
-		s, _ := regrSessionOf(page, g.Conv)
+		s, _ := servertest.FindSession(page, g.Conv)
 		t.Errorf("removed bob's total_unread = %d forever (group session unread %d); read answered %s, delete answered %s",
 			page.TotalUnread, s.UnreadCount, servertest.Describe(readAns), servertest.Describe(delAns))
 	}
@@ -114,16 +96,16 @@ func TestGroupRemovedMemberSessionStaysAsItWas(t *testing.T) {
 	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	bob.Send(g.Conv, "b1", "from bob")                                                                  // seq 2
 	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}}) // seq 3
-	after := regrSync(t, bob, 0)
-	before, _ := regrSessionOf(after, g.Conv)
+	after := bob.Sync(protocol.Sync{Since: 0, Limit: 1000})
+	before, _ := servertest.FindSession(after, g.Conv)
 
 	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "without bob"}) // seq 4
 	carol.RequestOK(&protocol.Read{Ref: protocol.Ref{ID: "rd"}, Marks: []protocol.Mark{{Conv: g.Conv, Seq: 4}}})
 
-	if inc := regrSync(t, bob, after.Cursor); len(inc.Sessions) > 0 {
+	if inc := bob.Sync(protocol.Sync{Since: after.Cursor, Limit: 1000}); len(inc.Sessions) > 0 {
 		t.Errorf("removed bob's session changed after his removal: incremental sync returns %s", servertest.Describe(inc))
 	}
-	now, _ := regrSessionOf(regrSync(t, bob, 0), g.Conv)
+	now, _ := servertest.FindSession(bob.Sync(protocol.Sync{Since: 0, Limit: 1000}), g.Conv)
 	if now.Title != before.Title {
 		t.Errorf("removed bob's session title = %q, want %q as when he was removed (he learns of the rename)", now.Title, before.Title)
 	}

@@ -164,7 +164,7 @@ func grpWant(t *testing.T, conv string, msg *grpMsg, ticks *protocol.Ticks, sync
 			if len(got.syncs) != 1 {
 				t.Fatalf("%s: want exactly one session_sync, got cursors %v", who, got.syncs)
 			}
-			if _, page := grpSessions(t, c); page.Cursor != got.syncs[0] {
+			if _, page := c.SyncAll(""); page.Cursor != got.syncs[0] {
 				t.Fatalf("%s: session_sync cursor %d, but the newest active_ts is %d", who, got.syncs[0], page.Cursor)
 			}
 		}
@@ -176,45 +176,6 @@ func grpWant(t *testing.T, conv string, msg *grpMsg, ticks *protocol.Ticks, sync
 func grpQuiet(t *testing.T, clients ...*servertest.Client) {
 	t.Helper()
 	grpWant(t, "", nil, nil, false, clients...)
-}
-
-// grpSessions loads the caller's whole main list.
-func grpSessions(t *testing.T, c *servertest.Client) (map[string]protocol.Session, *protocol.Sessions) {
-	t.Helper()
-	f := c.RequestOK(&protocol.Sync{Since: 0, Limit: 1000})
-	page, ok := f.(*protocol.Sessions)
-	if !ok {
-		t.Fatalf("sync: want sessions, got %s", servertest.Describe(f))
-	}
-	out := make(map[string]protocol.Session, len(page.Sessions))
-	for _, s := range page.Sessions {
-		out[s.Conv] = s
-	}
-	return out, page
-}
-
-// grpSession returns the caller's session of conv.
-func grpSession(t *testing.T, c *servertest.Client, conv string) protocol.Session {
-	t.Helper()
-	all, _ := grpSessions(t, c)
-	s, ok := all[conv]
-	if !ok {
-		t.Fatalf("%s/%s: no session %s in %s", c.User, c.Device, conv, servertest.JSON(all))
-	}
-	return s
-}
-
-// grpWantSession requires the caller's session of want.Conv to equal want
-// in every field but the two timestamps, and returns it.
-func grpWantSession(t *testing.T, c *servertest.Client, want protocol.Session) protocol.Session {
-	t.Helper()
-	got := grpSession(t, c, want.Conv)
-	g := got
-	g.ActiveTS, g.WriteTS = 0, 0
-	if !reflect.DeepEqual(g, want) {
-		t.Fatalf("%s/%s session:\n got %s\nwant %s", c.User, c.Device, servertest.JSON(got), servertest.JSON(want))
-	}
-	return got
 }
 
 // grpGroupSession is the session object of a group as a member sees it.
@@ -337,14 +298,14 @@ func TestGroupCreate(t *testing.T) {
 	grpQuiet(t, dave)
 
 	// The creator has read its own message; the others have it unread.
-	grpWantSession(t, aliceLaptop, grpGroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
-	grpWantSession(t, alicePhone, grpGroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
-	grpWantSession(t, bob, grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	grpWantSession(t, carol, grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	if _, page := grpSessions(t, bob); page.TotalUnread != 1 {
+	aliceLaptop.WantSession(grpGroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
+	alicePhone.WantSession(grpGroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
+	bob.WantSession(grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	carol.WantSession(grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	if _, page := bob.SyncAll(""); page.TotalUnread != 1 {
 		t.Fatalf("bob total_unread %d, want 1", page.TotalUnread)
 	}
-	if all, _ := grpSessions(t, dave); len(all) != 0 {
+	if all, _ := dave.SyncAll(""); len(all) != 0 {
 		t.Fatalf("dave, not a member, has sessions %s", servertest.JSON(all))
 	}
 	bob.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("erin", 0, 0))
@@ -358,7 +319,7 @@ func TestGroupCreate(t *testing.T) {
 	if m := erin.ExpectMsg(conv); m != sys {
 		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(sys))
 	}
-	grpWantSession(t, erin, grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	erin.WantSession(grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
 	grpQuiet(t, erin, aliceLaptop, alicePhone, bob, carol, dave)
 
 	// Typing reaches the other members' devices only.
@@ -383,7 +344,7 @@ func TestGroupCreate(t *testing.T) {
 	grpWantGroup(t, solo, solo.Conv, "notes", "alice")
 	soloMsg := grpWant(t, solo.Conv, grpSys(1, "alice", `alice created the group "notes"`), servertest.Ticks(1, 1), true, aliceLaptop, alicePhone)
 	grpQuiet(t, bob, carol, erin, dave)
-	grpWantSession(t, aliceLaptop, grpGroupSession(solo.Conv, "notes", []string{"alice"}, 0, 1, 1, soloMsg, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1}))
+	aliceLaptop.WantSession(grpGroupSession(solo.Conv, "notes", []string{"alice"}, 0, 1, 1, soloMsg, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1}))
 
 	// The key: a repeat by the same user (from any device, whatever the
 	// rest of the frame says) returns the same group and writes nothing.
@@ -449,7 +410,7 @@ func TestGroupCreateValidation(t *testing.T) {
 	}
 	grpQuiet(t, alice, bob)
 	for _, c := range []*servertest.Client{alice, bob} {
-		if all, _ := grpSessions(t, c); len(all) != 0 {
+		if all, _ := c.SyncAll(""); len(all) != 0 {
 			t.Fatalf("%s has sessions after refused creates: %s", c.User, servertest.JSON(all))
 		}
 	}
@@ -545,9 +506,9 @@ func TestGroupAdd(t *testing.T) {
 
 	// dave's boundaries and session start at seq 3; only seq 4 is his.
 	daveLaptop.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 3, 3))
-	grpWantSession(t, daveLaptop, grpGroupSession(conv, "team", members, 1, 3, 4, added, protocol.Ticks{}))
-	grpWantSession(t, bob, grpGroupSession(conv, "team", members, 4, 0, 4, added, protocol.Ticks{}))
-	if _, page := grpSessions(t, davePhone); page.TotalUnread != 1 {
+	daveLaptop.WantSession(grpGroupSession(conv, "team", members, 1, 3, 4, added, protocol.Ticks{}))
+	bob.WantSession(grpGroupSession(conv, "team", members, 4, 0, 4, added, protocol.Ticks{}))
+	if _, page := davePhone.SyncAll(""); page.TotalUnread != 1 {
 		t.Fatalf("dave total_unread %d, want 1", page.TotalUnread)
 	}
 	daveLaptop.WantHistory(protocol.History{Conv: conv}, false, 4)
@@ -578,7 +539,7 @@ func TestGroupAdd(t *testing.T) {
 		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(added))
 	}
 	grpQuiet(t, erin)
-	grpWantSession(t, erin, grpGroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
+	erin.WantSession(grpGroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
 	erin.WantHistory(servertest.After(conv, 0), false, 5)
 
 	// Adding members already in: the state, no message, no nudge.
@@ -633,14 +594,14 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
 	// Her session keeps what it held, with no members; its unread is
 	// cleared, since she can no longer send the read that would clear it.
-	before := grpWantSession(t, carolLaptop, grpGroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
+	before := carolLaptop.WantSession(grpGroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
 
 	grpLockedOut(t, carolLaptop, conv, direct)
 	grpLockedOut(t, carolPhone, conv, direct)
 	grpQuiet(t, alice, bob, dave, carolLaptop, carolPhone)
 	// Nothing changed: not her session, not the group, not the direct chat
 	// whose mark was in a refused frame.
-	if after := grpSession(t, carolPhone, conv); !reflect.DeepEqual(after, before) {
+	if after := carolPhone.SessionOf(conv); !reflect.DeepEqual(after, before) {
 		t.Fatalf("carol's session changed while locked out:\n got %s\nwant %s", servertest.JSON(after), servertest.JSON(before))
 	}
 	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
@@ -710,7 +671,7 @@ func TestGroupLeave(t *testing.T) {
 	grpWantGroup(t, g, conv, "team", "alice", "carol")
 	grpWant(t, conv, grpSys(2, "bob", "bob left"), nil, true, alice, carol)
 	grpWant(t, conv, nil, nil, true, bobLaptop, bobPhone)
-	grpWantSession(t, bobPhone, grpGroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
+	bobPhone.WantSession(grpGroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
 	carol.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
 	grpWantPending(t, env, "bob", conv, nil)
 	grpLockedOut(t, bobLaptop, conv, "d:alice:bob")
@@ -754,16 +715,16 @@ func TestGroupRename(t *testing.T) {
 	grpWantGroup(t, g, conv, "core", members...)
 	renamed := grpWant(t, conv, grpSys(2, "alice", `alice renamed the group to "core"`), nil, true, alice, bobLaptop, bobPhone, carol)
 	grpQuiet(t, outsider)
-	grpWantSession(t, alice, grpGroupSession(conv, "core", members, 0, 2, 2, renamed, protocol.Ticks{}))
-	grpWantSession(t, bobPhone, grpGroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
-	grpWantSession(t, carol, grpGroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
+	alice.WantSession(grpGroupSession(conv, "core", members, 0, 2, 2, renamed, protocol.Ticks{}))
+	bobPhone.WantSession(grpGroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
+	carol.WantSession(grpGroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
 	grpWantStored(t, env, conv, "core", members...)
 
 	g = grpOp(t, bobLaptop, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
 	grpWantGroup(t, g, conv, "core team", members...)
 	renamed = grpWant(t, conv, grpSys(3, "bob", `bob renamed the group to "core team"`), nil, true, alice, bobLaptop, bobPhone, carol)
 	grpQuiet(t, outsider)
-	grpWantSession(t, carol, grpGroupSession(conv, "core team", members, 3, 0, 3, renamed, protocol.Ticks{}))
+	carol.WantSession(grpGroupSession(conv, "core team", members, 3, 0, 3, renamed, protocol.Ticks{}))
 
 	// The same title: the state, nothing written, nobody nudged.
 	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
@@ -847,7 +808,7 @@ func TestGroupOpErrors(t *testing.T) {
 	if _, err := env.Server.Store().Group(context.Background(), "g:nosuch"); err == nil {
 		t.Fatalf("g:nosuch exists after ops on it")
 	}
-	if all, _ := grpSessions(t, zoe); len(all) != 0 {
+	if all, _ := zoe.SyncAll(""); len(all) != 0 {
 		t.Fatalf("zoe has sessions: %s", servertest.JSON(all))
 	}
 }
@@ -883,7 +844,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	// leaving caused.
 	out := grpGroupSession(conv, "team", nil, 0, 2, 2, two, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1})
 	out.Priority = 1
-	grpWantSession(t, carol, out)
+	carol.WantSession(out)
 
 	// While she is out.
 	alice.SendMsg(conv, "four")
@@ -903,7 +864,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 6, 6), servertest.Receipt("carol", 5, 5))
 	in := grpGroupSession(conv, "team", members, 1, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
 	in.Priority = 1
-	grpWantSession(t, carol, in)
+	carol.WantSession(in)
 	carol.WantHistory(protocol.History{Conv: conv}, false, 6)
 	carol.WantHistory(servertest.After(conv, 0), false, 6)
 	carol.WantHistory(servertest.After(conv, 2), false, 6)
@@ -921,7 +882,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	servertest.WantStatus(conv, servertest.Ticks(7, 7), alice, bob, carol)
 	in = grpGroupSession(conv, "team", members, 0, 7, 7, seven, protocol.Ticks{DeliveredSeq: 7, ReadSeq: 7})
 	in.Priority = 1
-	grpWantSession(t, carol, in)
+	carol.WantSession(in)
 
 	// Out and back in again while offline: the replay starts at the
 	// re-adding message.
@@ -984,7 +945,7 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	alice.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 0, 0))
 	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("zoe", 0, 0))
 	grpWantPending(t, env, "zoe", direct, grpRow(direct, 1, 0, 1))
-	if s := grpSession(t, zoe, direct); s.UnreadCount != 1 || s.ReadSeq != 0 {
+	if s := zoe.SessionOf(direct); s.UnreadCount != 1 || s.ReadSeq != 0 {
 		t.Fatalf("zoe's direct session changed by a refused read: %s", servertest.JSON(s))
 	}
 
@@ -1062,7 +1023,7 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 		check(all[i%len(all)])
 	}
 	for _, c := range all {
-		if s := grpSession(t, c, conv); s.Ticks != (protocol.Ticks{DeliveredSeq: seq, ReadSeq: seq}) {
+		if s := c.SessionOf(conv); s.Ticks != (protocol.Ticks{DeliveredSeq: seq, ReadSeq: seq}) {
 			t.Fatalf("%s/%s: session ticks %s, want %d/%d", c.User, c.Device, servertest.JSON(s.Ticks), seq, seq)
 		}
 	}
@@ -1378,7 +1339,7 @@ func TestGroupConcurrentCreateWithKey(t *testing.T) {
 		t.Fatalf("bob got %s, want the one create message", servertest.JSON(got.msgs))
 	}
 	bob.WantHistory(servertest.After(first, 0), false, 1)
-	if all, _ := grpSessions(t, bob); len(all) != 1 {
+	if all, _ := bob.SyncAll(""); len(all) != 1 {
 		t.Fatalf("bob has %d sessions, want 1: %s", len(all), servertest.JSON(all))
 	}
 }
