@@ -20,24 +20,6 @@ import (
 	"github.com/imcore/im/server/servertest"
 )
 
-func regrCreate(t *testing.T, c *servertest.Client, f *protocol.CreateGroup) *protocol.Group {
-	t.Helper()
-	g, ok := c.RequestOK(f).(*protocol.Group)
-	if !ok {
-		t.Fatalf("create_group: not a group frame")
-	}
-	return g
-}
-
-func regrOp(t *testing.T, c *servertest.Client, f *protocol.GroupOp) *protocol.Group {
-	t.Helper()
-	g, ok := c.RequestOK(f).(*protocol.Group)
-	if !ok {
-		t.Fatalf("group_op %s: not a group frame", f.Op)
-	}
-	return g
-}
-
 // TestGroupRemovedMemberUnreadIsCleared: read and every session_op on a
 // group are forbidden once removed, so the unread a member had when removed
 // is cleared then; it must not stay in total_unread for good.
@@ -45,13 +27,13 @@ func TestGroupRemovedMemberUnreadIsCleared(t *testing.T) {
 	env := servertest.Start(t)
 	alice := env.Dial(t, "alice", "a")
 	bob := env.Dial(t, "bob", "b")
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	alice.Send(g.Conv, "m1", "one")
 	alice.Send(g.Conv, "m2", "two")
 	if page := bob.Sync(protocol.Sync{Since: 0, Limit: 1000}); page.TotalUnread != 3 {
 		t.Fatalf("bob's total_unread before removal = %d, want 3 (creation + 2)", page.TotalUnread)
 	}
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
 
 	// Everything bob could do to clear it:
 	readAns := bob.Request(&protocol.Read{Marks: []protocol.Mark{{Conv: g.Conv, Seq: 4}}})
@@ -71,10 +53,10 @@ func TestGroupCreateRetryAfterLeavingIsForbidden(t *testing.T) {
 	env := servertest.Start(t)
 	alice := env.Dial(t, "alice", "a")
 	bob := env.Dial(t, "bob", "b")
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k1"})
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupLeave})
-	regrOp(t, bob, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "secret plans"})
-	regrOp(t, bob, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k1"})
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupLeave})
+	bob.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "secret plans"})
+	bob.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
 
 	ans := alice.Request(&protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k1"})
 	if got, ok := ans.(*protocol.Group); ok && got.Conv == g.Conv {
@@ -93,13 +75,13 @@ func TestGroupRemovedMemberSessionStaysAsItWas(t *testing.T) {
 	alice := env.Dial(t, "alice", "a")
 	bob := env.Dial(t, "bob", "b")
 	carol := env.Dial(t, "carol", "c")
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
-	bob.Send(g.Conv, "b1", "from bob")                                                                  // seq 2
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}}) // seq 3
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	bob.Send(g.Conv, "b1", "from bob")                                                              // seq 2
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}}) // seq 3
 	after := bob.Sync(protocol.Sync{Since: 0, Limit: 1000})
 	before, _ := servertest.FindSession(after, g.Conv)
 
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "without bob"}) // seq 4
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "without bob"}) // seq 4
 	carol.RequestOK(&protocol.Read{Ref: protocol.Ref{ID: "rd"}, Marks: []protocol.Mark{{Conv: g.Conv, Seq: 4}}})
 
 	if inc := bob.Sync(protocol.Sync{Since: after.Cursor, Limit: 1000}); len(inc.Sessions) > 0 {
@@ -125,7 +107,7 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 	})
 	alice := env.Dial(t, "alice", "laptop")
 	adders := []string{"alice", "bob", "dave", "erin", "frank", "grace", "heidi", "ivan"}
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "busy", Members: append([]string{"carol"}, adders[1:]...)})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "busy", Members: append([]string{"carol"}, adders[1:]...)})
 	alice.Send(g.Conv, "warm", "warm the read statements") // see TestReviewColdGroupReadsDeadlockReaderPool
 	alice.RequestOK(&protocol.ReceiptsRequest{Conv: g.Conv})
 
@@ -173,7 +155,7 @@ func TestGroupReplayStopsAtRemoval(t *testing.T) {
 		cfg.Gateway.RateLimit = rate.Inf
 	})
 	alice := env.Dial(t, "alice", "a")
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	big := strings.Repeat("x", 60000)
 	for i := range 450 { // bob is offline: a backlog of ~27 MB
 		alice.Write(&protocol.Send{Ref: protocol.Ref{ID: fmt.Sprintf("s%d", i)}, Conv: g.Conv, MsgID: fmt.Sprintf("m%03d", i), Body: big})
@@ -195,7 +177,7 @@ func TestGroupReplayStopsAtRemoval(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
 	secret := alice.Send(g.Conv, "secret", "sent after bob was removed")
 
 	// bob reads on.

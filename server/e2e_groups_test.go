@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,170 +21,6 @@ import (
 	"github.com/imcore/im/server/servertest"
 	"github.com/imcore/im/server/store"
 )
-
-// grpConvRe is the shape of a group id the server chooses: g: and 26
-// characters.
-var grpConvRe = regexp.MustCompile(`^g:[a-z0-9]{26}$`)
-
-// grpProbeUser prefixes the users of servertest's DialReplayed probes,
-// whose typing grpTake drops.
-const grpProbeUser = "zz-probe"
-
-// grpCreate sends a create_group and requires a group answer.
-func grpCreate(t *testing.T, c *servertest.Client, f protocol.CreateGroup) *protocol.Group {
-	t.Helper()
-	answer := c.RequestOK(&f)
-	g, ok := answer.(*protocol.Group)
-	if !ok {
-		t.Fatalf("%s/%s create_group: want group, got %s", c.User, c.Device, servertest.Describe(answer))
-	}
-	if !grpConvRe.MatchString(g.Conv) {
-		t.Fatalf("create_group: conv %q is not g:<26 characters>", g.Conv)
-	}
-	return g
-}
-
-// grpOp sends a group_op and requires a group answer.
-func grpOp(t *testing.T, c *servertest.Client, f protocol.GroupOp) *protocol.Group {
-	t.Helper()
-	answer := c.RequestOK(&f)
-	g, ok := answer.(*protocol.Group)
-	if !ok {
-		t.Fatalf("%s/%s group_op %s: want group, got %s", c.User, c.Device, f.Op, servertest.Describe(answer))
-	}
-	return g
-}
-
-// grpWantGroup checks a group frame: conv, title and the sorted members.
-func grpWantGroup(t *testing.T, g *protocol.Group, conv, title string, members ...string) {
-	t.Helper()
-	if members == nil {
-		members = []string{}
-	}
-	if g.Conv != conv || g.Title != title || g.Members == nil || !slices.Equal(g.Members, members) {
-		t.Fatalf("group %s, want conv %s title %q members %v", servertest.JSON(g), conv, title, members)
-	}
-}
-
-// grpFrames is what reached a device, by kind.
-type grpFrames struct {
-	msgs   []protocol.Message
-	status []protocol.Status
-	syncs  []int64
-	typing []protocol.Typing
-	other  []protocol.Frame
-}
-
-// grpTake makes a barrier round trip and sorts what arrived before it (and
-// was not yet taken). A push the server queued for the device before the
-// request that caused it was answered is among them.
-func grpTake(t *testing.T, c *servertest.Client) grpFrames {
-	t.Helper()
-	var out grpFrames
-	for _, f := range c.Barrier() {
-		switch f := f.(type) {
-		case *protocol.MsgPush:
-			out.msgs = append(out.msgs, f.Msg)
-		case *protocol.Status:
-			out.status = append(out.status, *f)
-		case *protocol.SessionSync:
-			out.syncs = append(out.syncs, f.Cursor)
-		case *protocol.Typing:
-			if !strings.HasPrefix(f.User, grpProbeUser) {
-				out.typing = append(out.typing, *f)
-			}
-		default:
-			out.other = append(out.other, f)
-		}
-	}
-	return out
-}
-
-// grpMsg is a message a device must be pushed.
-type grpMsg struct {
-	Seq    int64
-	From   string
-	Body   string
-	System bool
-}
-
-func grpSys(seq int64, from, body string) *grpMsg {
-	return &grpMsg{Seq: seq, From: from, Body: body, System: true}
-}
-
-// grpWant requires every client to have been pushed exactly: msg in conv
-// (when not nil), one status of conv with ticks (when not nil), one
-// session_sync (when sync) whose cursor is the user's newest active_ts, and
-// nothing else. Every client must get the same message object, which is
-// returned.
-func grpWant(t *testing.T, conv string, msg *grpMsg, ticks *protocol.Ticks, sync bool, clients ...*servertest.Client) protocol.Message {
-	t.Helper()
-	var first protocol.Message
-	for i, c := range clients {
-		got := grpTake(t, c)
-		who := c.User + "/" + c.Device
-		if len(got.other) > 0 || len(got.typing) > 0 {
-			t.Fatalf("%s: unexpected frames %s %s", who, servertest.JSON(got.typing), servertest.DescribeAll(got.other))
-		}
-		switch {
-		case msg == nil && len(got.msgs) > 0:
-			t.Fatalf("%s: want no msg, got %s", who, servertest.JSON(got.msgs))
-		case msg != nil:
-			if len(got.msgs) != 1 {
-				t.Fatalf("%s: want exactly one msg (seq %d %q), got %s (and status %s, session_sync %v)", who, msg.Seq, msg.Body, servertest.JSON(got.msgs), servertest.JSON(got.status), got.syncs)
-			}
-			m := got.msgs[0]
-			kind := ""
-			if msg.System {
-				kind = protocol.KindSystem
-			}
-			if m.Conv != conv || m.Seq != msg.Seq || m.From != msg.From || m.Body != msg.Body || m.Kind != kind || m.MsgID == "" || m.ServerTS == 0 {
-				t.Fatalf("%s: got msg %s, want conv %s seq %d from %s body %q kind %q", who, servertest.JSON(m), conv, msg.Seq, msg.From, msg.Body, kind)
-			}
-			if i == 0 {
-				first = m
-			} else if m != first {
-				t.Fatalf("%s: got msg %s, but %s/%s got %s", who, servertest.JSON(m), clients[0].User, clients[0].Device, servertest.JSON(first))
-			}
-		}
-		switch {
-		case ticks == nil && len(got.status) > 0:
-			t.Fatalf("%s: want no status, got %s", who, servertest.JSON(got.status))
-		case ticks != nil:
-			want := protocol.Status{Conv: conv, DeliveredSeq: ticks.DeliveredSeq, ReadSeq: ticks.ReadSeq}
-			if len(got.status) != 1 || got.status[0] != want {
-				t.Fatalf("%s: got status %s, want exactly %s", who, servertest.JSON(got.status), servertest.JSON(want))
-			}
-		}
-		switch {
-		case !sync && len(got.syncs) > 0:
-			t.Fatalf("%s: want no session_sync, got cursors %v", who, got.syncs)
-		case sync:
-			if len(got.syncs) != 1 {
-				t.Fatalf("%s: want exactly one session_sync, got cursors %v", who, got.syncs)
-			}
-			if _, page := c.SyncAll(""); page.Cursor != got.syncs[0] {
-				t.Fatalf("%s: session_sync cursor %d, but the newest active_ts is %d", who, got.syncs[0], page.Cursor)
-			}
-		}
-	}
-	return first
-}
-
-// grpQuiet requires that nothing at all was pushed to the clients.
-func grpQuiet(t *testing.T, clients ...*servertest.Client) {
-	t.Helper()
-	grpWant(t, "", nil, nil, false, clients...)
-}
-
-// grpGroupSession is the session object of a group as a member sees it.
-func grpGroupSession(conv, title string, members []string, unread, readSeq, writeSeq int64, last protocol.Message, ticks protocol.Ticks) protocol.Session {
-	if members == nil {
-		members = []string{}
-	}
-	return protocol.Session{Conv: conv, Kind: "group", Title: title, Members: members,
-		UnreadCount: unread, ReadSeq: readSeq, WriteSeq: writeSeq, LastMsg: &last, Ticks: ticks}
-}
 
 // grpPending returns user's pending rows by conversation.
 func grpPending(t *testing.T, env *servertest.Env, user string) map[string]store.PendingDelivery {
@@ -218,60 +53,6 @@ func grpRow(conv string, first, delivered, newest int64) *store.PendingDelivery 
 	return &store.PendingDelivery{Conv: conv, FirstUndelivered: first, LastDeliveredSeq: delivered, NewestSeq: newest}
 }
 
-// grpWantStored requires the store's state of conv.
-func grpWantStored(t *testing.T, env *servertest.Env, conv, title string, members ...string) {
-	t.Helper()
-	g, err := env.Server.Store().Group(context.Background(), conv)
-	if err != nil {
-		t.Fatalf("store group %s: %v", conv, err)
-	}
-	if members == nil {
-		members = []string{}
-	}
-	if g.Title != title || !slices.Equal(g.Members, members) {
-		t.Fatalf("store group %s: title %q members %v, want title %q members %v", conv, g.Title, g.Members, title, members)
-	}
-}
-
-// grpLockedOut requires every frame about conv from c, a user who is not a
-// member (any more), to be refused forbidden, and to change nothing: a
-// delivered or read frame whose other mark is in direct, a conversation c
-// may mark, is refused as a whole.
-func grpLockedOut(t *testing.T, c *servertest.Client, conv, direct string) {
-	t.Helper()
-	forbidden := []protocol.Frame{
-		&protocol.Send{Conv: conv, MsgID: "locked-out-" + c.Env.ID(), Body: "let me in", ClientTS: 1},
-		&protocol.History{Conv: conv},
-		&protocol.History{Conv: conv, AfterSeq: new(int64)},
-		&protocol.History{Conv: conv, BeforeSeq: 2},
-		&protocol.ReceiptsRequest{Conv: conv},
-		servertest.Delivered(servertest.Mark(conv, 1)),
-		servertest.Delivered(servertest.Mark(conv, 1000)),
-		servertest.Read(servertest.Mark(conv, 1)),
-		servertest.Read(servertest.Mark(conv, 0)),
-		servertest.Delivered(servertest.Mark(direct, 1), servertest.Mark(conv, 1)),
-		servertest.Delivered(servertest.Mark(conv, 1), servertest.Mark(direct, 1)),
-		servertest.Read(servertest.Mark(direct, 1), servertest.Mark(conv, 1)),
-		&protocol.SessionOp{Conv: conv, Op: "pin"},
-		&protocol.SessionOp{Conv: conv, Op: "delete"},
-		&protocol.SessionOp{Conv: conv, Op: "mute"},
-		&protocol.SessionOp{Conv: conv, Op: "mark_unread"},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"zoe"}},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{c.User}},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"alice"}},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "mine now"},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave},
-	}
-	for _, f := range forbidden {
-		c.RequestError(f, protocol.CodeForbidden)
-	}
-	c.Write(&protocol.Typing{Conv: conv})
-	e, ok := c.ExpectType("error").(*protocol.ErrorFrame)
-	if !ok || e.Code != protocol.CodeForbidden || e.ID != "" {
-		t.Fatalf("%s/%s typing in %s: got %s, want error forbidden without id", c.User, c.Device, conv, servertest.JSON(e))
-	}
-}
-
 // 1. create_group: the answer, the system message pushed to every device
 // of every member (the creating one included) and to nobody else, the
 // sessions, pending rows for offline members, receipts, typing, and the
@@ -285,23 +66,23 @@ func TestGroupCreate(t *testing.T) {
 	dave := env.DialReplayed(t, "dave", "laptop") // never a member
 
 	// Members listed in any order, with a repeat; erin is offline.
-	g := grpCreate(t, aliceLaptop, protocol.CreateGroup{Ref: protocol.Ref{ID: "cg-1"}, Title: "team", Members: []string{"carol", "bob", "erin", "bob"}})
+	g := aliceLaptop.CreateGroup(protocol.CreateGroup{Ref: protocol.Ref{ID: "cg-1"}, Title: "team", Members: []string{"carol", "bob", "erin", "bob"}})
 	if g.ID != "cg-1" {
 		t.Fatalf("group answer id %q, want cg-1", g.ID)
 	}
 	conv := g.Conv
 	members := []string{"alice", "bob", "carol", "erin"}
-	grpWantGroup(t, g, conv, "team", members...)
-	grpWantStored(t, env, conv, "team", members...)
+	servertest.WantGroup(t, g, conv, "team", members...)
+	env.WantStoredGroup(conv, "team", members...)
 
-	sys := grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, aliceLaptop, alicePhone, bob, carol)
-	grpQuiet(t, dave)
+	sys := servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, aliceLaptop, alicePhone, bob, carol)
+	servertest.WantQuiet(dave)
 
 	// The creator has read its own message; the others have it unread.
-	aliceLaptop.WantSession(grpGroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
-	alicePhone.WantSession(grpGroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
-	bob.WantSession(grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	carol.WantSession(grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	aliceLaptop.WantSession(servertest.GroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
+	alicePhone.WantSession(servertest.GroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
+	bob.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	carol.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
 	if _, page := bob.SyncAll(""); page.TotalUnread != 1 {
 		t.Fatalf("bob total_unread %d, want 1", page.TotalUnread)
 	}
@@ -319,63 +100,63 @@ func TestGroupCreate(t *testing.T) {
 	if m := erin.ExpectMsg(conv); m != sys {
 		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(sys))
 	}
-	erin.WantSession(grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	grpQuiet(t, erin, aliceLaptop, alicePhone, bob, carol, dave)
+	erin.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	servertest.WantQuiet(erin, aliceLaptop, alicePhone, bob, carol, dave)
 
 	// Typing reaches the other members' devices only.
 	bob.Write(&protocol.Typing{Conv: conv})
-	grpQuiet(t, bob) // bob's frames are handled in order: the typing is pushed by now
+	servertest.WantQuiet(bob) // bob's frames are handled in order: the typing is pushed by now
 	for _, c := range []*servertest.Client{aliceLaptop, alicePhone, carol, erin} {
-		got := grpTake(t, c)
-		if len(got.typing) != 1 || got.typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) || len(got.msgs)+len(got.status)+len(got.syncs)+len(got.other) > 0 {
+		got := c.TakePushes()
+		if len(got.Typing) != 1 || got.Typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) || len(got.Msgs)+len(got.Status)+len(got.Syncs)+len(got.Other) > 0 {
 			t.Fatalf("%s/%s after bob's typing: %s", c.User, c.Device, servertest.JSON(got))
 		}
 	}
-	grpQuiet(t, bob, dave)
+	servertest.WantQuiet(bob, dave)
 	dave.Write(&protocol.Typing{Conv: conv})
 	if e := dave.ExpectType("error").(*protocol.ErrorFrame); e.Code != protocol.CodeForbidden || e.ID != "" {
 		t.Fatalf("typing by a non-member: %s", servertest.JSON(e))
 	}
-	grpQuiet(t, aliceLaptop, alicePhone, bob, carol, erin, dave)
+	servertest.WantQuiet(aliceLaptop, alicePhone, bob, carol, erin, dave)
 
 	// A group of the creator alone: its message is read by every member at
 	// once, so the minimum rises to 1.
-	solo := grpCreate(t, alicePhone, protocol.CreateGroup{Title: "notes"})
-	grpWantGroup(t, solo, solo.Conv, "notes", "alice")
-	soloMsg := grpWant(t, solo.Conv, grpSys(1, "alice", `alice created the group "notes"`), servertest.Ticks(1, 1), true, aliceLaptop, alicePhone)
-	grpQuiet(t, bob, carol, erin, dave)
-	aliceLaptop.WantSession(grpGroupSession(solo.Conv, "notes", []string{"alice"}, 0, 1, 1, soloMsg, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1}))
+	solo := alicePhone.CreateGroup(protocol.CreateGroup{Title: "notes"})
+	servertest.WantGroup(t, solo, solo.Conv, "notes", "alice")
+	soloMsg := servertest.WantPushes(solo.Conv, servertest.SystemMsg(1, "alice", `alice created the group "notes"`), servertest.Ticks(1, 1), true, aliceLaptop, alicePhone)
+	servertest.WantQuiet(bob, carol, erin, dave)
+	aliceLaptop.WantSession(servertest.GroupSession(solo.Conv, "notes", []string{"alice"}, 0, 1, 1, soloMsg, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1}))
 
 	// The key: a repeat by the same user (from any device, whatever the
 	// rest of the frame says) returns the same group and writes nothing.
-	k := grpCreate(t, aliceLaptop, protocol.CreateGroup{Title: "keyed", Members: []string{"bob"}, Key: "k-1"})
-	grpWantGroup(t, k, k.Conv, "keyed", "alice", "bob")
-	grpWant(t, k.Conv, grpSys(1, "alice", `alice created the group "keyed"`), nil, true, aliceLaptop, alicePhone, bob)
+	k := aliceLaptop.CreateGroup(protocol.CreateGroup{Title: "keyed", Members: []string{"bob"}, Key: "k-1"})
+	servertest.WantGroup(t, k, k.Conv, "keyed", "alice", "bob")
+	servertest.WantPushes(k.Conv, servertest.SystemMsg(1, "alice", `alice created the group "keyed"`), nil, true, aliceLaptop, alicePhone, bob)
 	for _, again := range []*servertest.Client{aliceLaptop, alicePhone} {
-		g := grpCreate(t, again, protocol.CreateGroup{Title: "other", Members: []string{"carol", "dave"}, Key: "k-1"})
-		grpWantGroup(t, g, k.Conv, "keyed", "alice", "bob")
-		grpQuiet(t, aliceLaptop, alicePhone, bob, carol, dave, erin)
+		g := again.CreateGroup(protocol.CreateGroup{Title: "other", Members: []string{"carol", "dave"}, Key: "k-1"})
+		servertest.WantGroup(t, g, k.Conv, "keyed", "alice", "bob")
+		servertest.WantQuiet(aliceLaptop, alicePhone, bob, carol, dave, erin)
 	}
 	bob.WantHistory(protocol.History{Conv: k.Conv}, false, 1)
 	// The same key by another user is another group.
-	kb := grpCreate(t, bob, protocol.CreateGroup{Title: "keyed", Members: []string{"alice"}, Key: "k-1"})
+	kb := bob.CreateGroup(protocol.CreateGroup{Title: "keyed", Members: []string{"alice"}, Key: "k-1"})
 	if kb.Conv == k.Conv {
 		t.Fatalf("bob's create with alice's key returned alice's group %s", k.Conv)
 	}
-	grpWantGroup(t, kb, kb.Conv, "keyed", "alice", "bob")
-	grpWant(t, kb.Conv, grpSys(1, "bob", `bob created the group "keyed"`), nil, true, aliceLaptop, alicePhone, bob)
+	servertest.WantGroup(t, kb, kb.Conv, "keyed", "alice", "bob")
+	servertest.WantPushes(kb.Conv, servertest.SystemMsg(1, "bob", `bob created the group "keyed"`), nil, true, aliceLaptop, alicePhone, bob)
 	// Without a key, every create is a new group.
-	n1 := grpCreate(t, bob, protocol.CreateGroup{Title: "twice", Members: []string{"carol"}})
-	grpWant(t, n1.Conv, grpSys(1, "bob", `bob created the group "twice"`), nil, true, bob, carol)
-	n2 := grpCreate(t, bob, protocol.CreateGroup{Title: "twice", Members: []string{"carol"}})
-	grpWant(t, n2.Conv, grpSys(1, "bob", `bob created the group "twice"`), nil, true, bob, carol)
+	n1 := bob.CreateGroup(protocol.CreateGroup{Title: "twice", Members: []string{"carol"}})
+	servertest.WantPushes(n1.Conv, servertest.SystemMsg(1, "bob", `bob created the group "twice"`), nil, true, bob, carol)
+	n2 := bob.CreateGroup(protocol.CreateGroup{Title: "twice", Members: []string{"carol"}})
+	servertest.WantPushes(n2.Conv, servertest.SystemMsg(1, "bob", `bob created the group "twice"`), nil, true, bob, carol)
 	if n1.Conv == n2.Conv {
 		t.Fatalf("two creates without a key made one group %s", n1.Conv)
 	}
 	// A key of 64 characters is valid.
-	long := grpCreate(t, carol, protocol.CreateGroup{Title: "long key", Key: strings.Repeat("k", 64)})
-	grpWant(t, long.Conv, grpSys(1, "carol", `carol created the group "long key"`), servertest.Ticks(1, 1), true, carol)
-	grpQuiet(t, aliceLaptop, alicePhone, bob, dave, erin)
+	long := carol.CreateGroup(protocol.CreateGroup{Title: "long key", Key: strings.Repeat("k", 64)})
+	servertest.WantPushes(long.Conv, servertest.SystemMsg(1, "carol", `carol created the group "long key"`), servertest.Ticks(1, 1), true, carol)
+	servertest.WantQuiet(aliceLaptop, alicePhone, bob, dave, erin)
 }
 
 // 1. create_group validation: every refused create is invalid and leaves
@@ -408,21 +189,21 @@ func TestGroupCreateValidation(t *testing.T) {
 			t.Errorf("%s: invalid without a message", name)
 		}
 	}
-	grpQuiet(t, alice, bob)
+	servertest.WantQuiet(alice, bob)
 	for _, c := range []*servertest.Client{alice, bob} {
 		if all, _ := c.SyncAll(""); len(all) != 0 {
 			t.Fatalf("%s has sessions after refused creates: %s", c.User, servertest.JSON(all))
 		}
 	}
 	// The key of the refused create was not taken.
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k"})
-	grpWant(t, g.Conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k"})
+	servertest.WantPushes(g.Conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
 
 	// Exactly 100 characters (200 bytes) is a valid title.
 	title := strings.Repeat("é", 100)
-	g = grpCreate(t, alice, protocol.CreateGroup{Title: title, Members: []string{"bob"}})
-	grpWantGroup(t, g, g.Conv, title, "alice", "bob")
-	grpWant(t, g.Conv, grpSys(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, bob)
+	g = alice.CreateGroup(protocol.CreateGroup{Title: title, Members: []string{"bob"}})
+	servertest.WantGroup(t, g, g.Conv, title, "alice", "bob")
+	servertest.WantPushes(g.Conv, servertest.SystemMsg(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, bob)
 
 	// Smaller limits.
 	small := servertest.Start(t, func(c *server.Config) {
@@ -438,38 +219,38 @@ func TestGroupCreateValidation(t *testing.T) {
 	alice.RequestError(&protocol.CreateGroup{Title: "big", Members: []string{"bob", "carol", "dave"}}, protocol.CodeInvalid)
 	alice.RequestError(&protocol.CreateGroup{Title: "abcdef", Members: []string{"bob"}}, protocol.CodeInvalid)
 	alice.RequestError(&protocol.CreateGroup{Title: "éééééé", Members: []string{"bob"}}, protocol.CodeInvalid)
-	grpQuiet(t, everyone...)
+	servertest.WantQuiet(everyone...)
 
 	// The creator counts once, listed or not.
-	full := grpCreate(t, alice, protocol.CreateGroup{Title: "abcde", Members: []string{"alice", "bob", "carol"}})
-	grpWantGroup(t, full, full.Conv, "abcde", "alice", "bob", "carol")
-	grpWant(t, full.Conv, grpSys(1, "alice", `alice created the group "abcde"`), nil, true, alice, bob, carol)
-	grpQuiet(t, dave)
+	full := alice.CreateGroup(protocol.CreateGroup{Title: "abcde", Members: []string{"alice", "bob", "carol"}})
+	servertest.WantGroup(t, full, full.Conv, "abcde", "alice", "bob", "carol")
+	servertest.WantPushes(full.Conv, servertest.SystemMsg(1, "alice", `alice created the group "abcde"`), nil, true, alice, bob, carol)
+	servertest.WantQuiet(dave)
 
 	// Adding beyond the limit is invalid and writes nothing.
 	bob.RequestError(&protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupAdd, Users: []string{"dave"}}, protocol.CodeInvalid)
-	grpQuiet(t, everyone...)
-	grpWantStored(t, small, full.Conv, "abcde", "alice", "bob", "carol")
+	servertest.WantQuiet(everyone...)
+	small.WantStoredGroup(full.Conv, "abcde", "alice", "bob", "carol")
 	alice.WantHistory(protocol.History{Conv: full.Conv}, false, 1)
 	// Adding a member already in is not beyond it.
-	g = grpOp(t, bob, protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
-	grpWantGroup(t, g, full.Conv, "abcde", "alice", "bob", "carol")
-	grpQuiet(t, everyone...)
+	g = bob.GroupOp(protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, full.Conv, "abcde", "alice", "bob", "carol")
+	servertest.WantQuiet(everyone...)
 	// A rename is held to the title limit too.
 	bob.RequestError(&protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupRename, Title: "abcdef"}, protocol.CodeInvalid)
-	grpQuiet(t, everyone...)
+	servertest.WantQuiet(everyone...)
 
-	pair := grpCreate(t, alice, protocol.CreateGroup{Title: "ééééé", Members: []string{"bob"}})
-	grpWantGroup(t, pair, pair.Conv, "ééééé", "alice", "bob")
-	grpWant(t, pair.Conv, grpSys(1, "alice", `alice created the group "ééééé"`), nil, true, alice, bob)
+	pair := alice.CreateGroup(protocol.CreateGroup{Title: "ééééé", Members: []string{"bob"}})
+	servertest.WantGroup(t, pair, pair.Conv, "ééééé", "alice", "bob")
+	servertest.WantPushes(pair.Conv, servertest.SystemMsg(1, "alice", `alice created the group "ééééé"`), nil, true, alice, bob)
 	alice.RequestError(&protocol.GroupOp{Conv: pair.Conv, Op: protocol.GroupAdd, Users: []string{"carol", "dave"}}, protocol.CodeInvalid)
-	grpQuiet(t, everyone...)
-	grpWantStored(t, small, pair.Conv, "ééééé", "alice", "bob")
+	servertest.WantQuiet(everyone...)
+	small.WantStoredGroup(pair.Conv, "ééééé", "alice", "bob")
 	// bob is in already: only carol is added, which fits.
-	g = grpOp(t, alice, protocol.GroupOp{Conv: pair.Conv, Op: protocol.GroupAdd, Users: []string{"carol", "bob"}})
-	grpWantGroup(t, g, pair.Conv, "ééééé", "alice", "bob", "carol")
-	grpWant(t, pair.Conv, grpSys(2, "alice", "alice added carol"), nil, true, alice, bob, carol)
-	grpQuiet(t, dave)
+	g = alice.GroupOp(protocol.GroupOp{Conv: pair.Conv, Op: protocol.GroupAdd, Users: []string{"carol", "bob"}})
+	servertest.WantGroup(t, g, pair.Conv, "ééééé", "alice", "bob", "carol")
+	servertest.WantPushes(pair.Conv, servertest.SystemMsg(2, "alice", "alice added carol"), nil, true, alice, bob, carol)
+	servertest.WantQuiet(dave)
 }
 
 // 1. add: the new member's boundaries, session and history start at the
@@ -484,30 +265,30 @@ func TestGroupAdd(t *testing.T) {
 	davePhone := env.DialReplayed(t, "dave", "phone")
 	outsider := env.DialReplayed(t, "zoe", "laptop")
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
-	grpQuiet(t, daveLaptop, davePhone, outsider)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
+	servertest.WantQuiet(daveLaptop, davePhone, outsider)
 	alice.SendMsg(conv, "before dave 1")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "before dave 1"}, nil, false, bob, carol)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "before dave 1"}, nil, false, bob, carol)
 	alice.SendMsg(conv, "before dave 2")
-	grpWant(t, conv, &grpMsg{Seq: 3, From: "alice", Body: "before dave 2"}, nil, false, bob, carol)
-	grpQuiet(t, alice, daveLaptop, davePhone, outsider)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 3, From: "alice", Body: "before dave 2"}, nil, false, bob, carol)
+	servertest.WantQuiet(alice, daveLaptop, davePhone, outsider)
 
-	g = grpOp(t, alice, protocol.GroupOp{Ref: protocol.Ref{ID: "add-dave"}, Conv: conv, Op: protocol.GroupAdd, Users: []string{"dave"}})
+	g = alice.GroupOp(protocol.GroupOp{Ref: protocol.Ref{ID: "add-dave"}, Conv: conv, Op: protocol.GroupAdd, Users: []string{"dave"}})
 	if g.ID != "add-dave" {
 		t.Fatalf("group answer id %q, want add-dave", g.ID)
 	}
 	members := []string{"alice", "bob", "carol", "dave"}
-	grpWantGroup(t, g, conv, "team", members...)
-	grpWantStored(t, env, conv, "team", members...)
-	added := grpWant(t, conv, grpSys(4, "alice", "alice added dave"), nil, true, alice, bob, carol, daveLaptop, davePhone)
-	grpQuiet(t, outsider)
+	servertest.WantGroup(t, g, conv, "team", members...)
+	env.WantStoredGroup(conv, "team", members...)
+	added := servertest.WantPushes(conv, servertest.SystemMsg(4, "alice", "alice added dave"), nil, true, alice, bob, carol, daveLaptop, davePhone)
+	servertest.WantQuiet(outsider)
 
 	// dave's boundaries and session start at seq 3; only seq 4 is his.
 	daveLaptop.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 3, 3))
-	daveLaptop.WantSession(grpGroupSession(conv, "team", members, 1, 3, 4, added, protocol.Ticks{}))
-	bob.WantSession(grpGroupSession(conv, "team", members, 4, 0, 4, added, protocol.Ticks{}))
+	daveLaptop.WantSession(servertest.GroupSession(conv, "team", members, 1, 3, 4, added, protocol.Ticks{}))
+	bob.WantSession(servertest.GroupSession(conv, "team", members, 4, 0, 4, added, protocol.Ticks{}))
 	if _, page := davePhone.SyncAll(""); page.TotalUnread != 1 {
 		t.Fatalf("dave total_unread %d, want 1", page.TotalUnread)
 	}
@@ -522,15 +303,15 @@ func TestGroupAdd(t *testing.T) {
 	davePhone.MarkDelivered(conv, 4)
 	grpWantPending(t, env, "dave", conv, nil)
 	alice.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 4, 3))
-	grpQuiet(t, alice, bob, carol, daveLaptop, davePhone)
+	servertest.WantQuiet(alice, bob, carol, daveLaptop, davePhone)
 
 	// Any member adds; users in any order, one of them already in; the
 	// offline new members get a pending row from the announcing message.
-	g = grpOp(t, bob, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"gina", "alice", "erin", "gina"}})
+	g = bob.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"gina", "alice", "erin", "gina"}})
 	members = []string{"alice", "bob", "carol", "dave", "erin", "gina"}
-	grpWantGroup(t, g, conv, "team", members...)
-	added = grpWant(t, conv, grpSys(5, "bob", "bob added erin and gina"), nil, true, alice, bob, carol, daveLaptop, davePhone)
-	grpQuiet(t, outsider)
+	servertest.WantGroup(t, g, conv, "team", members...)
+	added = servertest.WantPushes(conv, servertest.SystemMsg(5, "bob", "bob added erin and gina"), nil, true, alice, bob, carol, daveLaptop, davePhone)
+	servertest.WantQuiet(outsider)
 	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 5, 5), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 4, 3), servertest.Receipt("erin", 4, 4), servertest.Receipt("gina", 4, 4))
 	grpWantPending(t, env, "erin", conv, grpRow(conv, 5, 4, 5))
 	grpWantPending(t, env, "gina", conv, grpRow(conv, 5, 4, 5))
@@ -538,19 +319,19 @@ func TestGroupAdd(t *testing.T) {
 	if m := erin.ExpectMsg(conv); m != added {
 		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(added))
 	}
-	grpQuiet(t, erin)
-	erin.WantSession(grpGroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
+	servertest.WantQuiet(erin)
+	erin.WantSession(servertest.GroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
 	erin.WantHistory(servertest.After(conv, 0), false, 5)
 
 	// Adding members already in: the state, no message, no nudge.
 	everyone := []*servertest.Client{alice, bob, carol, daveLaptop, davePhone, erin, outsider}
 	for _, users := range [][]string{{"carol"}, {"dave", "alice"}, {"bob"}} {
-		g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: users})
-		grpWantGroup(t, g, conv, "team", members...)
-		grpQuiet(t, everyone...)
+		g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: users})
+		servertest.WantGroup(t, g, conv, "team", members...)
+		servertest.WantQuiet(everyone...)
 	}
 	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 5)
-	grpWantStored(t, env, conv, "team", members...)
+	env.WantStoredGroup(conv, "team", members...)
 }
 
 // 1 and 2. remove: the message goes to the remaining members only; the
@@ -567,38 +348,38 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	dave := env.DialReplayed(t, "dave", "laptop")
 	const direct = "d:alice:carol"
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carolLaptop, carolPhone, dave)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carolLaptop, carolPhone, dave)
 	alice.SendMsg(conv, "two")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carolLaptop, carolPhone, dave)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carolLaptop, carolPhone, dave)
 	three := bob.SendMsg(conv, "three")
-	grpWant(t, conv, &grpMsg{Seq: 3, From: "bob", Body: "three"}, nil, false, alice, carolLaptop, carolPhone, dave)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 3, From: "bob", Body: "three"}, nil, false, alice, carolLaptop, carolPhone, dave)
 	alice.SendMsg(direct, "direct one")
-	grpWant(t, direct, &grpMsg{Seq: 1, From: "alice", Body: "direct one"}, nil, false, carolLaptop, carolPhone)
+	servertest.WantPushes(direct, &servertest.WantMsg{Seq: 1, From: "alice", Body: "direct one"}, nil, false, carolLaptop, carolPhone)
 	carolPhone.MarkDelivered(conv, 2)
 	dave.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 3, 3), servertest.Receipt("carol", 2, 0), servertest.Receipt("dave", 0, 0))
 	if row, ok := grpPending(t, env, "carol")[conv]; !ok || row.LastDeliveredSeq != 2 || row.NewestSeq != 3 {
 		t.Fatalf("carol's pending row in the group: %+v (present %v), want one at delivered 2, newest 3", row, ok)
 	}
-	grpQuiet(t, alice, bob, carolLaptop, carolPhone, dave)
+	servertest.WantQuiet(alice, bob, carolLaptop, carolPhone, dave)
 
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", "alice", "bob", "dave")
-	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
-	grpWant(t, conv, grpSys(4, "alice", "alice removed carol"), nil, true, alice, bob, dave)
-	grpWant(t, conv, nil, nil, true, carolLaptop, carolPhone)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob", "dave")
+	env.WantStoredGroup(conv, "team", "alice", "bob", "dave")
+	servertest.WantPushes(conv, servertest.SystemMsg(4, "alice", "alice removed carol"), nil, true, alice, bob, dave)
+	servertest.WantPushes(conv, nil, nil, true, carolLaptop, carolPhone)
 
 	grpWantPending(t, env, "carol", conv, nil)
 	grpWantPending(t, env, "carol", direct, grpRow(direct, 1, 0, 1))
 	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
 	// Her session keeps what it held, with no members; its unread is
 	// cleared, since she can no longer send the read that would clear it.
-	before := carolLaptop.WantSession(grpGroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
+	before := carolLaptop.WantSession(servertest.GroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
 
-	grpLockedOut(t, carolLaptop, conv, direct)
-	grpLockedOut(t, carolPhone, conv, direct)
-	grpQuiet(t, alice, bob, dave, carolLaptop, carolPhone)
+	carolLaptop.WantLockedOut(conv, direct)
+	carolPhone.WantLockedOut(conv, direct)
+	servertest.WantQuiet(alice, bob, dave, carolLaptop, carolPhone)
 	// Nothing changed: not her session, not the group, not the direct chat
 	// whose mark was in a refused frame.
 	if after := carolPhone.SessionOf(conv); !reflect.DeepEqual(after, before) {
@@ -607,45 +388,45 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
 	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
 	alice.WantHistory(servertest.After(conv, 0), false, 1, 2, 3, 4)
-	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
+	env.WantStoredGroup(conv, "team", "alice", "bob", "dave")
 	grpWantPending(t, env, "carol", conv, nil)
 
 	// Nothing new reaches her.
 	// dave held the minimum at 0; his message is his implicit read.
 	dave.SendMsg(conv, "after carol")
-	grpWant(t, conv, &grpMsg{Seq: 5, From: "dave", Body: "after carol"}, servertest.Ticks(3, 3), false, alice, bob)
-	grpWant(t, conv, nil, servertest.Ticks(3, 3), false, dave)
-	grpQuiet(t, carolLaptop, carolPhone)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 5, From: "dave", Body: "after carol"}, servertest.Ticks(3, 3), false, alice, bob)
+	servertest.WantPushes(conv, nil, servertest.Ticks(3, 3), false, dave)
+	servertest.WantQuiet(carolLaptop, carolPhone)
 	grpWantPending(t, env, "carol", conv, nil)
 	bob.Write(&protocol.Typing{Conv: conv})
-	grpQuiet(t, bob) // bob's frames are handled in order: the typing is pushed by now
+	servertest.WantQuiet(bob) // bob's frames are handled in order: the typing is pushed by now
 	for _, c := range []*servertest.Client{alice, dave} {
-		if got := grpTake(t, c); len(got.typing) != 1 || got.typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) {
-			t.Fatalf("%s after bob's typing: %s", c.User, servertest.JSON(got.typing))
+		if got := c.TakePushes(); len(got.Typing) != 1 || got.Typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) {
+			t.Fatalf("%s after bob's typing: %s", c.User, servertest.JSON(got.Typing))
 		}
 	}
-	grpQuiet(t, carolLaptop, carolPhone)
+	servertest.WantQuiet(carolLaptop, carolPhone)
 
 	// Removing a non-member: the state, nothing written, nobody nudged.
 	for _, users := range [][]string{{"carol"}, {"zoe"}, {"carol", "zoe"}} {
-		g = grpOp(t, bob, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: users})
-		grpWantGroup(t, g, conv, "team", "alice", "bob", "dave")
-		grpQuiet(t, alice, bob, dave, carolLaptop, carolPhone)
+		g = bob.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: users})
+		servertest.WantGroup(t, g, conv, "team", "alice", "bob", "dave")
+		servertest.WantQuiet(alice, bob, dave, carolLaptop, carolPhone)
 	}
 	// Removing oneself is invalid, alone or with others.
 	bob.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob"}}, protocol.CodeInvalid)
 	bob.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave", "bob"}}, protocol.CodeInvalid)
-	grpQuiet(t, alice, bob, dave, carolLaptop, carolPhone)
-	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
+	servertest.WantQuiet(alice, bob, dave, carolLaptop, carolPhone)
+	env.WantStoredGroup(conv, "team", "alice", "bob", "dave")
 	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 5)
 
 	// Removing two, by a member who is not the creator.
-	g = grpOp(t, dave, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob", "alice"}})
-	grpWantGroup(t, g, conv, "team", "dave")
-	grpWant(t, conv, grpSys(6, "dave", "dave removed alice and bob"), servertest.Ticks(6, 6), true, dave)
-	grpWant(t, conv, nil, nil, true, alice, bob)
-	grpQuiet(t, carolLaptop, carolPhone)
-	grpLockedOut(t, alice, conv, direct)
+	g = dave.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob", "alice"}})
+	servertest.WantGroup(t, g, conv, "team", "dave")
+	servertest.WantPushes(conv, servertest.SystemMsg(6, "dave", "dave removed alice and bob"), servertest.Ticks(6, 6), true, dave)
+	servertest.WantPushes(conv, nil, nil, true, alice, bob)
+	servertest.WantQuiet(carolLaptop, carolPhone)
+	alice.WantLockedOut(conv, direct)
 }
 
 // 1 and 2. leave: the leaver gets the state without itself, the others the
@@ -657,42 +438,42 @@ func TestGroupLeave(t *testing.T) {
 	bobPhone := env.DialReplayed(t, "bob", "phone")
 	carol := env.DialReplayed(t, "carol", "laptop")
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
-	sys := grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
+	sys := servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
 	alice.SendMsg("d:alice:bob", "direct")
-	grpWant(t, "d:alice:bob", &grpMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bobLaptop, bobPhone)
+	servertest.WantPushes("d:alice:bob", &servertest.WantMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bobLaptop, bobPhone)
 
 	bobLaptop.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave, Users: []string{"bob"}}, protocol.CodeInvalid)
 	bobLaptop.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave, Title: "bye"}, protocol.CodeInvalid)
-	grpQuiet(t, alice, bobLaptop, bobPhone, carol)
+	servertest.WantQuiet(alice, bobLaptop, bobPhone, carol)
 
-	g = grpOp(t, bobLaptop, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
-	grpWantGroup(t, g, conv, "team", "alice", "carol")
-	grpWant(t, conv, grpSys(2, "bob", "bob left"), nil, true, alice, carol)
-	grpWant(t, conv, nil, nil, true, bobLaptop, bobPhone)
-	bobPhone.WantSession(grpGroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
+	g = bobLaptop.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
+	servertest.WantGroup(t, g, conv, "team", "alice", "carol")
+	servertest.WantPushes(conv, servertest.SystemMsg(2, "bob", "bob left"), nil, true, alice, carol)
+	servertest.WantPushes(conv, nil, nil, true, bobLaptop, bobPhone)
+	bobPhone.WantSession(servertest.GroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
 	carol.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
 	grpWantPending(t, env, "bob", conv, nil)
-	grpLockedOut(t, bobLaptop, conv, "d:alice:bob")
-	grpLockedOut(t, bobPhone, conv, "d:alice:bob")
-	grpQuiet(t, alice, bobLaptop, bobPhone, carol)
+	bobLaptop.WantLockedOut(conv, "d:alice:bob")
+	bobPhone.WantLockedOut(conv, "d:alice:bob")
+	servertest.WantQuiet(alice, bobLaptop, bobPhone, carol)
 	alice.WantReceipts("d:alice:bob", servertest.Receipt("alice", 1, 1), servertest.Receipt("bob", 0, 0))
 
 	// carol held the minimum at 0: with her gone, alice alone has read 1.
-	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
-	grpWantGroup(t, g, conv, "team", "alice")
-	grpWant(t, conv, grpSys(3, "carol", "carol left"), servertest.Ticks(1, 1), true, alice)
-	grpWant(t, conv, nil, nil, true, carol)
-	grpQuiet(t, bobLaptop, bobPhone)
+	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
+	servertest.WantGroup(t, g, conv, "team", "alice")
+	servertest.WantPushes(conv, servertest.SystemMsg(3, "carol", "carol left"), servertest.Ticks(1, 1), true, alice)
+	servertest.WantPushes(conv, nil, nil, true, carol)
+	servertest.WantQuiet(bobLaptop, bobPhone)
 
 	// The last member leaves: nobody is told but its own devices' nudge.
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
-	grpWantGroup(t, g, conv, "team")
-	grpWant(t, conv, nil, nil, true, alice)
-	grpQuiet(t, bobLaptop, bobPhone, carol)
-	grpLockedOut(t, alice, conv, "d:alice:bob")
-	grpLockedOut(t, carol, conv, "d:alice:carol")
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
+	servertest.WantGroup(t, g, conv, "team")
+	servertest.WantPushes(conv, nil, nil, true, alice)
+	servertest.WantQuiet(bobLaptop, bobPhone, carol)
+	alice.WantLockedOut(conv, "d:alice:bob")
+	carol.WantLockedOut(conv, "d:alice:carol")
 }
 
 // 1. rename: the message, the new title in every member's session; the
@@ -707,36 +488,36 @@ func TestGroupRename(t *testing.T) {
 	everyone := []*servertest.Client{alice, bobLaptop, bobPhone, carol, outsider}
 	members := []string{"alice", "bob", "carol"}
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
 
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core"})
-	grpWantGroup(t, g, conv, "core", members...)
-	renamed := grpWant(t, conv, grpSys(2, "alice", `alice renamed the group to "core"`), nil, true, alice, bobLaptop, bobPhone, carol)
-	grpQuiet(t, outsider)
-	alice.WantSession(grpGroupSession(conv, "core", members, 0, 2, 2, renamed, protocol.Ticks{}))
-	bobPhone.WantSession(grpGroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
-	carol.WantSession(grpGroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
-	grpWantStored(t, env, conv, "core", members...)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core"})
+	servertest.WantGroup(t, g, conv, "core", members...)
+	renamed := servertest.WantPushes(conv, servertest.SystemMsg(2, "alice", `alice renamed the group to "core"`), nil, true, alice, bobLaptop, bobPhone, carol)
+	servertest.WantQuiet(outsider)
+	alice.WantSession(servertest.GroupSession(conv, "core", members, 0, 2, 2, renamed, protocol.Ticks{}))
+	bobPhone.WantSession(servertest.GroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
+	carol.WantSession(servertest.GroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
+	env.WantStoredGroup(conv, "core", members...)
 
-	g = grpOp(t, bobLaptop, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
-	grpWantGroup(t, g, conv, "core team", members...)
-	renamed = grpWant(t, conv, grpSys(3, "bob", `bob renamed the group to "core team"`), nil, true, alice, bobLaptop, bobPhone, carol)
-	grpQuiet(t, outsider)
-	carol.WantSession(grpGroupSession(conv, "core team", members, 3, 0, 3, renamed, protocol.Ticks{}))
+	g = bobLaptop.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
+	servertest.WantGroup(t, g, conv, "core team", members...)
+	renamed = servertest.WantPushes(conv, servertest.SystemMsg(3, "bob", `bob renamed the group to "core team"`), nil, true, alice, bobLaptop, bobPhone, carol)
+	servertest.WantQuiet(outsider)
+	carol.WantSession(servertest.GroupSession(conv, "core team", members, 3, 0, 3, renamed, protocol.Ticks{}))
 
 	// The same title: the state, nothing written, nobody nudged.
-	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
-	grpWantGroup(t, g, conv, "core team", members...)
-	grpQuiet(t, everyone...)
+	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
+	servertest.WantGroup(t, g, conv, "core team", members...)
+	servertest.WantQuiet(everyone...)
 	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 3)
 
 	for _, title := range []string{"", "  ", "a\nb", "tab\t", strings.Repeat("x", 101)} {
 		carol.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: title}, protocol.CodeInvalid)
 	}
-	grpQuiet(t, everyone...)
-	grpWantStored(t, env, conv, "core team", members...)
+	servertest.WantQuiet(everyone...)
+	env.WantStoredGroup(conv, "core team", members...)
 	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 3)
 }
 
@@ -750,11 +531,11 @@ func TestGroupOpErrors(t *testing.T) {
 	zoe := env.DialReplayed(t, "zoe", "laptop")
 	everyone := []*servertest.Client{alice, bob, zoe}
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
 	alice.SendMsg("d:alice:bob", "direct")
-	grpWant(t, "d:alice:bob", &grpMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bob)
+	servertest.WantPushes("d:alice:bob", &servertest.WantMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bob)
 
 	invalid := []protocol.GroupOp{
 		{Conv: conv, Op: "promote", Users: []string{"bob"}},
@@ -801,8 +582,8 @@ func TestGroupOpErrors(t *testing.T) {
 	} {
 		zoe.RequestError(&op, protocol.CodeForbidden)
 	}
-	grpQuiet(t, everyone...)
-	grpWantStored(t, env, conv, "team", "alice", "bob")
+	servertest.WantQuiet(everyone...)
+	env.WantStoredGroup(conv, "team", "alice", "bob")
 	alice.WantHistory(servertest.After(conv, 0), false, 1)
 	alice.WantHistory(servertest.After("d:alice:bob", 0), false, 1)
 	if _, err := env.Server.Store().Group(context.Background(), "g:nosuch"); err == nil {
@@ -824,45 +605,45 @@ func TestGroupReAddedMember(t *testing.T) {
 	carol := env.DialReplayed(t, "carol", "laptop")
 	members := []string{"alice", "bob", "carol"}
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
 	two := bob.SendMsg(conv, "two")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "bob", Body: "two"}, nil, false, alice, carol)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "bob", Body: "two"}, nil, false, alice, carol)
 	carol.MarkRead(conv, 2)
 	servertest.WantStatus(conv, servertest.Ticks(1, 1), alice, bob, carol)
 	pinned := protocol.SessionOp{Conv: conv, Op: "pin"}
 	carol.RequestOK(&pinned)
-	grpWant(t, conv, nil, nil, true, carol)
-	grpQuiet(t, alice, bob)
+	servertest.WantPushes(conv, nil, nil, true, carol)
+	servertest.WantQuiet(alice, bob)
 
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", "alice", "bob")
-	grpWant(t, conv, grpSys(3, "alice", "alice removed carol"), servertest.Ticks(2, 2), true, alice, bob)
-	grpWant(t, conv, nil, nil, true, carol)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
+	servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed carol"), servertest.Ticks(2, 2), true, alice, bob)
+	servertest.WantPushes(conv, nil, nil, true, carol)
 	// Her session shows the ticks of when she left (1/1), not the rise her
 	// leaving caused.
-	out := grpGroupSession(conv, "team", nil, 0, 2, 2, two, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1})
+	out := servertest.GroupSession(conv, "team", nil, 0, 2, 2, two, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1})
 	out.Priority = 1
 	carol.WantSession(out)
 
 	// While she is out.
 	alice.SendMsg(conv, "four")
-	grpWant(t, conv, &grpMsg{Seq: 4, From: "alice", Body: "four"}, nil, false, bob)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 4, From: "alice", Body: "four"}, nil, false, bob)
 	bob.SendMsg(conv, "five")
-	grpWant(t, conv, &grpMsg{Seq: 5, From: "bob", Body: "five"}, servertest.Ticks(4, 4), false, alice)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 5, From: "bob", Body: "five"}, servertest.Ticks(4, 4), false, alice)
 	servertest.WantStatus(conv, servertest.Ticks(4, 4), bob)
-	grpQuiet(t, carol)
+	servertest.WantQuiet(carol)
 	grpWantPending(t, env, "carol", conv, nil)
 
 	// Back in: boundaries at 5, only seq 6 on, the pinned session kept.
-	g = grpOp(t, bob, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", members...)
-	grpWantStored(t, env, conv, "team", members...)
+	g = bob.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", members...)
+	env.WantStoredGroup(conv, "team", members...)
 	// alice, at 4, still holds the minimum.
-	back := grpWant(t, conv, grpSys(6, "bob", "bob added carol"), nil, true, alice, bob, carol)
+	back := servertest.WantPushes(conv, servertest.SystemMsg(6, "bob", "bob added carol"), nil, true, alice, bob, carol)
 	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 6, 6), servertest.Receipt("carol", 5, 5))
-	in := grpGroupSession(conv, "team", members, 1, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
+	in := servertest.GroupSession(conv, "team", members, 1, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
 	in.Priority = 1
 	carol.WantSession(in)
 	carol.WantHistory(protocol.History{Conv: conv}, false, 6)
@@ -874,32 +655,32 @@ func TestGroupReAddedMember(t *testing.T) {
 
 	// A member again in every way.
 	seven := carol.SendMsg(conv, "seven")
-	grpWant(t, conv, &grpMsg{Seq: 7, From: "carol", Body: "seven"}, nil, false, alice, bob)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 7, From: "carol", Body: "seven"}, nil, false, alice, bob)
 	grpWantPending(t, env, "carol", conv, nil)
 	alice.MarkRead(conv, 7)
 	servertest.WantStatus(conv, servertest.Ticks(6, 6), alice, bob, carol)
 	bob.MarkRead(conv, 7)
 	servertest.WantStatus(conv, servertest.Ticks(7, 7), alice, bob, carol)
-	in = grpGroupSession(conv, "team", members, 0, 7, 7, seven, protocol.Ticks{DeliveredSeq: 7, ReadSeq: 7})
+	in = servertest.GroupSession(conv, "team", members, 0, 7, 7, seven, protocol.Ticks{DeliveredSeq: 7, ReadSeq: 7})
 	in.Priority = 1
 	carol.WantSession(in)
 
 	// Out and back in again while offline: the replay starts at the
 	// re-adding message.
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", "alice", "bob")
-	grpWant(t, conv, grpSys(8, "alice", "alice removed carol"), nil, true, alice, bob)
-	grpWant(t, conv, nil, nil, true, carol)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
+	servertest.WantPushes(conv, servertest.SystemMsg(8, "alice", "alice removed carol"), nil, true, alice, bob)
+	servertest.WantPushes(conv, nil, nil, true, carol)
 	carol.Close()
 	bob.SendMsg(conv, "nine")
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", members...)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", members...)
 	grpWantPending(t, env, "carol", conv, grpRow(conv, 10, 9, 10))
 	carol = env.DialReplayed(t, "carol", "phone")
 	if m := carol.ExpectMsg(conv); m.Seq != 10 || m.Body != "alice added carol" || m.Kind != protocol.KindSystem {
 		t.Fatalf("carol replayed %s, want seq 10 alice added carol", servertest.JSON(m))
 	}
-	grpQuiet(t, carol)
+	servertest.WantQuiet(carol)
 	carol.WantHistory(servertest.After(conv, 0), false, 10)
 	carol.WantReceipts(conv, servertest.Receipt("alice", 10, 10), servertest.Receipt("bob", 9, 9), servertest.Receipt("carol", 9, 9))
 }
@@ -913,13 +694,13 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	zoe := env.DialReplayed(t, "zoe", "laptop")
 	const direct = "d:alice:zoe"
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
 	alice.SendMsg(conv, "two")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob)
 	alice.SendMsg(direct, "hi zoe")
-	grpWant(t, direct, &grpMsg{Seq: 1, From: "alice", Body: "hi zoe"}, nil, false, zoe)
+	servertest.WantPushes(direct, &servertest.WantMsg{Seq: 1, From: "alice", Body: "hi zoe"}, nil, false, zoe)
 
 	zoe.RequestError(&protocol.ReceiptsRequest{Conv: conv}, protocol.CodeForbidden)
 	for _, f := range []protocol.Frame{
@@ -941,7 +722,7 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	if e := zoe.ExpectType("error").(*protocol.ErrorFrame); e.Code != protocol.CodeForbidden || e.ID != "" {
 		t.Fatalf("read without id by a non-member: %s", servertest.JSON(e))
 	}
-	grpQuiet(t, alice, bob, zoe)
+	servertest.WantQuiet(alice, bob, zoe)
 	alice.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 0, 0))
 	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("zoe", 0, 0))
 	grpWantPending(t, env, "zoe", direct, grpRow(direct, 1, 0, 1))
@@ -953,7 +734,7 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	bob.MarkDelivered(conv, 2)
 	servertest.WantStatus(conv, servertest.Ticks(2, 0), alice, bob)
 	bob.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 2, 0))
-	grpQuiet(t, zoe)
+	servertest.WantQuiet(zoe)
 }
 
 // 4. A message's delivered tick appears only after the last member has it,
@@ -970,12 +751,12 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 	zoe := env.DialReplayed(t, "zoe", "laptop")
 	all := []*servertest.Client{alice, bobLaptop, bobPhone, carol, dave}
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "four", Members: []string{"bob", "carol", "dave"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "four", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "four"`), nil, true, all...)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "four"`), nil, true, all...)
 	msg := alice.SendMsg(conv, "the message")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "the message"}, nil, false, bobLaptop, bobPhone, carol, dave)
-	grpQuiet(t, alice, zoe)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "the message"}, nil, false, bobLaptop, bobPhone, carol, dave)
+	servertest.WantQuiet(alice, zoe)
 	seq := msg.Seq
 	receipts := map[string][2]int64{"alice": {seq, seq}, "bob": {0, 0}, "carol": {0, 0}, "dave": {0, 0}}
 	check := func(c *servertest.Client) {
@@ -1041,44 +822,44 @@ func TestGroupTicksFollowMembership(t *testing.T) {
 	dave := env.DialReplayed(t, "dave", "laptop")
 	erin := env.DialReplayed(t, "erin", "laptop")
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol, dave)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol, dave)
 	alice.SendMsg(conv, "two")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carol, dave)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carol, dave)
 	bob.MarkRead(conv, 2)
 	carol.MarkRead(conv, 2)
 	servertest.WantStatus(conv, nil, alice, bob, carol, dave)
 
 	// dave holds the minimum at 0; removing him raises it to 2.
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave"}})
-	grpWantGroup(t, g, conv, "team", "alice", "bob", "carol")
-	grpWant(t, conv, grpSys(3, "alice", "alice removed dave"), servertest.Ticks(2, 2), true, alice, bob, carol)
-	grpWant(t, conv, nil, nil, true, dave)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave"}})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob", "carol")
+	servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed dave"), servertest.Ticks(2, 2), true, alice, bob, carol)
+	servertest.WantPushes(conv, nil, nil, true, dave)
 	bob.WantReceipts(conv, servertest.Receipt("alice", 3, 3), servertest.Receipt("bob", 2, 2), servertest.Receipt("carol", 2, 2))
 
 	// carol holds it at 2 after bob reads 3; her leaving raises it to 3.
 	bob.MarkRead(conv, 3)
 	servertest.WantStatus(conv, nil, alice, bob, carol)
-	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
-	grpWantGroup(t, g, conv, "team", "alice", "bob")
-	grpWant(t, conv, grpSys(4, "carol", "carol left"), servertest.Ticks(3, 3), true, alice, bob)
-	grpWant(t, conv, nil, nil, true, carol)
-	grpQuiet(t, dave)
+	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
+	servertest.WantPushes(conv, servertest.SystemMsg(4, "carol", "carol left"), servertest.Ticks(3, 3), true, alice, bob)
+	servertest.WantPushes(conv, nil, nil, true, carol)
+	servertest.WantQuiet(dave)
 
 	// erin joins at 4: no fall of the minimum, no status.
-	grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"erin"}})
-	grpWant(t, conv, grpSys(5, "alice", "alice added erin"), nil, true, alice, bob, erin)
+	alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"erin"}})
+	servertest.WantPushes(conv, servertest.SystemMsg(5, "alice", "alice added erin"), nil, true, alice, bob, erin)
 	erin.WantReceipts(conv, servertest.Receipt("alice", 5, 5), servertest.Receipt("bob", 3, 3), servertest.Receipt("erin", 4, 4))
 	// bob reads everything: erin holds the minimum at 4, not below.
 	bob.MarkRead(conv, 5)
 	servertest.WantStatus(conv, servertest.Ticks(4, 4), alice, bob, erin)
 	// erin's message is her implicit read of everything before it.
 	erin.SendMsg(conv, "six")
-	grpWant(t, conv, &grpMsg{Seq: 6, From: "erin", Body: "six"}, servertest.Ticks(5, 5), false, alice, bob)
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 6, From: "erin", Body: "six"}, servertest.Ticks(5, 5), false, alice, bob)
 	servertest.WantStatus(conv, servertest.Ticks(5, 5), erin)
 	alice.WantReceipts(conv, servertest.Receipt("alice", 5, 5), servertest.Receipt("bob", 5, 5), servertest.Receipt("erin", 6, 6))
-	grpQuiet(t, carol, dave)
+	servertest.WantQuiet(carol, dave)
 }
 
 // 5. A send racing with the removal of its sender: every message the
@@ -1091,9 +872,9 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 	const n = 30
 	for round := range 5 {
 		title := fmt.Sprintf("race %d", round)
-		g := grpCreate(t, alice, protocol.CreateGroup{Title: title, Members: []string{"bob", "carol"}})
+		g := alice.CreateGroup(protocol.CreateGroup{Title: title, Members: []string{"bob", "carol"}})
 		conv := g.Conv
-		grpWant(t, conv, grpSys(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, carol)
+		servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, carol)
 
 		bob := env.DialOnline(servertest.Async{TB: t}, "bob", fmt.Sprintf("race%d", round))
 		type answer struct {
@@ -1140,8 +921,8 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		case <-done:
 			t.FailNow()
 		}
-		g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
-		grpWantGroup(t, g, conv, title, "alice", "carol")
+		g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+		servertest.WantGroup(t, g, conv, title, "alice", "carol")
 		removal := alice.Expect("the removal message", func(f protocol.Frame) bool {
 			m, ok := f.(*protocol.MsgPush)
 			return ok && m.Msg.Conv == conv && m.Msg.Kind == protocol.KindSystem && m.Msg.Body == "alice removed bob"
@@ -1185,9 +966,9 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		// had every bob message too, and the rest of her frames are
 		// bob's messages only. bob's racing device was pushed none.
 		for _, c := range []*servertest.Client{carol, alice} {
-			got := grpTake(t, c)
+			got := c.TakePushes()
 			seen := map[int64]int{}
-			for _, m := range got.msgs {
+			for _, m := range got.Msgs {
 				seen[m.Seq]++
 			}
 			for seq := int64(2); seq < removal.Seq; seq++ {
@@ -1202,11 +983,11 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 					t.Fatalf("round %d: carol got the removal %d times", round, seen[removal.Seq])
 				}
 			}
-			if len(got.msgs) != wantPushes || len(got.typing)+len(got.other) > 0 {
-				t.Fatalf("round %d: %s got %s %s", round, c.User, servertest.JSON(got.msgs), servertest.DescribeAll(got.other))
+			if len(got.Msgs) != wantPushes || len(got.Typing)+len(got.Other) > 0 {
+				t.Fatalf("round %d: %s got %s %s", round, c.User, servertest.JSON(got.Msgs), servertest.DescribeAll(got.Other))
 			}
 		}
-		for _, m := range grpTake(t, bob).msgs {
+		for _, m := range bob.TakePushes().Msgs {
 			if m.Conv == conv && m.Seq != 1 { // seq 1 is the replay of the create
 				t.Fatalf("round %d: bob's sending device was pushed %s", round, servertest.JSON(m))
 			}
@@ -1227,7 +1008,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 	alice := env.DialReplayed(t, "alice", "laptop")
 	adders := []string{"alice", "bob", "dave", "erin"}
 	const perAdder, sends = 12, 24
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "busy", Members: []string{"bob", "carol", "dave", "erin"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "busy", Members: []string{"bob", "carol", "dave", "erin"}})
 	conv := g.Conv
 
 	done := make(chan struct{})
@@ -1285,7 +1066,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 		members = append(members, user)
 	}
 	slices.Sort(members)
-	grpWantStored(t, env, conv, "busy", members...)
+	env.WantStoredGroup(conv, "busy", members...)
 	st := env.Server.Store()
 	for user, seq := range added {
 		m, err := st.Membership(context.Background(), conv, user)
@@ -1334,9 +1115,9 @@ func TestGroupConcurrentCreateWithKey(t *testing.T) {
 			t.Fatalf("concurrent creates with one key answered %q and %q", first, c)
 		}
 	}
-	got := grpTake(t, bob)
-	if len(got.msgs) != 1 || got.msgs[0].Conv != first || got.msgs[0].Seq != 1 {
-		t.Fatalf("bob got %s, want the one create message", servertest.JSON(got.msgs))
+	got := bob.TakePushes()
+	if len(got.Msgs) != 1 || got.Msgs[0].Conv != first || got.Msgs[0].Seq != 1 {
+		t.Fatalf("bob got %s, want the one create message", servertest.JSON(got.Msgs))
 	}
 	bob.WantHistory(servertest.After(first, 0), false, 1)
 	if all, _ := bob.SyncAll(""); len(all) != 1 {
@@ -1366,7 +1147,7 @@ func grpColdStartSends(t *testing.T, n int) {
 		users = append(users, fmt.Sprintf("u%02d", i))
 		clients[i] = env.DialReplayed(t, users[i], "laptop")
 	}
-	g := grpCreate(t, clients[0], protocol.CreateGroup{Title: "cold", Members: users[1:]})
+	g := clients[0].CreateGroup(protocol.CreateGroup{Title: "cold", Members: users[1:]})
 	for i, c := range clients {
 		c.Write(&protocol.Send{Ref: protocol.Ref{ID: fmt.Sprintf("cold-%d", i)}, Conv: g.Conv, MsgID: fmt.Sprintf("cold-%d", i), Body: "now", ClientTS: 1})
 	}
