@@ -19,39 +19,7 @@ import (
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/servertest"
-	"github.com/imcore/im/server/store"
 )
-
-// grpPending returns user's pending rows by conversation.
-func grpPending(t *testing.T, env *servertest.Env, user string) map[string]store.PendingDelivery {
-	t.Helper()
-	rows, err := env.Server.Store().Pending(context.Background(), user)
-	if err != nil {
-		t.Fatalf("pending of %s: %v", user, err)
-	}
-	out := make(map[string]store.PendingDelivery, len(rows))
-	for _, r := range rows {
-		out[r.Conv] = r
-	}
-	return out
-}
-
-// grpWantPending requires user's pending row in conv to be exactly row
-// (nil: no row).
-func grpWantPending(t *testing.T, env *servertest.Env, user, conv string, row *store.PendingDelivery) {
-	t.Helper()
-	got, ok := grpPending(t, env, user)[conv]
-	switch {
-	case row == nil && ok:
-		t.Fatalf("pending of %s in %s: %+v, want none", user, conv, got)
-	case row != nil && (!ok || got != *row):
-		t.Fatalf("pending of %s in %s: %+v (present %v), want %+v", user, conv, got, ok, *row)
-	}
-}
-
-func grpRow(conv string, first, delivered, newest int64) *store.PendingDelivery {
-	return &store.PendingDelivery{Conv: conv, FirstUndelivered: first, LastDeliveredSeq: delivered, NewestSeq: newest}
-}
 
 // 1. create_group: the answer, the system message pushed to every device
 // of every member (the creating one included) and to nobody else, the
@@ -95,7 +63,7 @@ func TestGroupCreate(t *testing.T) {
 	}
 
 	// The offline member has a pending row and gets the message on hello.
-	grpWantPending(t, env, "erin", conv, grpRow(conv, 1, 0, 1))
+	env.WantPending("erin", servertest.PendingRow(conv, 1, 0, 1))
 	erin := env.DialReplayed(t, "erin", "laptop")
 	if m := erin.ExpectMsg(conv); m != sys {
 		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(sys))
@@ -299,9 +267,9 @@ func TestGroupAdd(t *testing.T) {
 	daveLaptop.WantHistory(protocol.History{Conv: conv, BeforeSeq: 4}, false)
 	daveLaptop.WantHistory(protocol.History{Conv: conv, BeforeSeq: 3, Limit: 1}, false)
 	bob.WantHistory(servertest.After(conv, 0), false, 1, 2, 3, 4)
-	grpWantPending(t, env, "dave", conv, grpRow(conv, 4, 3, 4))
+	env.WantPending("dave", servertest.PendingRow(conv, 4, 3, 4))
 	davePhone.MarkDelivered(conv, 4)
-	grpWantPending(t, env, "dave", conv, nil)
+	env.WantNoPending("dave", conv)
 	alice.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 4, 3))
 	servertest.WantQuiet(alice, bob, carol, daveLaptop, davePhone)
 
@@ -313,8 +281,8 @@ func TestGroupAdd(t *testing.T) {
 	added = servertest.WantPushes(conv, servertest.SystemMsg(5, "bob", "bob added erin and gina"), nil, true, alice, bob, carol, daveLaptop, davePhone)
 	servertest.WantQuiet(outsider)
 	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 5, 5), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 4, 3), servertest.Receipt("erin", 4, 4), servertest.Receipt("gina", 4, 4))
-	grpWantPending(t, env, "erin", conv, grpRow(conv, 5, 4, 5))
-	grpWantPending(t, env, "gina", conv, grpRow(conv, 5, 4, 5))
+	env.WantPending("erin", servertest.PendingRow(conv, 5, 4, 5))
+	env.WantPending("gina", servertest.PendingRow(conv, 5, 4, 5))
 	erin := env.DialReplayed(t, "erin", "laptop")
 	if m := erin.ExpectMsg(conv); m != added {
 		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(added))
@@ -359,7 +327,7 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	servertest.WantPushes(direct, &servertest.WantMsg{Seq: 1, From: "alice", Body: "direct one"}, nil, false, carolLaptop, carolPhone)
 	carolPhone.MarkDelivered(conv, 2)
 	dave.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 3, 3), servertest.Receipt("carol", 2, 0), servertest.Receipt("dave", 0, 0))
-	if row, ok := grpPending(t, env, "carol")[conv]; !ok || row.LastDeliveredSeq != 2 || row.NewestSeq != 3 {
+	if row, ok := env.PendingRows("carol")[conv]; !ok || row.LastDeliveredSeq != 2 || row.NewestSeq != 3 {
 		t.Fatalf("carol's pending row in the group: %+v (present %v), want one at delivered 2, newest 3", row, ok)
 	}
 	servertest.WantQuiet(alice, bob, carolLaptop, carolPhone, dave)
@@ -370,8 +338,8 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	servertest.WantPushes(conv, servertest.SystemMsg(4, "alice", "alice removed carol"), nil, true, alice, bob, dave)
 	servertest.WantPushes(conv, nil, nil, true, carolLaptop, carolPhone)
 
-	grpWantPending(t, env, "carol", conv, nil)
-	grpWantPending(t, env, "carol", direct, grpRow(direct, 1, 0, 1))
+	env.WantNoPending("carol", conv)
+	env.WantPending("carol", servertest.PendingRow(direct, 1, 0, 1))
 	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
 	// Her session keeps what it held, with no members; its unread is
 	// cleared, since she can no longer send the read that would clear it.
@@ -389,7 +357,7 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
 	alice.WantHistory(servertest.After(conv, 0), false, 1, 2, 3, 4)
 	env.WantStoredGroup(conv, "team", "alice", "bob", "dave")
-	grpWantPending(t, env, "carol", conv, nil)
+	env.WantNoPending("carol", conv)
 
 	// Nothing new reaches her.
 	// dave held the minimum at 0; his message is his implicit read.
@@ -397,7 +365,7 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 5, From: "dave", Body: "after carol"}, servertest.Ticks(3, 3), false, alice, bob)
 	servertest.WantPushes(conv, nil, servertest.Ticks(3, 3), false, dave)
 	servertest.WantQuiet(carolLaptop, carolPhone)
-	grpWantPending(t, env, "carol", conv, nil)
+	env.WantNoPending("carol", conv)
 	bob.Write(&protocol.Typing{Conv: conv})
 	servertest.WantQuiet(bob) // bob's frames are handled in order: the typing is pushed by now
 	for _, c := range []*servertest.Client{alice, dave} {
@@ -454,7 +422,7 @@ func TestGroupLeave(t *testing.T) {
 	servertest.WantPushes(conv, nil, nil, true, bobLaptop, bobPhone)
 	bobPhone.WantSession(servertest.GroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
 	carol.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
-	grpWantPending(t, env, "bob", conv, nil)
+	env.WantNoPending("bob", conv)
 	bobLaptop.WantLockedOut(conv, "d:alice:bob")
 	bobPhone.WantLockedOut(conv, "d:alice:bob")
 	servertest.WantQuiet(alice, bobLaptop, bobPhone, carol)
@@ -634,7 +602,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 5, From: "bob", Body: "five"}, servertest.Ticks(4, 4), false, alice)
 	servertest.WantStatus(conv, servertest.Ticks(4, 4), bob)
 	servertest.WantQuiet(carol)
-	grpWantPending(t, env, "carol", conv, nil)
+	env.WantNoPending("carol", conv)
 
 	// Back in: boundaries at 5, only seq 6 on, the pinned session kept.
 	g = bob.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
@@ -651,12 +619,12 @@ func TestGroupReAddedMember(t *testing.T) {
 	carol.WantHistory(servertest.After(conv, 2), false, 6)
 	carol.WantHistory(protocol.History{Conv: conv, BeforeSeq: 6}, false)
 	carol.WantHistory(protocol.History{Conv: conv, BeforeSeq: 3}, false)
-	grpWantPending(t, env, "carol", conv, grpRow(conv, 6, 5, 6))
+	env.WantPending("carol", servertest.PendingRow(conv, 6, 5, 6))
 
 	// A member again in every way.
 	seven := carol.SendMsg(conv, "seven")
 	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 7, From: "carol", Body: "seven"}, nil, false, alice, bob)
-	grpWantPending(t, env, "carol", conv, nil)
+	env.WantNoPending("carol", conv)
 	alice.MarkRead(conv, 7)
 	servertest.WantStatus(conv, servertest.Ticks(6, 6), alice, bob, carol)
 	bob.MarkRead(conv, 7)
@@ -675,7 +643,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	bob.SendMsg(conv, "nine")
 	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
 	servertest.WantGroup(t, g, conv, "team", members...)
-	grpWantPending(t, env, "carol", conv, grpRow(conv, 10, 9, 10))
+	env.WantPending("carol", servertest.PendingRow(conv, 10, 9, 10))
 	carol = env.DialReplayed(t, "carol", "phone")
 	if m := carol.ExpectMsg(conv); m.Seq != 10 || m.Body != "alice added carol" || m.Kind != protocol.KindSystem {
 		t.Fatalf("carol replayed %s, want seq 10 alice added carol", servertest.JSON(m))
@@ -725,7 +693,7 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	servertest.WantQuiet(alice, bob, zoe)
 	alice.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 0, 0))
 	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("zoe", 0, 0))
-	grpWantPending(t, env, "zoe", direct, grpRow(direct, 1, 0, 1))
+	env.WantPending("zoe", servertest.PendingRow(direct, 1, 0, 1))
 	if s := zoe.SessionOf(direct); s.UnreadCount != 1 || s.ReadSeq != 0 {
 		t.Fatalf("zoe's direct session changed by a refused read: %s", servertest.JSON(s))
 	}
@@ -992,7 +960,7 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 				t.Fatalf("round %d: bob's sending device was pushed %s", round, servertest.JSON(m))
 			}
 		}
-		grpWantPending(t, env, "bob", conv, nil)
+		env.WantNoPending("bob", conv)
 		carol.WantReceipts(conv, servertest.Receipt("alice", removal.Seq, removal.Seq), servertest.Receipt("carol", 0, 0))
 		bob.Close()
 	}
@@ -1073,7 +1041,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 		if err != nil || m.JoinedSeq != seq {
 			t.Fatalf("%s: membership %+v (%v), want joined at %d", user, m, err, seq)
 		}
-		grpWantPending(t, env, user, conv, grpRow(conv, seq, seq-1, total))
+		env.WantPending(user, servertest.PendingRow(conv, seq, seq-1, total))
 	}
 	f := alice.RequestOK(&protocol.ReceiptsRequest{Conv: conv}).(*protocol.ReceiptsReply)
 	for _, r := range f.Members {

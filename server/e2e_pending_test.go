@@ -23,97 +23,6 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// pendRows returns user's pending rows by conversation.
-func pendRows(t *testing.T, st store.Store, user string) map[string]store.PendingDelivery {
-	t.Helper()
-	rows, err := st.Pending(context.Background(), user)
-	if err != nil {
-		t.Fatalf("pending of %s: %v", user, err)
-	}
-	out := make(map[string]store.PendingDelivery, len(rows))
-	for _, r := range rows {
-		if _, dup := out[r.Conv]; dup {
-			t.Fatalf("pending of %s: two rows for %s: %+v", user, r.Conv, rows)
-		}
-		out[r.Conv] = r
-	}
-	return out
-}
-
-// pendWantRow requires user's pending rows to be exactly one, in conv, with
-// the given first undelivered seq, delivered boundary and newest seq.
-func pendWantRow(t *testing.T, st store.Store, user, conv string, first, lastDelivered, newest int64) {
-	t.Helper()
-	rows := pendRows(t, st, user)
-	r, ok := rows[conv]
-	if !ok || len(rows) != 1 {
-		t.Fatalf("pending of %s = %+v, want one row in %s", user, rows, conv)
-	}
-	if r.FirstUndelivered != first || r.LastDeliveredSeq != lastDelivered || r.NewestSeq != newest {
-		t.Fatalf("pending of %s in %s = %+v, want first undelivered %d, delivered %d, newest %d", user, conv, r, first, lastDelivered, newest)
-	}
-}
-
-func pendWantNoRows(t *testing.T, st store.Store, user string) {
-	t.Helper()
-	if rows := pendRows(t, st, user); len(rows) != 0 {
-		t.Fatalf("pending of %s = %+v, want none", user, rows)
-	}
-}
-
-// pendWarnings is a log handler that notes the first warning (or worse)
-// about user: how the gateway announces that it drops a slow consumer.
-type pendWarnings struct {
-	user string
-	once sync.Once
-	ch   chan struct{}
-}
-
-func pendWatchWarnings(user string) *pendWarnings {
-	return &pendWarnings{user: user, ch: make(chan struct{})}
-}
-
-func (w *pendWarnings) seen() bool {
-	select {
-	case <-w.ch:
-		return true
-	default:
-		return false
-	}
-}
-
-func (w *pendWarnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-
-func (w *pendWarnings) Handle(_ context.Context, r slog.Record) error {
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "user" && a.Value.String() == w.user {
-			w.once.Do(func() { close(w.ch) })
-			return false
-		}
-		return true
-	})
-	return nil
-}
-
-func (w *pendWarnings) WithAttrs([]slog.Attr) slog.Handler { return w }
-func (w *pendWarnings) WithGroup(string) slog.Handler      { return w }
-
-// pendWaitFor polls cond until it holds, failing after servertest.Timeout.
-// Only for server state that no frame announces (a closed connection being
-// noticed and settled).
-func pendWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(servertest.Timeout)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %v for %s", servertest.Timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 func pendBody(sender string, k int) string { return sender + " says #" + strconv.Itoa(k) }
 
 // Acceptance: a user offline while 1,000 messages arrive in 10
@@ -123,7 +32,6 @@ func pendBody(sender string, k int) string { return sender + " says #" + strconv
 func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 	const senders, perSender = 10, 100
 	env := servertest.Start(t)
-	st := env.Server.Store()
 
 	convs := make([]string, senders)
 	clients := make([]*servertest.Client, senders)
@@ -155,7 +63,7 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 		t.FailNow()
 	}
 
-	rows := pendRows(t, st, "bob")
+	rows := env.PendingRows("bob")
 	if len(rows) != senders {
 		t.Fatalf("bob has %d pending rows, want %d: %+v", len(rows), senders, rows)
 	}
@@ -194,34 +102,33 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 		marks[i] = protocol.Mark{Conv: conv, Seq: perSender}
 	}
 	bob.MarkOK(servertest.Delivered(marks...))
-	pendWantNoRows(t, st, "bob")
+	env.WantPendingRows("bob")
 }
 
 // Only a delivered mark counts as delivery: pushes received on a connection
 // that closes without one are pushed again on the next hello.
 func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
 	alice := env.DialOnline(t, "alice", "laptop")
 	for k := 1; k <= 3; k++ {
 		alice.Send(rcptAB, "m"+strconv.Itoa(k), pendBody("alice", k))
 	}
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 3)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 3))
 
 	for round := 0; round < 2; round++ {
 		bob := env.Dial(t, "bob", "phone")
 		bob.ExpectSeqs(rcptAB, "alice", 1, 3)
 		bob.ExpectNone("msg beyond the pending ones", servertest.OfType("msg"))
 		// Pushed and received, but never marked delivered: still pending.
-		pendWantRow(t, st, "bob", rcptAB, 1, 0, 3)
+		env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 3))
 		bob.Close()
-		pendWantRow(t, st, "bob", rcptAB, 1, 0, 3)
+		env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 3))
 	}
 
 	bob := env.Dial(t, "bob", "tablet")
 	bob.ExpectSeqs(rcptAB, "alice", 1, 3)
 	bob.MarkDelivered(rcptAB, 3)
-	pendWantNoRows(t, st, "bob")
+	env.WantPendingRows("bob")
 	bob.Close()
 
 	// The store holds no pending row any more, and replay reads only those:
@@ -234,7 +141,6 @@ func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 // before any delivered mark: the user's next connection obtains it.
 func TestPushedButNeverAcknowledged(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "phone")
 
@@ -244,13 +150,13 @@ func TestPushedButNeverAcknowledged(t *testing.T) {
 		t.Fatalf("pushed seq %d, sent %d", pushed.Seq, sent.Seq)
 	}
 	bob.Close() // abruptly: no close frame, no delivered mark
-	pendWaitFor(t, "the server to notice bob's closed connection", func() bool { return env.Server.OnlineDevices() == 1 })
+	env.WaitFor("the server to notice bob's closed connection", func() bool { return env.Server.OnlineDevices() == 1 })
 	// A server may write the pending row only when it settles the closed
 	// connection, after it has left the registry (as 26f8f99 did): a hello
 	// in between then replays nothing. Wait for the row so that this test
 	// checks the replay, not that race (reported separately).
-	pendWaitFor(t, "bob's pending row", func() bool { return len(pendRows(t, st, "bob")) > 0 })
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 1)
+	env.WaitFor("bob's pending row", func() bool { return len(env.PendingRows("bob")) > 0 })
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 1))
 
 	bob = env.Dial(t, "bob", "phone")
 	if got := bob.ExpectMsg(rcptAB); got != pushed {
@@ -258,7 +164,7 @@ func TestPushedButNeverAcknowledged(t *testing.T) {
 	}
 	bob.ExpectNone("a second copy", servertest.OfType("msg"))
 	bob.MarkDelivered(rcptAB, sent.Seq)
-	pendWantNoRows(t, st, "bob")
+	env.WantPendingRows("bob")
 }
 
 // A user with another device online that never acknowledges: one device
@@ -266,7 +172,6 @@ func TestPushedButNeverAcknowledged(t *testing.T) {
 // connection obtains it.
 func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
 	alice := env.DialOnline(t, "alice", "laptop")
 	bobLaptop := env.DialOnline(t, "bob", "laptop")
 	bobPhone := env.DialOnline(t, "bob", "phone")
@@ -277,12 +182,12 @@ func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 	bobPhone.ExpectLive(rcptAB, "alice", 1, 2)
 
 	bobLaptop.Close()
-	pendWaitFor(t, "the server to notice bob's closed laptop", func() bool { return env.Server.OnlineDevices() == 2 })
-	pendWaitFor(t, "bob's pending row", func() bool { return len(pendRows(t, st, "bob")) > 0 })
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 2)
+	env.WaitFor("the server to notice bob's closed laptop", func() bool { return env.Server.OnlineDevices() == 2 })
+	env.WaitFor("bob's pending row", func() bool { return len(env.PendingRows("bob")) > 0 })
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 2))
 
 	// The phone is still online and has not acknowledged: the row stays.
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 2)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 2))
 
 	bobLaptop = env.Dial(t, "bob", "laptop")
 	bobLaptop.ExpectSeqs(rcptAB, "alice", 1, 2)
@@ -290,7 +195,7 @@ func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 
 	// A delivered mark from any device of the user clears the row.
 	bobPhone.MarkDelivered(rcptAB, 2)
-	pendWantNoRows(t, st, "bob")
+	env.WantPendingRows("bob")
 }
 
 // A pending row goes only once the delivered boundary reaches the newest
@@ -298,21 +203,20 @@ func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 // never what was already marked delivered.
 func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
 	alice := env.DialOnline(t, "alice", "laptop")
 	for k := 1; k <= 5; k++ {
 		alice.Send(rcptAB, "m"+strconv.Itoa(k), pendBody("alice", k))
 	}
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 5)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 5))
 
 	bob := env.Dial(t, "bob", "phone")
 	bob.ExpectSeqs(rcptAB, "alice", 1, 5)
 	bob.MarkDelivered(rcptAB, 3)
-	pendWantRow(t, st, "bob", rcptAB, 1, 3, 5)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 3, 5))
 	bob.Close()
 
 	alice.Send(rcptAB, "m6", pendBody("alice", 6))
-	pendWantRow(t, st, "bob", rcptAB, 1, 3, 6)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 3, 6))
 
 	bob = env.Dial(t, "bob", "phone")
 	// The first push is 4: 1..3 were delivered and are not pushed again.
@@ -320,10 +224,10 @@ func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 	bob.ExpectNone("msg beyond the undelivered ones", servertest.OfType("msg"))
 
 	bob.MarkDelivered(rcptAB, 5)
-	pendWantRow(t, st, "bob", rcptAB, 1, 5, 6)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 5, 6))
 	// A read implies delivered: reading up to the newest seq clears the row.
 	bob.MarkRead(rcptAB, 6)
-	pendWantNoRows(t, st, "bob")
+	env.WantPendingRows("bob")
 }
 
 // Messages pushed to a connected user leave no pending row once it has
@@ -332,7 +236,6 @@ func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 // ends.
 func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
 	alice := env.DialOnline(t, "alice", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
 	bob := env.DialOnline(t, "bob", "phone")
@@ -348,7 +251,7 @@ func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	bob.ExpectLive(convBC, "carol", 1, 2)
 
 	bob.MarkDelivered(rcptAB, 5)
-	if rows := pendRows(t, st, "bob"); len(rows) > 1 || rows[rcptAB] != (store.PendingDelivery{}) {
+	if rows := env.PendingRows("bob"); len(rows) > 1 || rows[rcptAB] != (store.PendingDelivery{}) {
 		t.Fatalf("pending of bob after acknowledging %s: %+v", rcptAB, rows)
 	}
 	bob.Close()
@@ -356,7 +259,7 @@ func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	// Stopping the server waits until every connection has finished,
 	// settlement of bob's closed one included. Restart on the same data.
 	env = env.Restart(t)
-	pendWantRow(t, env.Server.Store(), "bob", convBC, 1, 0, 2)
+	env.WantPendingRows("bob", servertest.PendingRow(convBC, 1, 0, 2))
 
 	bob = env.Dial(t, "bob", "phone")
 	bob.ExpectSeqs(convBC, "carol", 1, 2)
@@ -371,13 +274,12 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 		window   = 8
 		maxSends = 20000
 	)
-	gaveUp := pendWatchWarnings("bob")
+	gaveUp := servertest.WatchWarnings("bob")
 	env := servertest.Start(t, func(c *server.Config) {
 		c.Logger = slog.New(gaveUp)
 		c.Gateway.QueueLen = 4
 		c.Gateway.RateLimit = rate.Inf // alice sends thousands of frames quickly
 	})
-	st := env.Server.Store()
 	alice := env.DialOnline(t, "alice", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
 	dave := env.DialOnline(t, "dave", "laptop")
@@ -452,10 +354,10 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("bob cut off after %d sends (%d windows answered while he read nothing)", sends, windows)
-	if !gaveUp.seen() {
+	if !gaveUp.Seen() {
 		t.Fatalf("bob left without the server warning that it gave up on him")
 	}
-	if rows := pendRows(t, st, "bob"); rows[rcptAB].FirstUndelivered != 1 || rows[rcptAB].NewestSeq != int64(sends) {
+	if rows := env.PendingRows("bob"); rows[rcptAB].FirstUndelivered != 1 || rows[rcptAB].NewestSeq != int64(sends) {
 		t.Fatalf("bob's pending rows %+v, want %s from 1 to %d", rows, rcptAB, sends)
 	}
 
@@ -468,7 +370,7 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 	}
 	bob.ExpectNone("msg beyond the "+fmt.Sprint(sends)+" sent", servertest.OfType("msg"))
 	bob.MarkDelivered(rcptAB, int64(sends))
-	pendWantNoRows(t, st, "bob")
+	env.WantPendingRows("bob")
 }
 
 // A device that connects with a backlog while new messages keep arriving
