@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,53 +20,6 @@ import (
 	"github.com/imcore/im/server/servertest"
 )
 
-// regrAsync lets a client be driven from a goroutine other than the
-// test's: a fatal failure marks the test failed and ends that goroutine.
-type regrAsync struct{ testing.TB }
-
-func (a regrAsync) Fatal(args ...any) { a.TB.Error(args...); runtime.Goexit() }
-func (a regrAsync) Fatalf(format string, args ...any) {
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-func (a regrAsync) FailNow() { a.TB.Fail(); runtime.Goexit() }
-
-func regrCreate(t *testing.T, c *servertest.Client, f *protocol.CreateGroup) *protocol.Group {
-	t.Helper()
-	g, ok := c.RequestOK(f).(*protocol.Group)
-	if !ok {
-		t.Fatalf("create_group: not a group frame")
-	}
-	return g
-}
-
-func regrOp(t *testing.T, c *servertest.Client, f *protocol.GroupOp) *protocol.Group {
-	t.Helper()
-	g, ok := c.RequestOK(f).(*protocol.Group)
-	if !ok {
-		t.Fatalf("group_op %s: not a group frame", f.Op)
-	}
-	return g
-}
-
-func regrSync(t *testing.T, c *servertest.Client, since int64) *protocol.Sessions {
-	t.Helper()
-	s, ok := c.RequestOK(&protocol.Sync{Since: since, Limit: 1000}).(*protocol.Sessions)
-	if !ok {
-		t.Fatalf("sync: not a sessions frame")
-	}
-	return s
-}
-
-func regrSessionOf(page *protocol.Sessions, conv string) (protocol.Session, bool) {
-	for _, s := range page.Sessions {
-		if s.Conv == conv {
-			return s, true
-		}
-	}
-	return protocol.Session{}, false
-}
-
 // TestGroupRemovedMemberUnreadIsCleared: read and every session_op on a
 // group are forbidden once removed, so the unread a member had when removed
 // is cleared then; it must not stay in total_unread for good.
@@ -75,20 +27,20 @@ func TestGroupRemovedMemberUnreadIsCleared(t *testing.T) {
 	env := servertest.Start(t)
 	alice := env.Dial(t, "alice", "a")
 	bob := env.Dial(t, "bob", "b")
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	alice.Send(g.Conv, "m1", "one")
 	alice.Send(g.Conv, "m2", "two")
-	if page := regrSync(t, bob, 0); page.TotalUnread != 3 {
+	if page := bob.Sync(protocol.Sync{Since: 0, Limit: 1000}); page.TotalUnread != 3 {
 		t.Fatalf("bob's total_unread before removal = %d, want 3 (creation + 2)", page.TotalUnread)
 	}
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
 
 	// Everything bob could do to clear it:
 	readAns := bob.Request(&protocol.Read{Marks: []protocol.Mark{{Conv: g.Conv, Seq: 4}}})
 	delAns := bob.Request(&protocol.SessionOp{Conv: g.Conv, Op: "delete"})
-	page := regrSync(t, bob, 0)
+	page := bob.Sync(protocol.Sync{Since: 0, Limit: 1000})
 	if page.TotalUnread != 0 {
-		s, _ := regrSessionOf(page, g.Conv)
+		s, _ := servertest.FindSession(page, g.Conv)
 		t.Errorf("removed bob's total_unread = %d forever (group session unread %d); read answered %s, delete answered %s",
 			page.TotalUnread, s.UnreadCount, servertest.Describe(readAns), servertest.Describe(delAns))
 	}
@@ -101,10 +53,10 @@ func TestGroupCreateRetryAfterLeavingIsForbidden(t *testing.T) {
 	env := servertest.Start(t)
 	alice := env.Dial(t, "alice", "a")
 	bob := env.Dial(t, "bob", "b")
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k1"})
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupLeave})
-	regrOp(t, bob, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "secret plans"})
-	regrOp(t, bob, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k1"})
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupLeave})
+	bob.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "secret plans"})
+	bob.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
 
 	ans := alice.Request(&protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k1"})
 	if got, ok := ans.(*protocol.Group); ok && got.Conv == g.Conv {
@@ -123,19 +75,19 @@ func TestGroupRemovedMemberSessionStaysAsItWas(t *testing.T) {
 	alice := env.Dial(t, "alice", "a")
 	bob := env.Dial(t, "bob", "b")
 	carol := env.Dial(t, "carol", "c")
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
-	bob.Send(g.Conv, "b1", "from bob")                                                                  // seq 2
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}}) // seq 3
-	after := regrSync(t, bob, 0)
-	before, _ := regrSessionOf(after, g.Conv)
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	bob.Send(g.Conv, "b1", "from bob")                                                              // seq 2
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}}) // seq 3
+	after := bob.Sync(protocol.Sync{Since: 0, Limit: 1000})
+	before, _ := servertest.FindSession(after, g.Conv)
 
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "without bob"}) // seq 4
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRename, Title: "without bob"}) // seq 4
 	carol.RequestOK(&protocol.Read{Ref: protocol.Ref{ID: "rd"}, Marks: []protocol.Mark{{Conv: g.Conv, Seq: 4}}})
 
-	if inc := regrSync(t, bob, after.Cursor); len(inc.Sessions) > 0 {
+	if inc := bob.Sync(protocol.Sync{Since: after.Cursor, Limit: 1000}); len(inc.Sessions) > 0 {
 		t.Errorf("removed bob's session changed after his removal: incremental sync returns %s", servertest.Describe(inc))
 	}
-	now, _ := regrSessionOf(regrSync(t, bob, 0), g.Conv)
+	now, _ := servertest.FindSession(bob.Sync(protocol.Sync{Since: 0, Limit: 1000}), g.Conv)
 	if now.Title != before.Title {
 		t.Errorf("removed bob's session title = %q, want %q as when he was removed (he learns of the rename)", now.Title, before.Title)
 	}
@@ -155,7 +107,7 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 	})
 	alice := env.Dial(t, "alice", "laptop")
 	adders := []string{"alice", "bob", "dave", "erin", "frank", "grace", "heidi", "ivan"}
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "busy", Members: append([]string{"carol"}, adders[1:]...)})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "busy", Members: append([]string{"carol"}, adders[1:]...)})
 	alice.Send(g.Conv, "warm", "warm the read statements") // see TestReviewColdGroupReadsDeadlockReaderPool
 	alice.RequestOK(&protocol.ReceiptsRequest{Conv: g.Conv})
 
@@ -164,7 +116,7 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, u := range adders {
 		wg.Go(func() {
-			c := env.Dial(regrAsync{t}, u, "racer")
+			c := env.Dial(servertest.Async{TB: t}, u, "racer")
 			for i := range 12 {
 				f := c.Request(&protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{fmt.Sprintf("%s-%02d", u, i)}})
 				if _, ok := f.(*protocol.Group); !ok {
@@ -176,7 +128,7 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		c := env.Dial(regrAsync{t}, "carol", "racer")
+		c := env.Dial(servertest.Async{TB: t}, "carol", "racer")
 		for i := range 24 {
 			f := c.Request(&protocol.Send{Conv: g.Conv, MsgID: fmt.Sprintf("c%02d", i), Body: "busy"})
 			if _, ok := f.(*protocol.Sent); !ok {
@@ -203,7 +155,7 @@ func TestGroupReplayStopsAtRemoval(t *testing.T) {
 		cfg.Gateway.RateLimit = rate.Inf
 	})
 	alice := env.Dial(t, "alice", "a")
-	g := regrCreate(t, alice, &protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	big := strings.Repeat("x", 60000)
 	for i := range 450 { // bob is offline: a backlog of ~27 MB
 		alice.Write(&protocol.Send{Ref: protocol.Ref{ID: fmt.Sprintf("s%d", i)}, Conv: g.Conv, MsgID: fmt.Sprintf("m%03d", i), Body: big})
@@ -225,7 +177,7 @@ func TestGroupReplayStopsAtRemoval(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 
-	regrOp(t, alice, &protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
 	secret := alice.Send(g.Conv, "secret", "sent after bob was removed")
 
 	// bob reads on.

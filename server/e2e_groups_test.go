@@ -10,549 +10,16 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"reflect"
-	"regexp"
-	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
-	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/servertest"
-	"github.com/imcore/im/server/store"
 )
-
-// grpConvRe is the shape of a group id the server chooses: g: and 26
-// characters.
-var grpConvRe = regexp.MustCompile(`^g:[a-z0-9]{26}$`)
-
-// grpAsync lets a client be driven from a goroutine other than the test's:
-// a fatal failure marks the test failed and ends only that goroutine.
-type grpAsync struct{ testing.TB }
-
-func (a grpAsync) Fatal(args ...any) {
-	a.TB.Helper()
-	a.TB.Error(args...)
-	runtime.Goexit()
-}
-
-func (a grpAsync) Fatalf(format string, args ...any) {
-	a.TB.Helper()
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (a grpAsync) FailNow() {
-	a.TB.Fail()
-	runtime.Goexit()
-}
-
-// grpStartDetached is servertest.Start for a test that may leave the
-// server deadlocked: its cleanup gives the graceful shutdown
-// servertest.Timeout and, should it hang, reports it and leaves the server
-// behind instead of blocking the whole test binary.
-func grpStartDetached(t *testing.T, options ...func(*server.Config)) *servertest.Env {
-	t.Helper()
-	cfg := server.Config{
-		DataDir: t.TempDir(),
-		Auth:    server.AuthDev,
-		Gateway: gateway.DefaultConfig(),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	for _, o := range options {
-		o(&cfg)
-	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatalf("start server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	go srv.Serve(ln)
-	env := &servertest.Env{T: t, Server: srv, Config: cfg, Addr: ln.Addr().String(), URL: "ws://" + ln.Addr().String() + "/ws"}
-	t.Cleanup(func() {
-		// A failed test may have left the server stuck: say so soon.
-		grace := servertest.Timeout + 5*time.Second
-		if t.Failed() {
-			grace = 3 * time.Second
-		}
-		stopped := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
-			defer cancel()
-			stopped <- srv.Shutdown(ctx)
-		}()
-		select {
-		case err := <-stopped:
-			if err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-		case <-time.After(grace):
-			t.Errorf("shutdown still blocked after %v: the server is stuck (left running)", grace)
-		}
-	})
-	return env
-}
-
-// grpProbeUser prefixes the users who only ever send typing indicators,
-// to find out when a new connection's replay is over (see grpDial). Their
-// typing frames are dropped by grpTake.
-const grpProbeUser = "zz-probe"
-
-// grpProbeCount numbers the probes: each grpDial uses a probe user of its
-// own, because the server relays one typing indicator per user and
-// conversation per typing interval, and two devices of one user dialled in
-// a row would otherwise share the probe's conversation.
-var grpProbeCount atomic.Int64
-
-// grpDial connects user/device and returns once the server pushes to the
-// device as it answers it. Registration alone is not enough: while a new
-// connection replays its pending deliveries the server holds live pushes
-// back (gateway/replay.go) but not the answers to the connection's own
-// requests, so for a while a push queued before an answer can arrive after
-// it, which Barrier and ExpectNone cannot tell from no push at all. A held
-// push is sent once the replay's reads are done: a typing indicator sent to
-// the user now arrives only then. For the test's goroutine only; see
-// grpDialAsync.
-func grpDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := grpDialAsync(t, env, user, device)
-	probeUser := fmt.Sprintf("%s%d", grpProbeUser, grpProbeCount.Add(1))
-	probe := grpDialAsync(t, env, probeUser, "probe")
-	conv, _ := protocol.DirectConv(user, probeUser)
-	probe.Write(&protocol.Typing{Conv: conv})
-	c.Expect("the probe's typing", func(f protocol.Frame) bool {
-		ty, ok := f.(*protocol.Typing)
-		return ok && ty.User == probeUser
-	})
-	probe.Close()
-	c.Request(&protocol.History{Conv: "-"})
-	return c
-}
-
-// grpDialAsync connects user/device and makes one round trip, so that the
-// device is registered for pushes when it returns (the welcome is written
-// before the server registers the device; an answer to a later request is
-// not). Live pushes may still be held back for a while (see grpDial).
-func grpDialAsync(t testing.TB, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := env.Dial(t, user, device)
-	c.Request(&protocol.History{Conv: "-"})
-	return c
-}
-
-func grpJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%+v", v)
-	}
-	return string(b)
-}
-
-// grpCreate sends a create_group and requires a group answer.
-func grpCreate(t *testing.T, c *servertest.Client, f protocol.CreateGroup) *protocol.Group {
-	t.Helper()
-	answer := c.RequestOK(&f)
-	g, ok := answer.(*protocol.Group)
-	if !ok {
-		t.Fatalf("%s/%s create_group: want group, got %s", c.User, c.Device, servertest.Describe(answer))
-	}
-	if !grpConvRe.MatchString(g.Conv) {
-		t.Fatalf("create_group: conv %q is not g:<26 characters>", g.Conv)
-	}
-	return g
-}
-
-// grpOp sends a group_op and requires a group answer.
-func grpOp(t *testing.T, c *servertest.Client, f protocol.GroupOp) *protocol.Group {
-	t.Helper()
-	answer := c.RequestOK(&f)
-	g, ok := answer.(*protocol.Group)
-	if !ok {
-		t.Fatalf("%s/%s group_op %s: want group, got %s", c.User, c.Device, f.Op, servertest.Describe(answer))
-	}
-	return g
-}
-
-// grpWantGroup checks a group frame: conv, title and the sorted members.
-func grpWantGroup(t *testing.T, g *protocol.Group, conv, title string, members ...string) {
-	t.Helper()
-	if members == nil {
-		members = []string{}
-	}
-	if g.Conv != conv || g.Title != title || g.Members == nil || !slices.Equal(g.Members, members) {
-		t.Fatalf("group %s, want conv %s title %q members %v", grpJSON(g), conv, title, members)
-	}
-}
-
-// grpFrames is what reached a device, by kind.
-type grpFrames struct {
-	msgs   []protocol.Message
-	status []protocol.Status
-	syncs  []int64
-	typing []protocol.Typing
-	other  []protocol.Frame
-}
-
-// grpTake makes a barrier round trip and sorts what arrived before it (and
-// was not yet taken). A push the server queued for the device before the
-// request that caused it was answered is among them.
-func grpTake(t *testing.T, c *servertest.Client) grpFrames {
-	t.Helper()
-	var out grpFrames
-	for _, f := range c.Barrier() {
-		switch f := f.(type) {
-		case *protocol.MsgPush:
-			out.msgs = append(out.msgs, f.Msg)
-		case *protocol.Status:
-			out.status = append(out.status, *f)
-		case *protocol.SessionSync:
-			out.syncs = append(out.syncs, f.Cursor)
-		case *protocol.Typing:
-			if !strings.HasPrefix(f.User, grpProbeUser) {
-				out.typing = append(out.typing, *f)
-			}
-		default:
-			out.other = append(out.other, f)
-		}
-	}
-	return out
-}
-
-// grpMsg is a message a device must be pushed.
-type grpMsg struct {
-	Seq    int64
-	From   string
-	Body   string
-	System bool
-}
-
-func grpSys(seq int64, from, body string) *grpMsg {
-	return &grpMsg{Seq: seq, From: from, Body: body, System: true}
-}
-
-// grpWant requires every client to have been pushed exactly: msg in conv
-// (when not nil), one status of conv with ticks (when not nil), one
-// session_sync (when sync) whose cursor is the user's newest active_ts, and
-// nothing else. Every client must get the same message object, which is
-// returned.
-func grpWant(t *testing.T, conv string, msg *grpMsg, ticks *protocol.Ticks, sync bool, clients ...*servertest.Client) protocol.Message {
-	t.Helper()
-	var first protocol.Message
-	for i, c := range clients {
-		got := grpTake(t, c)
-		who := c.User + "/" + c.Device
-		if len(got.other) > 0 || len(got.typing) > 0 {
-			t.Fatalf("%s: unexpected frames %s %s", who, grpJSON(got.typing), describeAll(got.other))
-		}
-		switch {
-		case msg == nil && len(got.msgs) > 0:
-			t.Fatalf("%s: want no msg, got %s", who, grpJSON(got.msgs))
-		case msg != nil:
-			if len(got.msgs) != 1 {
-				t.Fatalf("%s: want exactly one msg (seq %d %q), got %s (and status %s, session_sync %v)", who, msg.Seq, msg.Body, grpJSON(got.msgs), grpJSON(got.status), got.syncs)
-			}
-			m := got.msgs[0]
-			kind := ""
-			if msg.System {
-				kind = protocol.KindSystem
-			}
-			if m.Conv != conv || m.Seq != msg.Seq || m.From != msg.From || m.Body != msg.Body || m.Kind != kind || m.MsgID == "" || m.ServerTS == 0 {
-				t.Fatalf("%s: got msg %s, want conv %s seq %d from %s body %q kind %q", who, grpJSON(m), conv, msg.Seq, msg.From, msg.Body, kind)
-			}
-			if i == 0 {
-				first = m
-			} else if m != first {
-				t.Fatalf("%s: got msg %s, but %s/%s got %s", who, grpJSON(m), clients[0].User, clients[0].Device, grpJSON(first))
-			}
-		}
-		switch {
-		case ticks == nil && len(got.status) > 0:
-			t.Fatalf("%s: want no status, got %s", who, grpJSON(got.status))
-		case ticks != nil:
-			want := protocol.Status{Conv: conv, DeliveredSeq: ticks.DeliveredSeq, ReadSeq: ticks.ReadSeq}
-			if len(got.status) != 1 || got.status[0] != want {
-				t.Fatalf("%s: got status %s, want exactly %s", who, grpJSON(got.status), grpJSON(want))
-			}
-		}
-		switch {
-		case !sync && len(got.syncs) > 0:
-			t.Fatalf("%s: want no session_sync, got cursors %v", who, got.syncs)
-		case sync:
-			if len(got.syncs) != 1 {
-				t.Fatalf("%s: want exactly one session_sync, got cursors %v", who, got.syncs)
-			}
-			if _, page := grpSessions(t, c); page.Cursor != got.syncs[0] {
-				t.Fatalf("%s: session_sync cursor %d, but the newest active_ts is %d", who, got.syncs[0], page.Cursor)
-			}
-		}
-	}
-	return first
-}
-
-// grpQuiet requires that nothing at all was pushed to the clients.
-func grpQuiet(t *testing.T, clients ...*servertest.Client) {
-	t.Helper()
-	grpWant(t, "", nil, nil, false, clients...)
-}
-
-// grpWantStatus requires every client to have been pushed exactly the one
-// status (none when ticks is nil); other pushes are not looked at.
-func grpWantStatus(t *testing.T, conv string, ticks *protocol.Ticks, clients ...*servertest.Client) {
-	t.Helper()
-	for _, c := range clients {
-		got := grpTake(t, c).status
-		switch {
-		case ticks == nil && len(got) > 0:
-			t.Fatalf("%s/%s: want no status, got %s", c.User, c.Device, grpJSON(got))
-		case ticks != nil:
-			want := protocol.Status{Conv: conv, DeliveredSeq: ticks.DeliveredSeq, ReadSeq: ticks.ReadSeq}
-			if len(got) != 1 || got[0] != want {
-				t.Fatalf("%s/%s: got status %s, want exactly %s", c.User, c.Device, grpJSON(got), grpJSON(want))
-			}
-		}
-	}
-}
-
-func describeAll(fs []protocol.Frame) string {
-	var parts []string
-	for _, f := range fs {
-		parts = append(parts, servertest.Describe(f))
-	}
-	return strings.Join(parts, " ")
-}
-
-func grpTicks(delivered, read int64) *protocol.Ticks {
-	return &protocol.Ticks{DeliveredSeq: delivered, ReadSeq: read}
-}
-
-// grpSend sends a message and returns the stored message object.
-func grpSend(t *testing.T, c *servertest.Client, conv, body string) protocol.Message {
-	t.Helper()
-	m := protocol.Message{Conv: conv, MsgID: "m-" + c.User + "-" + c.Env.ID(), From: c.User, Body: body, ClientTS: 1_700_000_000_000}
-	f := c.RequestOK(&protocol.Send{Conv: conv, MsgID: m.MsgID, Body: body, ClientTS: m.ClientTS})
-	sent, ok := f.(*protocol.Sent)
-	if !ok || sent.Conv != conv || sent.MsgID != m.MsgID || sent.Seq <= 0 || sent.ServerTS == 0 {
-		t.Fatalf("send: got %s", servertest.Describe(f))
-	}
-	m.Seq, m.ServerTS = sent.Seq, sent.ServerTS
-	return m
-}
-
-// grpSessions loads the caller's whole main list.
-func grpSessions(t *testing.T, c *servertest.Client) (map[string]protocol.Session, *protocol.Sessions) {
-	t.Helper()
-	f := c.RequestOK(&protocol.Sync{Since: 0, Limit: 1000})
-	page, ok := f.(*protocol.Sessions)
-	if !ok {
-		t.Fatalf("sync: want sessions, got %s", servertest.Describe(f))
-	}
-	out := make(map[string]protocol.Session, len(page.Sessions))
-	for _, s := range page.Sessions {
-		out[s.Conv] = s
-	}
-	return out, page
-}
-
-// grpSession returns the caller's session of conv.
-func grpSession(t *testing.T, c *servertest.Client, conv string) protocol.Session {
-	t.Helper()
-	all, _ := grpSessions(t, c)
-	s, ok := all[conv]
-	if !ok {
-		t.Fatalf("%s/%s: no session %s in %s", c.User, c.Device, conv, grpJSON(all))
-	}
-	return s
-}
-
-// grpWantSession requires the caller's session of want.Conv to equal want
-// in every field but the two timestamps, and returns it.
-func grpWantSession(t *testing.T, c *servertest.Client, want protocol.Session) protocol.Session {
-	t.Helper()
-	got := grpSession(t, c, want.Conv)
-	g := got
-	g.ActiveTS, g.WriteTS = 0, 0
-	if !reflect.DeepEqual(g, want) {
-		t.Fatalf("%s/%s session:\n got %s\nwant %s", c.User, c.Device, grpJSON(got), grpJSON(want))
-	}
-	return got
-}
-
-// grpGroupSession is the session object of a group as a member sees it.
-func grpGroupSession(conv, title string, members []string, unread, readSeq, writeSeq int64, last protocol.Message, ticks protocol.Ticks) protocol.Session {
-	if members == nil {
-		members = []string{}
-	}
-	return protocol.Session{Conv: conv, Kind: "group", Title: title, Members: members,
-		UnreadCount: unread, ReadSeq: readSeq, WriteSeq: writeSeq, LastMsg: &last, Ticks: ticks}
-}
-
-// grpHistory asks for a page of history.
-func grpHistory(t *testing.T, c *servertest.Client, h protocol.History) *protocol.Messages {
-	t.Helper()
-	f := c.RequestOK(&h)
-	page, ok := f.(*protocol.Messages)
-	if !ok {
-		t.Fatalf("history: want messages, got %s", servertest.Describe(f))
-	}
-	return page
-}
-
-// grpWantHistory requires a history page to hold exactly seqs.
-func grpWantHistory(t *testing.T, c *servertest.Client, h protocol.History, hasMore bool, seqs ...int64) []protocol.Message {
-	t.Helper()
-	page := grpHistory(t, c, h)
-	var got []int64
-	for _, m := range page.Messages {
-		got = append(got, m.Seq)
-	}
-	if !slices.Equal(got, seqs) || page.HasMore != hasMore || page.Conv != h.Conv {
-		t.Fatalf("%s/%s history %s: seqs %v has_more %v, want seqs %v has_more %v", c.User, c.Device, grpJSON(h), got, page.HasMore, seqs, hasMore)
-	}
-	return page.Messages
-}
-
-func grpAfter(conv string, after int64) protocol.History {
-	return protocol.History{Conv: conv, AfterSeq: &after, Limit: 200}
-}
-
-// grpNewest returns the newest seq of conv as c sees it.
-func grpNewest(t *testing.T, c *servertest.Client, conv string) int64 {
-	t.Helper()
-	page := grpHistory(t, c, protocol.History{Conv: conv, Limit: 1})
-	if len(page.Messages) == 0 {
-		return 0
-	}
-	return page.Messages[0].Seq
-}
-
-// grpWantReceipts requires the receipts of conv to be exactly want, in
-// order.
-func grpWantReceipts(t *testing.T, c *servertest.Client, conv string, want ...protocol.MemberReceipt) {
-	t.Helper()
-	f := c.RequestOK(&protocol.ReceiptsRequest{Conv: conv})
-	r, ok := f.(*protocol.ReceiptsReply)
-	if !ok || r.Conv != conv {
-		t.Fatalf("receipts %s: got %s", conv, servertest.Describe(f))
-	}
-	if !slices.Equal(r.Members, want) {
-		t.Fatalf("receipts %s:\n got %s\nwant %s", conv, grpJSON(r.Members), grpJSON(want))
-	}
-}
-
-func grpR(user string, delivered, read int64) protocol.MemberReceipt {
-	return protocol.MemberReceipt{User: user, DeliveredSeq: delivered, ReadSeq: read}
-}
-
-// grpPending returns user's pending rows by conversation.
-func grpPending(t *testing.T, env *servertest.Env, user string) map[string]store.PendingDelivery {
-	t.Helper()
-	rows, err := env.Server.Store().Pending(context.Background(), user)
-	if err != nil {
-		t.Fatalf("pending of %s: %v", user, err)
-	}
-	out := make(map[string]store.PendingDelivery, len(rows))
-	for _, r := range rows {
-		out[r.Conv] = r
-	}
-	return out
-}
-
-// grpWantPending requires user's pending row in conv to be exactly row
-// (nil: no row).
-func grpWantPending(t *testing.T, env *servertest.Env, user, conv string, row *store.PendingDelivery) {
-	t.Helper()
-	got, ok := grpPending(t, env, user)[conv]
-	switch {
-	case row == nil && ok:
-		t.Fatalf("pending of %s in %s: %+v, want none", user, conv, got)
-	case row != nil && (!ok || got != *row):
-		t.Fatalf("pending of %s in %s: %+v (present %v), want %+v", user, conv, got, ok, *row)
-	}
-}
-
-func grpRow(conv string, first, delivered, newest int64) *store.PendingDelivery {
-	return &store.PendingDelivery{Conv: conv, FirstUndelivered: first, LastDeliveredSeq: delivered, NewestSeq: newest}
-}
-
-// grpMark sends a delivered or read frame with an id and requires ok.
-func grpMark(t *testing.T, c *servertest.Client, f protocol.Frame) {
-	t.Helper()
-	if answer := c.RequestOK(f); answer.FrameType() != "ok" {
-		t.Fatalf("%s: want ok, got %s", f.FrameType(), servertest.Describe(answer))
-	}
-}
-
-func grpDelivered(marks ...protocol.Mark) *protocol.Delivered {
-	return &protocol.Delivered{Marks: marks}
-}
-func grpRead(marks ...protocol.Mark) *protocol.Read { return &protocol.Read{Marks: marks} }
-func grpM(conv string, seq int64) protocol.Mark     { return protocol.Mark{Conv: conv, Seq: seq} }
-
-// grpWantStored requires the store's state of conv.
-func grpWantStored(t *testing.T, env *servertest.Env, conv, title string, members ...string) {
-	t.Helper()
-	g, err := env.Server.Store().Group(context.Background(), conv)
-	if err != nil {
-		t.Fatalf("store group %s: %v", conv, err)
-	}
-	if members == nil {
-		members = []string{}
-	}
-	if g.Title != title || !slices.Equal(g.Members, members) {
-		t.Fatalf("store group %s: title %q members %v, want title %q members %v", conv, g.Title, g.Members, title, members)
-	}
-}
-
-// grpLockedOut requires every frame about conv from c, a user who is not a
-// member (any more), to be refused forbidden, and to change nothing: a
-// delivered or read frame whose other mark is in direct, a conversation c
-// may mark, is refused as a whole.
-func grpLockedOut(t *testing.T, c *servertest.Client, conv, direct string) {
-	t.Helper()
-	forbidden := []protocol.Frame{
-		&protocol.Send{Conv: conv, MsgID: "locked-out-" + c.Env.ID(), Body: "let me in", ClientTS: 1},
-		&protocol.History{Conv: conv},
-		&protocol.History{Conv: conv, AfterSeq: new(int64)},
-		&protocol.History{Conv: conv, BeforeSeq: 2},
-		&protocol.ReceiptsRequest{Conv: conv},
-		grpDelivered(grpM(conv, 1)),
-		grpDelivered(grpM(conv, 1000)),
-		grpRead(grpM(conv, 1)),
-		grpRead(grpM(conv, 0)),
-		grpDelivered(grpM(direct, 1), grpM(conv, 1)),
-		grpDelivered(grpM(conv, 1), grpM(direct, 1)),
-		grpRead(grpM(direct, 1), grpM(conv, 1)),
-		&protocol.SessionOp{Conv: conv, Op: "pin"},
-		&protocol.SessionOp{Conv: conv, Op: "delete"},
-		&protocol.SessionOp{Conv: conv, Op: "mute"},
-		&protocol.SessionOp{Conv: conv, Op: "mark_unread"},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"zoe"}},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{c.User}},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"alice"}},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "mine now"},
-		&protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave},
-	}
-	for _, f := range forbidden {
-		c.RequestError(f, protocol.CodeForbidden)
-	}
-	c.Write(&protocol.Typing{Conv: conv})
-	e, ok := c.ExpectType("error").(*protocol.ErrorFrame)
-	if !ok || e.Code != protocol.CodeForbidden || e.ID != "" {
-		t.Fatalf("%s/%s typing in %s: got %s, want error forbidden without id", c.User, c.Device, conv, grpJSON(e))
-	}
-}
 
 // 1. create_group: the answer, the system message pushed to every device
 // of every member (the creating one included) and to nobody else, the
@@ -560,112 +27,112 @@ func grpLockedOut(t *testing.T, c *servertest.Client, conv, direct string) {
 // idempotency key.
 func TestGroupCreate(t *testing.T) {
 	env := servertest.Start(t)
-	aliceLaptop := grpDial(t, env, "alice", "laptop")
-	alicePhone := grpDial(t, env, "alice", "phone")
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
-	dave := grpDial(t, env, "dave", "laptop") // never a member
+	aliceLaptop := env.DialReplayed(t, "alice", "laptop")
+	alicePhone := env.DialReplayed(t, "alice", "phone")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	dave := env.DialReplayed(t, "dave", "laptop") // never a member
 
 	// Members listed in any order, with a repeat; erin is offline.
-	g := grpCreate(t, aliceLaptop, protocol.CreateGroup{Ref: protocol.Ref{ID: "cg-1"}, Title: "team", Members: []string{"carol", "bob", "erin", "bob"}})
+	g := aliceLaptop.CreateGroup(protocol.CreateGroup{Ref: protocol.Ref{ID: "cg-1"}, Title: "team", Members: []string{"carol", "bob", "erin", "bob"}})
 	if g.ID != "cg-1" {
 		t.Fatalf("group answer id %q, want cg-1", g.ID)
 	}
 	conv := g.Conv
 	members := []string{"alice", "bob", "carol", "erin"}
-	grpWantGroup(t, g, conv, "team", members...)
-	grpWantStored(t, env, conv, "team", members...)
+	servertest.WantGroup(t, g, conv, "team", members...)
+	env.WantStoredGroup(conv, "team", members...)
 
-	sys := grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, aliceLaptop, alicePhone, bob, carol)
-	grpQuiet(t, dave)
+	sys := servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, aliceLaptop, alicePhone, bob, carol)
+	servertest.WantQuiet(dave)
 
 	// The creator has read its own message; the others have it unread.
-	grpWantSession(t, aliceLaptop, grpGroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
-	grpWantSession(t, alicePhone, grpGroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
-	grpWantSession(t, bob, grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	grpWantSession(t, carol, grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	if _, page := grpSessions(t, bob); page.TotalUnread != 1 {
+	aliceLaptop.WantSession(servertest.GroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
+	alicePhone.WantSession(servertest.GroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
+	bob.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	carol.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	if _, page := bob.SyncAll(""); page.TotalUnread != 1 {
 		t.Fatalf("bob total_unread %d, want 1", page.TotalUnread)
 	}
-	if all, _ := grpSessions(t, dave); len(all) != 0 {
-		t.Fatalf("dave, not a member, has sessions %s", grpJSON(all))
+	if all, _ := dave.SyncAll(""); len(all) != 0 {
+		t.Fatalf("dave, not a member, has sessions %s", servertest.JSON(all))
 	}
-	grpWantReceipts(t, bob, conv, grpR("alice", 1, 1), grpR("bob", 0, 0), grpR("carol", 0, 0), grpR("erin", 0, 0))
-	if got := grpWantHistory(t, carol, protocol.History{Conv: conv}, false, 1); got[0] != sys {
-		t.Fatalf("history holds %s, pushed was %s", grpJSON(got[0]), grpJSON(sys))
+	bob.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("erin", 0, 0))
+	if got := carol.WantHistory(protocol.History{Conv: conv}, false, 1); got[0] != sys {
+		t.Fatalf("history holds %s, pushed was %s", servertest.JSON(got[0]), servertest.JSON(sys))
 	}
 
 	// The offline member has a pending row and gets the message on hello.
-	grpWantPending(t, env, "erin", conv, grpRow(conv, 1, 0, 1))
-	erin := grpDial(t, env, "erin", "laptop")
+	env.WantPending("erin", servertest.PendingRow(conv, 1, 0, 1))
+	erin := env.DialReplayed(t, "erin", "laptop")
 	if m := erin.ExpectMsg(conv); m != sys {
-		t.Fatalf("erin replayed %s, want %s", grpJSON(m), grpJSON(sys))
+		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(sys))
 	}
-	grpWantSession(t, erin, grpGroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	grpQuiet(t, erin, aliceLaptop, alicePhone, bob, carol, dave)
+	erin.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	servertest.WantQuiet(erin, aliceLaptop, alicePhone, bob, carol, dave)
 
 	// Typing reaches the other members' devices only.
 	bob.Write(&protocol.Typing{Conv: conv})
-	grpQuiet(t, bob) // bob's frames are handled in order: the typing is pushed by now
+	servertest.WantQuiet(bob) // bob's frames are handled in order: the typing is pushed by now
 	for _, c := range []*servertest.Client{aliceLaptop, alicePhone, carol, erin} {
-		got := grpTake(t, c)
-		if len(got.typing) != 1 || got.typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) || len(got.msgs)+len(got.status)+len(got.syncs)+len(got.other) > 0 {
-			t.Fatalf("%s/%s after bob's typing: %s", c.User, c.Device, grpJSON(got))
+		got := c.TakePushes()
+		if len(got.Typing) != 1 || got.Typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) || len(got.Msgs)+len(got.Status)+len(got.Syncs)+len(got.Other) > 0 {
+			t.Fatalf("%s/%s after bob's typing: %s", c.User, c.Device, servertest.JSON(got))
 		}
 	}
-	grpQuiet(t, bob, dave)
+	servertest.WantQuiet(bob, dave)
 	dave.Write(&protocol.Typing{Conv: conv})
 	if e := dave.ExpectType("error").(*protocol.ErrorFrame); e.Code != protocol.CodeForbidden || e.ID != "" {
-		t.Fatalf("typing by a non-member: %s", grpJSON(e))
+		t.Fatalf("typing by a non-member: %s", servertest.JSON(e))
 	}
-	grpQuiet(t, aliceLaptop, alicePhone, bob, carol, erin, dave)
+	servertest.WantQuiet(aliceLaptop, alicePhone, bob, carol, erin, dave)
 
 	// A group of the creator alone: its message is read by every member at
 	// once, so the minimum rises to 1.
-	solo := grpCreate(t, alicePhone, protocol.CreateGroup{Title: "notes"})
-	grpWantGroup(t, solo, solo.Conv, "notes", "alice")
-	soloMsg := grpWant(t, solo.Conv, grpSys(1, "alice", `alice created the group "notes"`), grpTicks(1, 1), true, aliceLaptop, alicePhone)
-	grpQuiet(t, bob, carol, erin, dave)
-	grpWantSession(t, aliceLaptop, grpGroupSession(solo.Conv, "notes", []string{"alice"}, 0, 1, 1, soloMsg, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1}))
+	solo := alicePhone.CreateGroup(protocol.CreateGroup{Title: "notes"})
+	servertest.WantGroup(t, solo, solo.Conv, "notes", "alice")
+	soloMsg := servertest.WantPushes(solo.Conv, servertest.SystemMsg(1, "alice", `alice created the group "notes"`), servertest.Ticks(1, 1), true, aliceLaptop, alicePhone)
+	servertest.WantQuiet(bob, carol, erin, dave)
+	aliceLaptop.WantSession(servertest.GroupSession(solo.Conv, "notes", []string{"alice"}, 0, 1, 1, soloMsg, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1}))
 
 	// The key: a repeat by the same user (from any device, whatever the
 	// rest of the frame says) returns the same group and writes nothing.
-	k := grpCreate(t, aliceLaptop, protocol.CreateGroup{Title: "keyed", Members: []string{"bob"}, Key: "k-1"})
-	grpWantGroup(t, k, k.Conv, "keyed", "alice", "bob")
-	grpWant(t, k.Conv, grpSys(1, "alice", `alice created the group "keyed"`), nil, true, aliceLaptop, alicePhone, bob)
+	k := aliceLaptop.CreateGroup(protocol.CreateGroup{Title: "keyed", Members: []string{"bob"}, Key: "k-1"})
+	servertest.WantGroup(t, k, k.Conv, "keyed", "alice", "bob")
+	servertest.WantPushes(k.Conv, servertest.SystemMsg(1, "alice", `alice created the group "keyed"`), nil, true, aliceLaptop, alicePhone, bob)
 	for _, again := range []*servertest.Client{aliceLaptop, alicePhone} {
-		g := grpCreate(t, again, protocol.CreateGroup{Title: "other", Members: []string{"carol", "dave"}, Key: "k-1"})
-		grpWantGroup(t, g, k.Conv, "keyed", "alice", "bob")
-		grpQuiet(t, aliceLaptop, alicePhone, bob, carol, dave, erin)
+		g := again.CreateGroup(protocol.CreateGroup{Title: "other", Members: []string{"carol", "dave"}, Key: "k-1"})
+		servertest.WantGroup(t, g, k.Conv, "keyed", "alice", "bob")
+		servertest.WantQuiet(aliceLaptop, alicePhone, bob, carol, dave, erin)
 	}
-	grpWantHistory(t, bob, protocol.History{Conv: k.Conv}, false, 1)
+	bob.WantHistory(protocol.History{Conv: k.Conv}, false, 1)
 	// The same key by another user is another group.
-	kb := grpCreate(t, bob, protocol.CreateGroup{Title: "keyed", Members: []string{"alice"}, Key: "k-1"})
+	kb := bob.CreateGroup(protocol.CreateGroup{Title: "keyed", Members: []string{"alice"}, Key: "k-1"})
 	if kb.Conv == k.Conv {
 		t.Fatalf("bob's create with alice's key returned alice's group %s", k.Conv)
 	}
-	grpWantGroup(t, kb, kb.Conv, "keyed", "alice", "bob")
-	grpWant(t, kb.Conv, grpSys(1, "bob", `bob created the group "keyed"`), nil, true, aliceLaptop, alicePhone, bob)
+	servertest.WantGroup(t, kb, kb.Conv, "keyed", "alice", "bob")
+	servertest.WantPushes(kb.Conv, servertest.SystemMsg(1, "bob", `bob created the group "keyed"`), nil, true, aliceLaptop, alicePhone, bob)
 	// Without a key, every create is a new group.
-	n1 := grpCreate(t, bob, protocol.CreateGroup{Title: "twice", Members: []string{"carol"}})
-	grpWant(t, n1.Conv, grpSys(1, "bob", `bob created the group "twice"`), nil, true, bob, carol)
-	n2 := grpCreate(t, bob, protocol.CreateGroup{Title: "twice", Members: []string{"carol"}})
-	grpWant(t, n2.Conv, grpSys(1, "bob", `bob created the group "twice"`), nil, true, bob, carol)
+	n1 := bob.CreateGroup(protocol.CreateGroup{Title: "twice", Members: []string{"carol"}})
+	servertest.WantPushes(n1.Conv, servertest.SystemMsg(1, "bob", `bob created the group "twice"`), nil, true, bob, carol)
+	n2 := bob.CreateGroup(protocol.CreateGroup{Title: "twice", Members: []string{"carol"}})
+	servertest.WantPushes(n2.Conv, servertest.SystemMsg(1, "bob", `bob created the group "twice"`), nil, true, bob, carol)
 	if n1.Conv == n2.Conv {
 		t.Fatalf("two creates without a key made one group %s", n1.Conv)
 	}
 	// A key of 64 characters is valid.
-	long := grpCreate(t, carol, protocol.CreateGroup{Title: "long key", Key: strings.Repeat("k", 64)})
-	grpWant(t, long.Conv, grpSys(1, "carol", `carol created the group "long key"`), grpTicks(1, 1), true, carol)
-	grpQuiet(t, aliceLaptop, alicePhone, bob, dave, erin)
+	long := carol.CreateGroup(protocol.CreateGroup{Title: "long key", Key: strings.Repeat("k", 64)})
+	servertest.WantPushes(long.Conv, servertest.SystemMsg(1, "carol", `carol created the group "long key"`), servertest.Ticks(1, 1), true, carol)
+	servertest.WantQuiet(aliceLaptop, alicePhone, bob, dave, erin)
 }
 
 // 1. create_group validation: every refused create is invalid and leaves
 // no trace; the title and size limits are configurable.
 func TestGroupCreateValidation(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
 
 	bad := map[string]protocol.CreateGroup{
 		"empty title":           {Title: "", Members: []string{"bob"}},
@@ -690,68 +157,68 @@ func TestGroupCreateValidation(t *testing.T) {
 			t.Errorf("%s: invalid without a message", name)
 		}
 	}
-	grpQuiet(t, alice, bob)
+	servertest.WantQuiet(alice, bob)
 	for _, c := range []*servertest.Client{alice, bob} {
-		if all, _ := grpSessions(t, c); len(all) != 0 {
-			t.Fatalf("%s has sessions after refused creates: %s", c.User, grpJSON(all))
+		if all, _ := c.SyncAll(""); len(all) != 0 {
+			t.Fatalf("%s has sessions after refused creates: %s", c.User, servertest.JSON(all))
 		}
 	}
 	// The key of the refused create was not taken.
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k"})
-	grpWant(t, g.Conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}, Key: "k"})
+	servertest.WantPushes(g.Conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
 
 	// Exactly 100 characters (200 bytes) is a valid title.
 	title := strings.Repeat("é", 100)
-	g = grpCreate(t, alice, protocol.CreateGroup{Title: title, Members: []string{"bob"}})
-	grpWantGroup(t, g, g.Conv, title, "alice", "bob")
-	grpWant(t, g.Conv, grpSys(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, bob)
+	g = alice.CreateGroup(protocol.CreateGroup{Title: title, Members: []string{"bob"}})
+	servertest.WantGroup(t, g, g.Conv, title, "alice", "bob")
+	servertest.WantPushes(g.Conv, servertest.SystemMsg(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, bob)
 
 	// Smaller limits.
 	small := servertest.Start(t, func(c *server.Config) {
 		c.Gateway.Limits.MaxGroupSize = 3
 		c.Gateway.Limits.MaxTitle = 5
 	})
-	alice = grpDial(t, small, "alice", "laptop")
-	bob = grpDial(t, small, "bob", "laptop")
-	carol := grpDial(t, small, "carol", "laptop")
-	dave := grpDial(t, small, "dave", "laptop")
+	alice = small.DialReplayed(t, "alice", "laptop")
+	bob = small.DialReplayed(t, "bob", "laptop")
+	carol := small.DialReplayed(t, "carol", "laptop")
+	dave := small.DialReplayed(t, "dave", "laptop")
 	everyone := []*servertest.Client{alice, bob, carol, dave}
 
 	alice.RequestError(&protocol.CreateGroup{Title: "big", Members: []string{"bob", "carol", "dave"}}, protocol.CodeInvalid)
 	alice.RequestError(&protocol.CreateGroup{Title: "abcdef", Members: []string{"bob"}}, protocol.CodeInvalid)
 	alice.RequestError(&protocol.CreateGroup{Title: "éééééé", Members: []string{"bob"}}, protocol.CodeInvalid)
-	grpQuiet(t, everyone...)
+	servertest.WantQuiet(everyone...)
 
 	// The creator counts once, listed or not.
-	full := grpCreate(t, alice, protocol.CreateGroup{Title: "abcde", Members: []string{"alice", "bob", "carol"}})
-	grpWantGroup(t, full, full.Conv, "abcde", "alice", "bob", "carol")
-	grpWant(t, full.Conv, grpSys(1, "alice", `alice created the group "abcde"`), nil, true, alice, bob, carol)
-	grpQuiet(t, dave)
+	full := alice.CreateGroup(protocol.CreateGroup{Title: "abcde", Members: []string{"alice", "bob", "carol"}})
+	servertest.WantGroup(t, full, full.Conv, "abcde", "alice", "bob", "carol")
+	servertest.WantPushes(full.Conv, servertest.SystemMsg(1, "alice", `alice created the group "abcde"`), nil, true, alice, bob, carol)
+	servertest.WantQuiet(dave)
 
 	// Adding beyond the limit is invalid and writes nothing.
 	bob.RequestError(&protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupAdd, Users: []string{"dave"}}, protocol.CodeInvalid)
-	grpQuiet(t, everyone...)
-	grpWantStored(t, small, full.Conv, "abcde", "alice", "bob", "carol")
-	grpWantHistory(t, alice, protocol.History{Conv: full.Conv}, false, 1)
+	servertest.WantQuiet(everyone...)
+	small.WantStoredGroup(full.Conv, "abcde", "alice", "bob", "carol")
+	alice.WantHistory(protocol.History{Conv: full.Conv}, false, 1)
 	// Adding a member already in is not beyond it.
-	g = grpOp(t, bob, protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
-	grpWantGroup(t, g, full.Conv, "abcde", "alice", "bob", "carol")
-	grpQuiet(t, everyone...)
+	g = bob.GroupOp(protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, full.Conv, "abcde", "alice", "bob", "carol")
+	servertest.WantQuiet(everyone...)
 	// A rename is held to the title limit too.
 	bob.RequestError(&protocol.GroupOp{Conv: full.Conv, Op: protocol.GroupRename, Title: "abcdef"}, protocol.CodeInvalid)
-	grpQuiet(t, everyone...)
+	servertest.WantQuiet(everyone...)
 
-	pair := grpCreate(t, alice, protocol.CreateGroup{Title: "ééééé", Members: []string{"bob"}})
-	grpWantGroup(t, pair, pair.Conv, "ééééé", "alice", "bob")
-	grpWant(t, pair.Conv, grpSys(1, "alice", `alice created the group "ééééé"`), nil, true, alice, bob)
+	pair := alice.CreateGroup(protocol.CreateGroup{Title: "ééééé", Members: []string{"bob"}})
+	servertest.WantGroup(t, pair, pair.Conv, "ééééé", "alice", "bob")
+	servertest.WantPushes(pair.Conv, servertest.SystemMsg(1, "alice", `alice created the group "ééééé"`), nil, true, alice, bob)
 	alice.RequestError(&protocol.GroupOp{Conv: pair.Conv, Op: protocol.GroupAdd, Users: []string{"carol", "dave"}}, protocol.CodeInvalid)
-	grpQuiet(t, everyone...)
-	grpWantStored(t, small, pair.Conv, "ééééé", "alice", "bob")
+	servertest.WantQuiet(everyone...)
+	small.WantStoredGroup(pair.Conv, "ééééé", "alice", "bob")
 	// bob is in already: only carol is added, which fits.
-	g = grpOp(t, alice, protocol.GroupOp{Conv: pair.Conv, Op: protocol.GroupAdd, Users: []string{"carol", "bob"}})
-	grpWantGroup(t, g, pair.Conv, "ééééé", "alice", "bob", "carol")
-	grpWant(t, pair.Conv, grpSys(2, "alice", "alice added carol"), nil, true, alice, bob, carol)
-	grpQuiet(t, dave)
+	g = alice.GroupOp(protocol.GroupOp{Conv: pair.Conv, Op: protocol.GroupAdd, Users: []string{"carol", "bob"}})
+	servertest.WantGroup(t, g, pair.Conv, "ééééé", "alice", "bob", "carol")
+	servertest.WantPushes(pair.Conv, servertest.SystemMsg(2, "alice", "alice added carol"), nil, true, alice, bob, carol)
+	servertest.WantQuiet(dave)
 }
 
 // 1. add: the new member's boundaries, session and history start at the
@@ -759,80 +226,80 @@ func TestGroupCreateValidation(t *testing.T) {
 // member already in writes nothing; any member may add.
 func TestGroupAdd(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
-	daveLaptop := grpDial(t, env, "dave", "laptop")
-	davePhone := grpDial(t, env, "dave", "phone")
-	outsider := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	daveLaptop := env.DialReplayed(t, "dave", "laptop")
+	davePhone := env.DialReplayed(t, "dave", "phone")
+	outsider := env.DialReplayed(t, "zoe", "laptop")
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
-	grpQuiet(t, daveLaptop, davePhone, outsider)
-	grpSend(t, alice, conv, "before dave 1")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "before dave 1"}, nil, false, bob, carol)
-	grpSend(t, alice, conv, "before dave 2")
-	grpWant(t, conv, &grpMsg{Seq: 3, From: "alice", Body: "before dave 2"}, nil, false, bob, carol)
-	grpQuiet(t, alice, daveLaptop, davePhone, outsider)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
+	servertest.WantQuiet(daveLaptop, davePhone, outsider)
+	alice.SendMsg(conv, "before dave 1")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "before dave 1"}, nil, false, bob, carol)
+	alice.SendMsg(conv, "before dave 2")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 3, From: "alice", Body: "before dave 2"}, nil, false, bob, carol)
+	servertest.WantQuiet(alice, daveLaptop, davePhone, outsider)
 
-	g = grpOp(t, alice, protocol.GroupOp{Ref: protocol.Ref{ID: "add-dave"}, Conv: conv, Op: protocol.GroupAdd, Users: []string{"dave"}})
+	g = alice.GroupOp(protocol.GroupOp{Ref: protocol.Ref{ID: "add-dave"}, Conv: conv, Op: protocol.GroupAdd, Users: []string{"dave"}})
 	if g.ID != "add-dave" {
 		t.Fatalf("group answer id %q, want add-dave", g.ID)
 	}
 	members := []string{"alice", "bob", "carol", "dave"}
-	grpWantGroup(t, g, conv, "team", members...)
-	grpWantStored(t, env, conv, "team", members...)
-	added := grpWant(t, conv, grpSys(4, "alice", "alice added dave"), nil, true, alice, bob, carol, daveLaptop, davePhone)
-	grpQuiet(t, outsider)
+	servertest.WantGroup(t, g, conv, "team", members...)
+	env.WantStoredGroup(conv, "team", members...)
+	added := servertest.WantPushes(conv, servertest.SystemMsg(4, "alice", "alice added dave"), nil, true, alice, bob, carol, daveLaptop, davePhone)
+	servertest.WantQuiet(outsider)
 
 	// dave's boundaries and session start at seq 3; only seq 4 is his.
-	grpWantReceipts(t, daveLaptop, conv, grpR("alice", 4, 4), grpR("bob", 0, 0), grpR("carol", 0, 0), grpR("dave", 3, 3))
-	grpWantSession(t, daveLaptop, grpGroupSession(conv, "team", members, 1, 3, 4, added, protocol.Ticks{}))
-	grpWantSession(t, bob, grpGroupSession(conv, "team", members, 4, 0, 4, added, protocol.Ticks{}))
-	if _, page := grpSessions(t, davePhone); page.TotalUnread != 1 {
+	daveLaptop.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 3, 3))
+	daveLaptop.WantSession(servertest.GroupSession(conv, "team", members, 1, 3, 4, added, protocol.Ticks{}))
+	bob.WantSession(servertest.GroupSession(conv, "team", members, 4, 0, 4, added, protocol.Ticks{}))
+	if _, page := davePhone.SyncAll(""); page.TotalUnread != 1 {
 		t.Fatalf("dave total_unread %d, want 1", page.TotalUnread)
 	}
-	grpWantHistory(t, daveLaptop, protocol.History{Conv: conv}, false, 4)
-	grpWantHistory(t, daveLaptop, grpAfter(conv, 0), false, 4)
-	grpWantHistory(t, daveLaptop, grpAfter(conv, 1), false, 4)
-	grpWantHistory(t, daveLaptop, grpAfter(conv, 4), false)
-	grpWantHistory(t, daveLaptop, protocol.History{Conv: conv, BeforeSeq: 4}, false)
-	grpWantHistory(t, daveLaptop, protocol.History{Conv: conv, BeforeSeq: 3, Limit: 1}, false)
-	grpWantHistory(t, bob, grpAfter(conv, 0), false, 1, 2, 3, 4)
-	grpWantPending(t, env, "dave", conv, grpRow(conv, 4, 3, 4))
-	grpMark(t, davePhone, grpDelivered(grpM(conv, 4)))
-	grpWantPending(t, env, "dave", conv, nil)
-	grpWantReceipts(t, alice, conv, grpR("alice", 4, 4), grpR("bob", 0, 0), grpR("carol", 0, 0), grpR("dave", 4, 3))
-	grpQuiet(t, alice, bob, carol, daveLaptop, davePhone)
+	daveLaptop.WantHistory(protocol.History{Conv: conv}, false, 4)
+	daveLaptop.WantHistory(servertest.After(conv, 0), false, 4)
+	daveLaptop.WantHistory(servertest.After(conv, 1), false, 4)
+	daveLaptop.WantHistory(servertest.After(conv, 4), false)
+	daveLaptop.WantHistory(protocol.History{Conv: conv, BeforeSeq: 4}, false)
+	daveLaptop.WantHistory(protocol.History{Conv: conv, BeforeSeq: 3, Limit: 1}, false)
+	bob.WantHistory(servertest.After(conv, 0), false, 1, 2, 3, 4)
+	env.WantPending("dave", servertest.PendingRow(conv, 4, 3, 4))
+	davePhone.MarkDelivered(conv, 4)
+	env.WantNoPending("dave", conv)
+	alice.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 4, 3))
+	servertest.WantQuiet(alice, bob, carol, daveLaptop, davePhone)
 
 	// Any member adds; users in any order, one of them already in; the
 	// offline new members get a pending row from the announcing message.
-	g = grpOp(t, bob, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"gina", "alice", "erin", "gina"}})
+	g = bob.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"gina", "alice", "erin", "gina"}})
 	members = []string{"alice", "bob", "carol", "dave", "erin", "gina"}
-	grpWantGroup(t, g, conv, "team", members...)
-	added = grpWant(t, conv, grpSys(5, "bob", "bob added erin and gina"), nil, true, alice, bob, carol, daveLaptop, davePhone)
-	grpQuiet(t, outsider)
-	grpWantReceipts(t, carol, conv, grpR("alice", 4, 4), grpR("bob", 5, 5), grpR("carol", 0, 0), grpR("dave", 4, 3), grpR("erin", 4, 4), grpR("gina", 4, 4))
-	grpWantPending(t, env, "erin", conv, grpRow(conv, 5, 4, 5))
-	grpWantPending(t, env, "gina", conv, grpRow(conv, 5, 4, 5))
-	erin := grpDial(t, env, "erin", "laptop")
+	servertest.WantGroup(t, g, conv, "team", members...)
+	added = servertest.WantPushes(conv, servertest.SystemMsg(5, "bob", "bob added erin and gina"), nil, true, alice, bob, carol, daveLaptop, davePhone)
+	servertest.WantQuiet(outsider)
+	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 5, 5), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 4, 3), servertest.Receipt("erin", 4, 4), servertest.Receipt("gina", 4, 4))
+	env.WantPending("erin", servertest.PendingRow(conv, 5, 4, 5))
+	env.WantPending("gina", servertest.PendingRow(conv, 5, 4, 5))
+	erin := env.DialReplayed(t, "erin", "laptop")
 	if m := erin.ExpectMsg(conv); m != added {
-		t.Fatalf("erin replayed %s, want %s", grpJSON(m), grpJSON(added))
+		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(added))
 	}
-	grpQuiet(t, erin)
-	grpWantSession(t, erin, grpGroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
-	grpWantHistory(t, erin, grpAfter(conv, 0), false, 5)
+	servertest.WantQuiet(erin)
+	erin.WantSession(servertest.GroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
+	erin.WantHistory(servertest.After(conv, 0), false, 5)
 
 	// Adding members already in: the state, no message, no nudge.
 	everyone := []*servertest.Client{alice, bob, carol, daveLaptop, davePhone, erin, outsider}
 	for _, users := range [][]string{{"carol"}, {"dave", "alice"}, {"bob"}} {
-		g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: users})
-		grpWantGroup(t, g, conv, "team", members...)
-		grpQuiet(t, everyone...)
+		g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: users})
+		servertest.WantGroup(t, g, conv, "team", members...)
+		servertest.WantQuiet(everyone...)
 	}
-	grpWantHistory(t, alice, protocol.History{Conv: conv, Limit: 1}, true, 5)
-	grpWantStored(t, env, conv, "team", members...)
+	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 5)
+	env.WantStoredGroup(conv, "team", members...)
 }
 
 // 1 and 2. remove: the message goes to the remaining members only; the
@@ -842,184 +309,184 @@ func TestGroupAdd(t *testing.T) {
 // oneself is invalid.
 func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	carolLaptop := grpDial(t, env, "carol", "laptop")
-	carolPhone := grpDial(t, env, "carol", "phone")
-	dave := grpDial(t, env, "dave", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carolLaptop := env.DialReplayed(t, "carol", "laptop")
+	carolPhone := env.DialReplayed(t, "carol", "phone")
+	dave := env.DialReplayed(t, "dave", "laptop")
 	const direct = "d:alice:carol"
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carolLaptop, carolPhone, dave)
-	grpSend(t, alice, conv, "two")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carolLaptop, carolPhone, dave)
-	three := grpSend(t, bob, conv, "three")
-	grpWant(t, conv, &grpMsg{Seq: 3, From: "bob", Body: "three"}, nil, false, alice, carolLaptop, carolPhone, dave)
-	grpSend(t, alice, direct, "direct one")
-	grpWant(t, direct, &grpMsg{Seq: 1, From: "alice", Body: "direct one"}, nil, false, carolLaptop, carolPhone)
-	grpMark(t, carolPhone, grpDelivered(grpM(conv, 2)))
-	grpWantReceipts(t, dave, conv, grpR("alice", 2, 2), grpR("bob", 3, 3), grpR("carol", 2, 0), grpR("dave", 0, 0))
-	if row, ok := grpPending(t, env, "carol")[conv]; !ok || row.LastDeliveredSeq != 2 || row.NewestSeq != 3 {
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carolLaptop, carolPhone, dave)
+	alice.SendMsg(conv, "two")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carolLaptop, carolPhone, dave)
+	three := bob.SendMsg(conv, "three")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 3, From: "bob", Body: "three"}, nil, false, alice, carolLaptop, carolPhone, dave)
+	alice.SendMsg(direct, "direct one")
+	servertest.WantPushes(direct, &servertest.WantMsg{Seq: 1, From: "alice", Body: "direct one"}, nil, false, carolLaptop, carolPhone)
+	carolPhone.MarkDelivered(conv, 2)
+	dave.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 3, 3), servertest.Receipt("carol", 2, 0), servertest.Receipt("dave", 0, 0))
+	if row, ok := env.PendingRows("carol")[conv]; !ok || row.LastDeliveredSeq != 2 || row.NewestSeq != 3 {
 		t.Fatalf("carol's pending row in the group: %+v (present %v), want one at delivered 2, newest 3", row, ok)
 	}
-	grpQuiet(t, alice, bob, carolLaptop, carolPhone, dave)
+	servertest.WantQuiet(alice, bob, carolLaptop, carolPhone, dave)
 
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", "alice", "bob", "dave")
-	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
-	grpWant(t, conv, grpSys(4, "alice", "alice removed carol"), nil, true, alice, bob, dave)
-	grpWant(t, conv, nil, nil, true, carolLaptop, carolPhone)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob", "dave")
+	env.WantStoredGroup(conv, "team", "alice", "bob", "dave")
+	servertest.WantPushes(conv, servertest.SystemMsg(4, "alice", "alice removed carol"), nil, true, alice, bob, dave)
+	servertest.WantPushes(conv, nil, nil, true, carolLaptop, carolPhone)
 
-	grpWantPending(t, env, "carol", conv, nil)
-	grpWantPending(t, env, "carol", direct, grpRow(direct, 1, 0, 1))
-	grpWantReceipts(t, bob, conv, grpR("alice", 4, 4), grpR("bob", 3, 3), grpR("dave", 0, 0))
+	env.WantNoPending("carol", conv)
+	env.WantPending("carol", servertest.PendingRow(direct, 1, 0, 1))
+	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
 	// Her session keeps what it held, with no members; its unread is
 	// cleared, since she can no longer send the read that would clear it.
-	before := grpWantSession(t, carolLaptop, grpGroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
+	before := carolLaptop.WantSession(servertest.GroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
 
-	grpLockedOut(t, carolLaptop, conv, direct)
-	grpLockedOut(t, carolPhone, conv, direct)
-	grpQuiet(t, alice, bob, dave, carolLaptop, carolPhone)
+	carolLaptop.WantLockedOut(conv, direct)
+	carolPhone.WantLockedOut(conv, direct)
+	servertest.WantQuiet(alice, bob, dave, carolLaptop, carolPhone)
 	// Nothing changed: not her session, not the group, not the direct chat
 	// whose mark was in a refused frame.
-	if after := grpSession(t, carolPhone, conv); !reflect.DeepEqual(after, before) {
-		t.Fatalf("carol's session changed while locked out:\n got %s\nwant %s", grpJSON(after), grpJSON(before))
+	if after := carolPhone.SessionOf(conv); !reflect.DeepEqual(after, before) {
+		t.Fatalf("carol's session changed while locked out:\n got %s\nwant %s", servertest.JSON(after), servertest.JSON(before))
 	}
-	grpWantReceipts(t, bob, conv, grpR("alice", 4, 4), grpR("bob", 3, 3), grpR("dave", 0, 0))
-	grpWantReceipts(t, alice, direct, grpR("alice", 1, 1), grpR("carol", 0, 0))
-	grpWantHistory(t, alice, grpAfter(conv, 0), false, 1, 2, 3, 4)
-	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
-	grpWantPending(t, env, "carol", conv, nil)
+	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
+	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
+	alice.WantHistory(servertest.After(conv, 0), false, 1, 2, 3, 4)
+	env.WantStoredGroup(conv, "team", "alice", "bob", "dave")
+	env.WantNoPending("carol", conv)
 
 	// Nothing new reaches her.
 	// dave held the minimum at 0; his message is his implicit read.
-	grpSend(t, dave, conv, "after carol")
-	grpWant(t, conv, &grpMsg{Seq: 5, From: "dave", Body: "after carol"}, grpTicks(3, 3), false, alice, bob)
-	grpWant(t, conv, nil, grpTicks(3, 3), false, dave)
-	grpQuiet(t, carolLaptop, carolPhone)
-	grpWantPending(t, env, "carol", conv, nil)
+	dave.SendMsg(conv, "after carol")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 5, From: "dave", Body: "after carol"}, servertest.Ticks(3, 3), false, alice, bob)
+	servertest.WantPushes(conv, nil, servertest.Ticks(3, 3), false, dave)
+	servertest.WantQuiet(carolLaptop, carolPhone)
+	env.WantNoPending("carol", conv)
 	bob.Write(&protocol.Typing{Conv: conv})
-	grpQuiet(t, bob) // bob's frames are handled in order: the typing is pushed by now
+	servertest.WantQuiet(bob) // bob's frames are handled in order: the typing is pushed by now
 	for _, c := range []*servertest.Client{alice, dave} {
-		if got := grpTake(t, c); len(got.typing) != 1 || got.typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) {
-			t.Fatalf("%s after bob's typing: %s", c.User, grpJSON(got.typing))
+		if got := c.TakePushes(); len(got.Typing) != 1 || got.Typing[0] != (protocol.Typing{Conv: conv, User: "bob"}) {
+			t.Fatalf("%s after bob's typing: %s", c.User, servertest.JSON(got.Typing))
 		}
 	}
-	grpQuiet(t, carolLaptop, carolPhone)
+	servertest.WantQuiet(carolLaptop, carolPhone)
 
 	// Removing a non-member: the state, nothing written, nobody nudged.
 	for _, users := range [][]string{{"carol"}, {"zoe"}, {"carol", "zoe"}} {
-		g = grpOp(t, bob, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: users})
-		grpWantGroup(t, g, conv, "team", "alice", "bob", "dave")
-		grpQuiet(t, alice, bob, dave, carolLaptop, carolPhone)
+		g = bob.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: users})
+		servertest.WantGroup(t, g, conv, "team", "alice", "bob", "dave")
+		servertest.WantQuiet(alice, bob, dave, carolLaptop, carolPhone)
 	}
 	// Removing oneself is invalid, alone or with others.
 	bob.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob"}}, protocol.CodeInvalid)
 	bob.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave", "bob"}}, protocol.CodeInvalid)
-	grpQuiet(t, alice, bob, dave, carolLaptop, carolPhone)
-	grpWantStored(t, env, conv, "team", "alice", "bob", "dave")
-	grpWantHistory(t, alice, protocol.History{Conv: conv, Limit: 1}, true, 5)
+	servertest.WantQuiet(alice, bob, dave, carolLaptop, carolPhone)
+	env.WantStoredGroup(conv, "team", "alice", "bob", "dave")
+	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 5)
 
 	// Removing two, by a member who is not the creator.
-	g = grpOp(t, dave, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob", "alice"}})
-	grpWantGroup(t, g, conv, "team", "dave")
-	grpWant(t, conv, grpSys(6, "dave", "dave removed alice and bob"), grpTicks(6, 6), true, dave)
-	grpWant(t, conv, nil, nil, true, alice, bob)
-	grpQuiet(t, carolLaptop, carolPhone)
-	grpLockedOut(t, alice, conv, direct)
+	g = dave.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob", "alice"}})
+	servertest.WantGroup(t, g, conv, "team", "dave")
+	servertest.WantPushes(conv, servertest.SystemMsg(6, "dave", "dave removed alice and bob"), servertest.Ticks(6, 6), true, dave)
+	servertest.WantPushes(conv, nil, nil, true, alice, bob)
+	servertest.WantQuiet(carolLaptop, carolPhone)
+	alice.WantLockedOut(conv, direct)
 }
 
 // 1 and 2. leave: the leaver gets the state without itself, the others the
 // message; then the leaver is locked out. Leave takes no users or title.
 func TestGroupLeave(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bobLaptop := grpDial(t, env, "bob", "laptop")
-	bobPhone := grpDial(t, env, "bob", "phone")
-	carol := grpDial(t, env, "carol", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bobLaptop := env.DialReplayed(t, "bob", "laptop")
+	bobPhone := env.DialReplayed(t, "bob", "phone")
+	carol := env.DialReplayed(t, "carol", "laptop")
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
-	sys := grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
-	grpSend(t, alice, "d:alice:bob", "direct")
-	grpWant(t, "d:alice:bob", &grpMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bobLaptop, bobPhone)
+	sys := servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
+	alice.SendMsg("d:alice:bob", "direct")
+	servertest.WantPushes("d:alice:bob", &servertest.WantMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bobLaptop, bobPhone)
 
 	bobLaptop.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave, Users: []string{"bob"}}, protocol.CodeInvalid)
 	bobLaptop.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave, Title: "bye"}, protocol.CodeInvalid)
-	grpQuiet(t, alice, bobLaptop, bobPhone, carol)
+	servertest.WantQuiet(alice, bobLaptop, bobPhone, carol)
 
-	g = grpOp(t, bobLaptop, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
-	grpWantGroup(t, g, conv, "team", "alice", "carol")
-	grpWant(t, conv, grpSys(2, "bob", "bob left"), nil, true, alice, carol)
-	grpWant(t, conv, nil, nil, true, bobLaptop, bobPhone)
-	grpWantSession(t, bobPhone, grpGroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
-	grpWantReceipts(t, carol, conv, grpR("alice", 1, 1), grpR("carol", 0, 0))
-	grpWantPending(t, env, "bob", conv, nil)
-	grpLockedOut(t, bobLaptop, conv, "d:alice:bob")
-	grpLockedOut(t, bobPhone, conv, "d:alice:bob")
-	grpQuiet(t, alice, bobLaptop, bobPhone, carol)
-	grpWantReceipts(t, alice, "d:alice:bob", grpR("alice", 1, 1), grpR("bob", 0, 0))
+	g = bobLaptop.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
+	servertest.WantGroup(t, g, conv, "team", "alice", "carol")
+	servertest.WantPushes(conv, servertest.SystemMsg(2, "bob", "bob left"), nil, true, alice, carol)
+	servertest.WantPushes(conv, nil, nil, true, bobLaptop, bobPhone)
+	bobPhone.WantSession(servertest.GroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
+	carol.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
+	env.WantNoPending("bob", conv)
+	bobLaptop.WantLockedOut(conv, "d:alice:bob")
+	bobPhone.WantLockedOut(conv, "d:alice:bob")
+	servertest.WantQuiet(alice, bobLaptop, bobPhone, carol)
+	alice.WantReceipts("d:alice:bob", servertest.Receipt("alice", 1, 1), servertest.Receipt("bob", 0, 0))
 
 	// carol held the minimum at 0: with her gone, alice alone has read 1.
-	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
-	grpWantGroup(t, g, conv, "team", "alice")
-	grpWant(t, conv, grpSys(3, "carol", "carol left"), grpTicks(1, 1), true, alice)
-	grpWant(t, conv, nil, nil, true, carol)
-	grpQuiet(t, bobLaptop, bobPhone)
+	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
+	servertest.WantGroup(t, g, conv, "team", "alice")
+	servertest.WantPushes(conv, servertest.SystemMsg(3, "carol", "carol left"), servertest.Ticks(1, 1), true, alice)
+	servertest.WantPushes(conv, nil, nil, true, carol)
+	servertest.WantQuiet(bobLaptop, bobPhone)
 
 	// The last member leaves: nobody is told but its own devices' nudge.
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
-	grpWantGroup(t, g, conv, "team")
-	grpWant(t, conv, nil, nil, true, alice)
-	grpQuiet(t, bobLaptop, bobPhone, carol)
-	grpLockedOut(t, alice, conv, "d:alice:bob")
-	grpLockedOut(t, carol, conv, "d:alice:carol")
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
+	servertest.WantGroup(t, g, conv, "team")
+	servertest.WantPushes(conv, nil, nil, true, alice)
+	servertest.WantQuiet(bobLaptop, bobPhone, carol)
+	alice.WantLockedOut(conv, "d:alice:bob")
+	carol.WantLockedOut(conv, "d:alice:carol")
 }
 
 // 1. rename: the message, the new title in every member's session; the
 // same title writes nothing; any member may rename; a bad title is invalid.
 func TestGroupRename(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bobLaptop := grpDial(t, env, "bob", "laptop")
-	bobPhone := grpDial(t, env, "bob", "phone")
-	carol := grpDial(t, env, "carol", "laptop")
-	outsider := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bobLaptop := env.DialReplayed(t, "bob", "laptop")
+	bobPhone := env.DialReplayed(t, "bob", "phone")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	outsider := env.DialReplayed(t, "zoe", "laptop")
 	everyone := []*servertest.Client{alice, bobLaptop, bobPhone, carol, outsider}
 	members := []string{"alice", "bob", "carol"}
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bobLaptop, bobPhone, carol)
 
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core"})
-	grpWantGroup(t, g, conv, "core", members...)
-	renamed := grpWant(t, conv, grpSys(2, "alice", `alice renamed the group to "core"`), nil, true, alice, bobLaptop, bobPhone, carol)
-	grpQuiet(t, outsider)
-	grpWantSession(t, alice, grpGroupSession(conv, "core", members, 0, 2, 2, renamed, protocol.Ticks{}))
-	grpWantSession(t, bobPhone, grpGroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
-	grpWantSession(t, carol, grpGroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
-	grpWantStored(t, env, conv, "core", members...)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core"})
+	servertest.WantGroup(t, g, conv, "core", members...)
+	renamed := servertest.WantPushes(conv, servertest.SystemMsg(2, "alice", `alice renamed the group to "core"`), nil, true, alice, bobLaptop, bobPhone, carol)
+	servertest.WantQuiet(outsider)
+	alice.WantSession(servertest.GroupSession(conv, "core", members, 0, 2, 2, renamed, protocol.Ticks{}))
+	bobPhone.WantSession(servertest.GroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
+	carol.WantSession(servertest.GroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
+	env.WantStoredGroup(conv, "core", members...)
 
-	g = grpOp(t, bobLaptop, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
-	grpWantGroup(t, g, conv, "core team", members...)
-	renamed = grpWant(t, conv, grpSys(3, "bob", `bob renamed the group to "core team"`), nil, true, alice, bobLaptop, bobPhone, carol)
-	grpQuiet(t, outsider)
-	grpWantSession(t, carol, grpGroupSession(conv, "core team", members, 3, 0, 3, renamed, protocol.Ticks{}))
+	g = bobLaptop.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
+	servertest.WantGroup(t, g, conv, "core team", members...)
+	renamed = servertest.WantPushes(conv, servertest.SystemMsg(3, "bob", `bob renamed the group to "core team"`), nil, true, alice, bobLaptop, bobPhone, carol)
+	servertest.WantQuiet(outsider)
+	carol.WantSession(servertest.GroupSession(conv, "core team", members, 3, 0, 3, renamed, protocol.Ticks{}))
 
 	// The same title: the state, nothing written, nobody nudged.
-	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
-	grpWantGroup(t, g, conv, "core team", members...)
-	grpQuiet(t, everyone...)
-	grpWantHistory(t, alice, protocol.History{Conv: conv, Limit: 1}, true, 3)
+	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
+	servertest.WantGroup(t, g, conv, "core team", members...)
+	servertest.WantQuiet(everyone...)
+	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 3)
 
 	for _, title := range []string{"", "  ", "a\nb", "tab\t", strings.Repeat("x", 101)} {
 		carol.RequestError(&protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: title}, protocol.CodeInvalid)
 	}
-	grpQuiet(t, everyone...)
-	grpWantStored(t, env, conv, "core team", members...)
-	grpWantHistory(t, alice, protocol.History{Conv: conv, Limit: 1}, true, 3)
+	servertest.WantQuiet(everyone...)
+	env.WantStoredGroup(conv, "core team", members...)
+	alice.WantHistory(protocol.History{Conv: conv, Limit: 1}, true, 3)
 }
 
 // 1. group_op errors: unknown ops and malformed frames are invalid, a
@@ -1027,16 +494,16 @@ func TestGroupRename(t *testing.T) {
 // a user who was never a member is forbidden; none writes anything.
 func TestGroupOpErrors(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	zoe := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	zoe := env.DialReplayed(t, "zoe", "laptop")
 	everyone := []*servertest.Client{alice, bob, zoe}
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
-	grpSend(t, alice, "d:alice:bob", "direct")
-	grpWant(t, "d:alice:bob", &grpMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bob)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
+	alice.SendMsg("d:alice:bob", "direct")
+	servertest.WantPushes("d:alice:bob", &servertest.WantMsg{Seq: 1, From: "alice", Body: "direct"}, nil, false, bob)
 
 	invalid := []protocol.GroupOp{
 		{Conv: conv, Op: "promote", Users: []string{"bob"}},
@@ -1083,15 +550,15 @@ func TestGroupOpErrors(t *testing.T) {
 	} {
 		zoe.RequestError(&op, protocol.CodeForbidden)
 	}
-	grpQuiet(t, everyone...)
-	grpWantStored(t, env, conv, "team", "alice", "bob")
-	grpWantHistory(t, alice, grpAfter(conv, 0), false, 1)
-	grpWantHistory(t, alice, grpAfter("d:alice:bob", 0), false, 1)
+	servertest.WantQuiet(everyone...)
+	env.WantStoredGroup(conv, "team", "alice", "bob")
+	alice.WantHistory(servertest.After(conv, 0), false, 1)
+	alice.WantHistory(servertest.After("d:alice:bob", 0), false, 1)
 	if _, err := env.Server.Store().Group(context.Background(), "g:nosuch"); err == nil {
 		t.Fatalf("g:nosuch exists after ops on it")
 	}
-	if all, _ := grpSessions(t, zoe); len(all) != 0 {
-		t.Fatalf("zoe has sessions: %s", grpJSON(all))
+	if all, _ := zoe.SyncAll(""); len(all) != 0 {
+		t.Fatalf("zoe has sessions: %s", servertest.JSON(all))
 	}
 }
 
@@ -1101,141 +568,141 @@ func TestGroupOpErrors(t *testing.T) {
 // it; the statuses of the minimum follow the current members throughout.
 func TestGroupReAddedMember(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
 	members := []string{"alice", "bob", "carol"}
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
-	two := grpSend(t, bob, conv, "two")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "bob", Body: "two"}, nil, false, alice, carol)
-	grpMark(t, carol, grpRead(grpM(conv, 2)))
-	grpWantStatus(t, conv, grpTicks(1, 1), alice, bob, carol)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol)
+	two := bob.SendMsg(conv, "two")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "bob", Body: "two"}, nil, false, alice, carol)
+	carol.MarkRead(conv, 2)
+	servertest.WantStatus(conv, servertest.Ticks(1, 1), alice, bob, carol)
 	pinned := protocol.SessionOp{Conv: conv, Op: "pin"}
 	carol.RequestOK(&pinned)
-	grpWant(t, conv, nil, nil, true, carol)
-	grpQuiet(t, alice, bob)
+	servertest.WantPushes(conv, nil, nil, true, carol)
+	servertest.WantQuiet(alice, bob)
 
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", "alice", "bob")
-	grpWant(t, conv, grpSys(3, "alice", "alice removed carol"), grpTicks(2, 2), true, alice, bob)
-	grpWant(t, conv, nil, nil, true, carol)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
+	servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed carol"), servertest.Ticks(2, 2), true, alice, bob)
+	servertest.WantPushes(conv, nil, nil, true, carol)
 	// Her session shows the ticks of when she left (1/1), not the rise her
 	// leaving caused.
-	out := grpGroupSession(conv, "team", nil, 0, 2, 2, two, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1})
+	out := servertest.GroupSession(conv, "team", nil, 0, 2, 2, two, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1})
 	out.Priority = 1
-	grpWantSession(t, carol, out)
+	carol.WantSession(out)
 
 	// While she is out.
-	grpSend(t, alice, conv, "four")
-	grpWant(t, conv, &grpMsg{Seq: 4, From: "alice", Body: "four"}, nil, false, bob)
-	grpSend(t, bob, conv, "five")
-	grpWant(t, conv, &grpMsg{Seq: 5, From: "bob", Body: "five"}, grpTicks(4, 4), false, alice)
-	grpWantStatus(t, conv, grpTicks(4, 4), bob)
-	grpQuiet(t, carol)
-	grpWantPending(t, env, "carol", conv, nil)
+	alice.SendMsg(conv, "four")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 4, From: "alice", Body: "four"}, nil, false, bob)
+	bob.SendMsg(conv, "five")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 5, From: "bob", Body: "five"}, servertest.Ticks(4, 4), false, alice)
+	servertest.WantStatus(conv, servertest.Ticks(4, 4), bob)
+	servertest.WantQuiet(carol)
+	env.WantNoPending("carol", conv)
 
 	// Back in: boundaries at 5, only seq 6 on, the pinned session kept.
-	g = grpOp(t, bob, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", members...)
-	grpWantStored(t, env, conv, "team", members...)
+	g = bob.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", members...)
+	env.WantStoredGroup(conv, "team", members...)
 	// alice, at 4, still holds the minimum.
-	back := grpWant(t, conv, grpSys(6, "bob", "bob added carol"), nil, true, alice, bob, carol)
-	grpWantReceipts(t, carol, conv, grpR("alice", 4, 4), grpR("bob", 6, 6), grpR("carol", 5, 5))
-	in := grpGroupSession(conv, "team", members, 1, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
+	back := servertest.WantPushes(conv, servertest.SystemMsg(6, "bob", "bob added carol"), nil, true, alice, bob, carol)
+	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 6, 6), servertest.Receipt("carol", 5, 5))
+	in := servertest.GroupSession(conv, "team", members, 1, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
 	in.Priority = 1
-	grpWantSession(t, carol, in)
-	grpWantHistory(t, carol, protocol.History{Conv: conv}, false, 6)
-	grpWantHistory(t, carol, grpAfter(conv, 0), false, 6)
-	grpWantHistory(t, carol, grpAfter(conv, 2), false, 6)
-	grpWantHistory(t, carol, protocol.History{Conv: conv, BeforeSeq: 6}, false)
-	grpWantHistory(t, carol, protocol.History{Conv: conv, BeforeSeq: 3}, false)
-	grpWantPending(t, env, "carol", conv, grpRow(conv, 6, 5, 6))
+	carol.WantSession(in)
+	carol.WantHistory(protocol.History{Conv: conv}, false, 6)
+	carol.WantHistory(servertest.After(conv, 0), false, 6)
+	carol.WantHistory(servertest.After(conv, 2), false, 6)
+	carol.WantHistory(protocol.History{Conv: conv, BeforeSeq: 6}, false)
+	carol.WantHistory(protocol.History{Conv: conv, BeforeSeq: 3}, false)
+	env.WantPending("carol", servertest.PendingRow(conv, 6, 5, 6))
 
 	// A member again in every way.
-	seven := grpSend(t, carol, conv, "seven")
-	grpWant(t, conv, &grpMsg{Seq: 7, From: "carol", Body: "seven"}, nil, false, alice, bob)
-	grpWantPending(t, env, "carol", conv, nil)
-	grpMark(t, alice, grpRead(grpM(conv, 7)))
-	grpWantStatus(t, conv, grpTicks(6, 6), alice, bob, carol)
-	grpMark(t, bob, grpRead(grpM(conv, 7)))
-	grpWantStatus(t, conv, grpTicks(7, 7), alice, bob, carol)
-	in = grpGroupSession(conv, "team", members, 0, 7, 7, seven, protocol.Ticks{DeliveredSeq: 7, ReadSeq: 7})
+	seven := carol.SendMsg(conv, "seven")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 7, From: "carol", Body: "seven"}, nil, false, alice, bob)
+	env.WantNoPending("carol", conv)
+	alice.MarkRead(conv, 7)
+	servertest.WantStatus(conv, servertest.Ticks(6, 6), alice, bob, carol)
+	bob.MarkRead(conv, 7)
+	servertest.WantStatus(conv, servertest.Ticks(7, 7), alice, bob, carol)
+	in = servertest.GroupSession(conv, "team", members, 0, 7, 7, seven, protocol.Ticks{DeliveredSeq: 7, ReadSeq: 7})
 	in.Priority = 1
-	grpWantSession(t, carol, in)
+	carol.WantSession(in)
 
 	// Out and back in again while offline: the replay starts at the
 	// re-adding message.
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", "alice", "bob")
-	grpWant(t, conv, grpSys(8, "alice", "alice removed carol"), nil, true, alice, bob)
-	grpWant(t, conv, nil, nil, true, carol)
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
+	servertest.WantPushes(conv, servertest.SystemMsg(8, "alice", "alice removed carol"), nil, true, alice, bob)
+	servertest.WantPushes(conv, nil, nil, true, carol)
 	carol.Close()
-	grpSend(t, bob, conv, "nine")
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
-	grpWantGroup(t, g, conv, "team", members...)
-	grpWantPending(t, env, "carol", conv, grpRow(conv, 10, 9, 10))
-	carol = grpDial(t, env, "carol", "phone")
+	bob.SendMsg(conv, "nine")
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	servertest.WantGroup(t, g, conv, "team", members...)
+	env.WantPending("carol", servertest.PendingRow(conv, 10, 9, 10))
+	carol = env.DialReplayed(t, "carol", "phone")
 	if m := carol.ExpectMsg(conv); m.Seq != 10 || m.Body != "alice added carol" || m.Kind != protocol.KindSystem {
-		t.Fatalf("carol replayed %s, want seq 10 alice added carol", grpJSON(m))
+		t.Fatalf("carol replayed %s, want seq 10 alice added carol", servertest.JSON(m))
 	}
-	grpQuiet(t, carol)
-	grpWantHistory(t, carol, grpAfter(conv, 0), false, 10)
-	grpWantReceipts(t, carol, conv, grpR("alice", 10, 10), grpR("bob", 9, 9), grpR("carol", 9, 9))
+	servertest.WantQuiet(carol)
+	carol.WantHistory(servertest.After(conv, 0), false, 10)
+	carol.WantReceipts(conv, servertest.Receipt("alice", 10, 10), servertest.Receipt("bob", 9, 9), servertest.Receipt("carol", 9, 9))
 }
 
 // 3. A user who is not a member may neither ask for a group's receipts nor
 // mark it; a refused frame changes nothing, its other marks included.
 func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	zoe := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	zoe := env.DialReplayed(t, "zoe", "laptop")
 	const direct = "d:alice:zoe"
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
-	grpSend(t, alice, conv, "two")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob)
-	grpSend(t, alice, direct, "hi zoe")
-	grpWant(t, direct, &grpMsg{Seq: 1, From: "alice", Body: "hi zoe"}, nil, false, zoe)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob)
+	alice.SendMsg(conv, "two")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob)
+	alice.SendMsg(direct, "hi zoe")
+	servertest.WantPushes(direct, &servertest.WantMsg{Seq: 1, From: "alice", Body: "hi zoe"}, nil, false, zoe)
 
 	zoe.RequestError(&protocol.ReceiptsRequest{Conv: conv}, protocol.CodeForbidden)
 	for _, f := range []protocol.Frame{
-		grpDelivered(grpM(conv, 2)),
-		grpRead(grpM(conv, 2)),
-		grpDelivered(grpM(direct, 1), grpM(conv, 2)),
-		grpRead(grpM(direct, 1), grpM(conv, 2)),
-		grpRead(grpM(conv, 1), grpM(direct, 1)),
+		servertest.Delivered(servertest.Mark(conv, 2)),
+		servertest.Read(servertest.Mark(conv, 2)),
+		servertest.Delivered(servertest.Mark(direct, 1), servertest.Mark(conv, 2)),
+		servertest.Read(servertest.Mark(direct, 1), servertest.Mark(conv, 2)),
+		servertest.Read(servertest.Mark(conv, 1), servertest.Mark(direct, 1)),
 	} {
 		zoe.RequestError(f, protocol.CodeForbidden)
 	}
 	// A group that does not exist is not_found, and the frame is refused
 	// as a whole too.
 	zoe.RequestError(&protocol.ReceiptsRequest{Conv: "g:nosuch"}, protocol.CodeNotFound)
-	zoe.RequestError(grpDelivered(grpM(direct, 1), grpM("g:nosuch", 1)), protocol.CodeNotFound)
-	zoe.RequestError(grpRead(grpM("g:nosuch", 1)), protocol.CodeNotFound)
+	zoe.RequestError(servertest.Delivered(servertest.Mark(direct, 1), servertest.Mark("g:nosuch", 1)), protocol.CodeNotFound)
+	zoe.RequestError(servertest.Read(servertest.Mark("g:nosuch", 1)), protocol.CodeNotFound)
 	// Without an id, the refusal still comes back.
-	zoe.Write(grpRead(grpM(conv, 2)))
+	zoe.Write(servertest.Read(servertest.Mark(conv, 2)))
 	if e := zoe.ExpectType("error").(*protocol.ErrorFrame); e.Code != protocol.CodeForbidden || e.ID != "" {
-		t.Fatalf("read without id by a non-member: %s", grpJSON(e))
+		t.Fatalf("read without id by a non-member: %s", servertest.JSON(e))
 	}
-	grpQuiet(t, alice, bob, zoe)
-	grpWantReceipts(t, alice, conv, grpR("alice", 2, 2), grpR("bob", 0, 0))
-	grpWantReceipts(t, alice, direct, grpR("alice", 1, 1), grpR("zoe", 0, 0))
-	grpWantPending(t, env, "zoe", direct, grpRow(direct, 1, 0, 1))
-	if s := grpSession(t, zoe, direct); s.UnreadCount != 1 || s.ReadSeq != 0 {
-		t.Fatalf("zoe's direct session changed by a refused read: %s", grpJSON(s))
+	servertest.WantQuiet(alice, bob, zoe)
+	alice.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 0, 0))
+	alice.WantReceipts(direct, servertest.Receipt("alice", 1, 1), servertest.Receipt("zoe", 0, 0))
+	env.WantPending("zoe", servertest.PendingRow(direct, 1, 0, 1))
+	if s := zoe.SessionOf(direct); s.UnreadCount != 1 || s.ReadSeq != 0 {
+		t.Fatalf("zoe's direct session changed by a refused read: %s", servertest.JSON(s))
 	}
 
 	// The same marks from a member do apply.
-	grpMark(t, bob, grpDelivered(grpM(conv, 2)))
-	grpWantStatus(t, conv, grpTicks(2, 0), alice, bob)
-	grpWantReceipts(t, bob, conv, grpR("alice", 2, 2), grpR("bob", 2, 0))
-	grpQuiet(t, zoe)
+	bob.MarkDelivered(conv, 2)
+	servertest.WantStatus(conv, servertest.Ticks(2, 0), alice, bob)
+	bob.WantReceipts(conv, servertest.Receipt("alice", 2, 2), servertest.Receipt("bob", 2, 0))
+	servertest.WantQuiet(zoe)
 }
 
 // 4. A message's delivered tick appears only after the last member has it,
@@ -1244,29 +711,29 @@ func TestGroupNonMemberReceiptsForbidden(t *testing.T) {
 // correctly throughout.
 func TestGroupTicksWaitForLastMember(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bobLaptop := grpDial(t, env, "bob", "laptop")
-	bobPhone := grpDial(t, env, "bob", "phone")
-	carol := grpDial(t, env, "carol", "laptop")
-	dave := grpDial(t, env, "dave", "laptop")
-	zoe := grpDial(t, env, "zoe", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bobLaptop := env.DialReplayed(t, "bob", "laptop")
+	bobPhone := env.DialReplayed(t, "bob", "phone")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	dave := env.DialReplayed(t, "dave", "laptop")
+	zoe := env.DialReplayed(t, "zoe", "laptop")
 	all := []*servertest.Client{alice, bobLaptop, bobPhone, carol, dave}
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "four", Members: []string{"bob", "carol", "dave"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "four", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "four"`), nil, true, all...)
-	msg := grpSend(t, alice, conv, "the message")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "the message"}, nil, false, bobLaptop, bobPhone, carol, dave)
-	grpQuiet(t, alice, zoe)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "four"`), nil, true, all...)
+	msg := alice.SendMsg(conv, "the message")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "the message"}, nil, false, bobLaptop, bobPhone, carol, dave)
+	servertest.WantQuiet(alice, zoe)
 	seq := msg.Seq
 	receipts := map[string][2]int64{"alice": {seq, seq}, "bob": {0, 0}, "carol": {0, 0}, "dave": {0, 0}}
 	check := func(c *servertest.Client) {
 		t.Helper()
 		var want []protocol.MemberReceipt
 		for _, u := range []string{"alice", "bob", "carol", "dave"} {
-			want = append(want, grpR(u, receipts[u][0], receipts[u][1]))
+			want = append(want, servertest.Receipt(u, receipts[u][0], receipts[u][1]))
 		}
-		grpWantReceipts(t, c, conv, want...)
+		c.WantReceipts(conv, want...)
 	}
 	check(carol)
 
@@ -1279,23 +746,23 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 		{bobPhone, false, nil}, // bob again, from his other device
 		{carol, false, nil},
 		{alice, false, nil}, // the sender marking its own message
-		{dave, false, grpTicks(seq, 0)},
+		{dave, false, servertest.Ticks(seq, 0)},
 		{dave, false, nil}, // again: no rise, no status
 		{carol, true, nil},
 		{bobPhone, true, nil},
 		{bobLaptop, true, nil},
 		{alice, true, nil},
-		{dave, true, grpTicks(seq, seq)},
+		{dave, true, servertest.Ticks(seq, seq)},
 		{carol, true, nil},
 	}
 	for i, st := range steps {
-		var f protocol.Frame = grpDelivered(grpM(conv, seq))
+		var f protocol.Frame = servertest.Delivered(servertest.Mark(conv, seq))
 		if st.read {
-			f = grpRead(grpM(conv, seq))
+			f = servertest.Read(servertest.Mark(conv, seq))
 		}
-		grpMark(t, st.by, f)
-		grpWantStatus(t, conv, st.ticks, all...)
-		grpWantStatus(t, conv, nil, zoe)
+		st.by.MarkOK(f)
+		servertest.WantStatus(conv, st.ticks, all...)
+		servertest.WantStatus(conv, nil, zoe)
 		r := receipts[st.by.User]
 		r[0] = seq
 		if st.read {
@@ -1305,8 +772,8 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 		check(all[i%len(all)])
 	}
 	for _, c := range all {
-		if s := grpSession(t, c, conv); s.Ticks != (protocol.Ticks{DeliveredSeq: seq, ReadSeq: seq}) {
-			t.Fatalf("%s/%s: session ticks %s, want %d/%d", c.User, c.Device, grpJSON(s.Ticks), seq, seq)
+		if s := c.SessionOf(conv); s.Ticks != (protocol.Ticks{DeliveredSeq: seq, ReadSeq: seq}) {
+			t.Fatalf("%s/%s: session ticks %s, want %d/%d", c.User, c.Device, servertest.JSON(s.Ticks), seq, seq)
 		}
 	}
 }
@@ -1317,50 +784,50 @@ func TestGroupTicksWaitForLastMember(t *testing.T) {
 // to its message.
 func TestGroupTicksFollowMembership(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
-	dave := grpDial(t, env, "dave", "laptop")
-	erin := grpDial(t, env, "erin", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
+	dave := env.DialReplayed(t, "dave", "laptop")
+	erin := env.DialReplayed(t, "erin", "laptop")
 
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob", "carol", "dave"}})
 	conv := g.Conv
-	grpWant(t, conv, grpSys(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol, dave)
-	grpSend(t, alice, conv, "two")
-	grpWant(t, conv, &grpMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carol, dave)
-	grpMark(t, bob, grpRead(grpM(conv, 2)))
-	grpMark(t, carol, grpRead(grpM(conv, 2)))
-	grpWantStatus(t, conv, nil, alice, bob, carol, dave)
+	servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, alice, bob, carol, dave)
+	alice.SendMsg(conv, "two")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 2, From: "alice", Body: "two"}, nil, false, bob, carol, dave)
+	bob.MarkRead(conv, 2)
+	carol.MarkRead(conv, 2)
+	servertest.WantStatus(conv, nil, alice, bob, carol, dave)
 
 	// dave holds the minimum at 0; removing him raises it to 2.
-	g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave"}})
-	grpWantGroup(t, g, conv, "team", "alice", "bob", "carol")
-	grpWant(t, conv, grpSys(3, "alice", "alice removed dave"), grpTicks(2, 2), true, alice, bob, carol)
-	grpWant(t, conv, nil, nil, true, dave)
-	grpWantReceipts(t, bob, conv, grpR("alice", 3, 3), grpR("bob", 2, 2), grpR("carol", 2, 2))
+	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave"}})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob", "carol")
+	servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed dave"), servertest.Ticks(2, 2), true, alice, bob, carol)
+	servertest.WantPushes(conv, nil, nil, true, dave)
+	bob.WantReceipts(conv, servertest.Receipt("alice", 3, 3), servertest.Receipt("bob", 2, 2), servertest.Receipt("carol", 2, 2))
 
 	// carol holds it at 2 after bob reads 3; her leaving raises it to 3.
-	grpMark(t, bob, grpRead(grpM(conv, 3)))
-	grpWantStatus(t, conv, nil, alice, bob, carol)
-	g = grpOp(t, carol, protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
-	grpWantGroup(t, g, conv, "team", "alice", "bob")
-	grpWant(t, conv, grpSys(4, "carol", "carol left"), grpTicks(3, 3), true, alice, bob)
-	grpWant(t, conv, nil, nil, true, carol)
-	grpQuiet(t, dave)
+	bob.MarkRead(conv, 3)
+	servertest.WantStatus(conv, nil, alice, bob, carol)
+	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
+	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
+	servertest.WantPushes(conv, servertest.SystemMsg(4, "carol", "carol left"), servertest.Ticks(3, 3), true, alice, bob)
+	servertest.WantPushes(conv, nil, nil, true, carol)
+	servertest.WantQuiet(dave)
 
 	// erin joins at 4: no fall of the minimum, no status.
-	grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"erin"}})
-	grpWant(t, conv, grpSys(5, "alice", "alice added erin"), nil, true, alice, bob, erin)
-	grpWantReceipts(t, erin, conv, grpR("alice", 5, 5), grpR("bob", 3, 3), grpR("erin", 4, 4))
+	alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"erin"}})
+	servertest.WantPushes(conv, servertest.SystemMsg(5, "alice", "alice added erin"), nil, true, alice, bob, erin)
+	erin.WantReceipts(conv, servertest.Receipt("alice", 5, 5), servertest.Receipt("bob", 3, 3), servertest.Receipt("erin", 4, 4))
 	// bob reads everything: erin holds the minimum at 4, not below.
-	grpMark(t, bob, grpRead(grpM(conv, 5)))
-	grpWantStatus(t, conv, grpTicks(4, 4), alice, bob, erin)
+	bob.MarkRead(conv, 5)
+	servertest.WantStatus(conv, servertest.Ticks(4, 4), alice, bob, erin)
 	// erin's message is her implicit read of everything before it.
-	grpSend(t, erin, conv, "six")
-	grpWant(t, conv, &grpMsg{Seq: 6, From: "erin", Body: "six"}, grpTicks(5, 5), false, alice, bob)
-	grpWantStatus(t, conv, grpTicks(5, 5), erin)
-	grpWantReceipts(t, alice, conv, grpR("alice", 5, 5), grpR("bob", 5, 5), grpR("erin", 6, 6))
-	grpQuiet(t, carol, dave)
+	erin.SendMsg(conv, "six")
+	servertest.WantPushes(conv, &servertest.WantMsg{Seq: 6, From: "erin", Body: "six"}, servertest.Ticks(5, 5), false, alice, bob)
+	servertest.WantStatus(conv, servertest.Ticks(5, 5), erin)
+	alice.WantReceipts(conv, servertest.Receipt("alice", 5, 5), servertest.Receipt("bob", 5, 5), servertest.Receipt("erin", 6, 6))
+	servertest.WantQuiet(carol, dave)
 }
 
 // 5. A send racing with the removal of its sender: every message the
@@ -1368,16 +835,16 @@ func TestGroupTicksFollowMembership(t *testing.T) {
 // attempt is forbidden, and the history and the pushes agree.
 func TestGroupSendRacesRemoval(t *testing.T) {
 	env := servertest.Start(t)
-	alice := grpDial(t, env, "alice", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
+	alice := env.DialReplayed(t, "alice", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
 	const n = 30
 	for round := range 5 {
 		title := fmt.Sprintf("race %d", round)
-		g := grpCreate(t, alice, protocol.CreateGroup{Title: title, Members: []string{"bob", "carol"}})
+		g := alice.CreateGroup(protocol.CreateGroup{Title: title, Members: []string{"bob", "carol"}})
 		conv := g.Conv
-		grpWant(t, conv, grpSys(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, carol)
+		servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", fmt.Sprintf("alice created the group %q", title)), nil, true, alice, carol)
 
-		bob := grpDialAsync(grpAsync{t}, env, "bob", fmt.Sprintf("race%d", round))
+		bob := env.DialOnline(servertest.Async{TB: t}, "bob", fmt.Sprintf("race%d", round))
 		type answer struct {
 			id   string
 			seq  int64
@@ -1422,8 +889,8 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		case <-done:
 			t.FailNow()
 		}
-		g = grpOp(t, alice, protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
-		grpWantGroup(t, g, conv, title, "alice", "carol")
+		g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+		servertest.WantGroup(t, g, conv, title, "alice", "carol")
 		removal := alice.Expect("the removal message", func(f protocol.Frame) bool {
 			m, ok := f.(*protocol.MsgPush)
 			return ok && m.Msg.Conv == conv && m.Msg.Kind == protocol.KindSystem && m.Msg.Body == "alice removed bob"
@@ -1457,19 +924,19 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		bob.RequestError(&protocol.Send{Conv: conv, MsgID: "after", Body: "after", ClientTS: 1}, protocol.CodeForbidden)
 
 		// History: exactly the accepted messages, then the removal.
-		hist := grpWantHistory(t, alice, grpAfter(conv, 0), false, seqRange(1, removal.Seq)...)
+		hist := alice.WantHistory(servertest.After(conv, 0), false, servertest.SeqRange(1, removal.Seq)...)
 		for i := range accepted {
 			if m := hist[i+1]; m.From != "bob" || m.MsgID != answers[i].id {
-				t.Fatalf("round %d: history seq %d is %s, want bob's %s", round, m.Seq, grpJSON(m), answers[i].id)
+				t.Fatalf("round %d: history seq %d is %s, want bob's %s", round, m.Seq, servertest.JSON(m), answers[i].id)
 			}
 		}
 		// carol was pushed each of them once, in whatever order; alice
 		// had every bob message too, and the rest of her frames are
 		// bob's messages only. bob's racing device was pushed none.
 		for _, c := range []*servertest.Client{carol, alice} {
-			got := grpTake(t, c)
+			got := c.TakePushes()
 			seen := map[int64]int{}
-			for _, m := range got.msgs {
+			for _, m := range got.Msgs {
 				seen[m.Seq]++
 			}
 			for seq := int64(2); seq < removal.Seq; seq++ {
@@ -1484,27 +951,19 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 					t.Fatalf("round %d: carol got the removal %d times", round, seen[removal.Seq])
 				}
 			}
-			if len(got.msgs) != wantPushes || len(got.typing)+len(got.other) > 0 {
-				t.Fatalf("round %d: %s got %s %s", round, c.User, grpJSON(got.msgs), describeAll(got.other))
+			if len(got.Msgs) != wantPushes || len(got.Typing)+len(got.Other) > 0 {
+				t.Fatalf("round %d: %s got %s %s", round, c.User, servertest.JSON(got.Msgs), servertest.DescribeAll(got.Other))
 			}
 		}
-		for _, m := range grpTake(t, bob).msgs {
+		for _, m := range bob.TakePushes().Msgs {
 			if m.Conv == conv && m.Seq != 1 { // seq 1 is the replay of the create
-				t.Fatalf("round %d: bob's sending device was pushed %s", round, grpJSON(m))
+				t.Fatalf("round %d: bob's sending device was pushed %s", round, servertest.JSON(m))
 			}
 		}
-		grpWantPending(t, env, "bob", conv, nil)
-		grpWantReceipts(t, carol, conv, grpR("alice", removal.Seq, removal.Seq), grpR("carol", 0, 0))
+		env.WantNoPending("bob", conv)
+		carol.WantReceipts(conv, servertest.Receipt("alice", removal.Seq, removal.Seq), servertest.Receipt("carol", 0, 0))
 		bob.Close()
 	}
-}
-
-func seqRange(from, to int64) []int64 {
-	var out []int64
-	for s := from; s <= to; s++ {
-		out = append(out, s)
-	}
-	return out
 }
 
 // Group changes racing with each other and with sends: four members adding
@@ -1513,17 +972,17 @@ func seqRange(from, to int64) []int64 {
 // boundaries, joining and pending row are those of its own message; seqs
 // stay gapless.
 func TestGroupConcurrentAddsAndSends(t *testing.T) {
-	env := grpStartDetached(t)
-	alice := grpDial(t, env, "alice", "laptop")
+	env := servertest.StartDetached(t, servertest.OnSQLite)
+	alice := env.DialReplayed(t, "alice", "laptop")
 	adders := []string{"alice", "bob", "dave", "erin"}
 	const perAdder, sends = 12, 24
-	g := grpCreate(t, alice, protocol.CreateGroup{Title: "busy", Members: []string{"bob", "carol", "dave", "erin"}})
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "busy", Members: []string{"bob", "carol", "dave", "erin"}})
 	conv := g.Conv
 
 	done := make(chan struct{})
 	run := func(user string, adds bool) {
 		defer func() { done <- struct{}{} }()
-		c := grpDialAsync(grpAsync{t}, env, user, "racer")
+		c := env.DialOnline(servertest.Async{TB: t}, user, "racer")
 		if !adds {
 			for i := range sends {
 				f := c.Request(&protocol.Send{Conv: conv, MsgID: fmt.Sprintf("c%02d", i), Body: "busy", ClientTS: 1})
@@ -1549,7 +1008,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 	}
 
 	// Whatever failed, what was written must be consistent.
-	hist := grpHistory(t, alice, grpAfter(conv, 0)).Messages
+	hist := alice.History(servertest.After(conv, 0)).Messages
 	added := map[string]int64{}
 	sent := 0
 	for i, m := range hist {
@@ -1565,7 +1024,7 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 		}
 		var actor, user string
 		if _, err := fmt.Sscanf(m.Body, "%s added %s", &actor, &user); err != nil || m.From != actor || added[user] != 0 {
-			t.Fatalf("message %s: want one \"<actor> added <user>\" per user", grpJSON(m))
+			t.Fatalf("message %s: want one \"<actor> added <user>\" per user", servertest.JSON(m))
 		}
 		added[user] = m.Seq
 	}
@@ -1575,14 +1034,14 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 		members = append(members, user)
 	}
 	slices.Sort(members)
-	grpWantStored(t, env, conv, "busy", members...)
+	env.WantStoredGroup(conv, "busy", members...)
 	st := env.Server.Store()
 	for user, seq := range added {
 		m, err := st.Membership(context.Background(), conv, user)
 		if err != nil || m.JoinedSeq != seq {
 			t.Fatalf("%s: membership %+v (%v), want joined at %d", user, m, err, seq)
 		}
-		grpWantPending(t, env, user, conv, grpRow(conv, seq, seq-1, total))
+		env.WantPending(user, servertest.PendingRow(conv, seq, seq-1, total))
 	}
 	f := alice.RequestOK(&protocol.ReceiptsRequest{Conv: conv}).(*protocol.ReceiptsReply)
 	for _, r := range f.Members {
@@ -1602,14 +1061,14 @@ func TestGroupConcurrentAddsAndSends(t *testing.T) {
 // group, one message.
 func TestGroupConcurrentCreateWithKey(t *testing.T) {
 	env := servertest.Start(t)
-	bob := grpDial(t, env, "bob", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
 	const n = 8
 	convs := make(chan string, n)
 	for i := range n {
 		go func() {
 			answer := ""
 			defer func() { convs <- answer }() // also when a fatal failure ends the goroutine
-			c := grpDialAsync(grpAsync{t}, env, "alice", fmt.Sprintf("d%d", i))
+			c := env.DialOnline(servertest.Async{TB: t}, "alice", fmt.Sprintf("d%d", i))
 			f := c.Request(&protocol.CreateGroup{Title: "once", Members: []string{"bob"}, Key: "retry-me"})
 			if g, ok := f.(*protocol.Group); ok {
 				answer = g.Conv
@@ -1624,13 +1083,13 @@ func TestGroupConcurrentCreateWithKey(t *testing.T) {
 			t.Fatalf("concurrent creates with one key answered %q and %q", first, c)
 		}
 	}
-	got := grpTake(t, bob)
-	if len(got.msgs) != 1 || got.msgs[0].Conv != first || got.msgs[0].Seq != 1 {
-		t.Fatalf("bob got %s, want the one create message", grpJSON(got.msgs))
+	got := bob.TakePushes()
+	if len(got.Msgs) != 1 || got.Msgs[0].Conv != first || got.Msgs[0].Seq != 1 {
+		t.Fatalf("bob got %s, want the one create message", servertest.JSON(got.Msgs))
 	}
-	grpWantHistory(t, bob, grpAfter(first, 0), false, 1)
-	if all, _ := grpSessions(t, bob); len(all) != 1 {
-		t.Fatalf("bob has %d sessions, want 1: %s", len(all), grpJSON(all))
+	bob.WantHistory(servertest.After(first, 0), false, 1)
+	if all, _ := bob.SyncAll(""); len(all) != 1 {
+		t.Fatalf("bob has %d sessions, want 1: %s", len(all), servertest.JSON(all))
 	}
 }
 
@@ -1649,14 +1108,14 @@ func TestGroupColdStartConcurrentSends(t *testing.T) {
 
 func grpColdStartSends(t *testing.T, n int) {
 	t.Helper()
-	env := grpStartDetached(t)
+	env := servertest.StartDetached(t, servertest.OnSQLite)
 	var users []string
 	clients := make([]*servertest.Client, n)
 	for i := range clients {
 		users = append(users, fmt.Sprintf("u%02d", i))
-		clients[i] = grpDial(t, env, users[i], "laptop")
+		clients[i] = env.DialReplayed(t, users[i], "laptop")
 	}
-	g := grpCreate(t, clients[0], protocol.CreateGroup{Title: "cold", Members: users[1:]})
+	g := clients[0].CreateGroup(protocol.CreateGroup{Title: "cold", Members: users[1:]})
 	for i, c := range clients {
 		c.Write(&protocol.Send{Ref: protocol.Ref{ID: fmt.Sprintf("cold-%d", i)}, Conv: g.Conv, MsgID: fmt.Sprintf("cold-%d", i), Body: "now", ClientTS: 1})
 	}
@@ -1671,8 +1130,8 @@ func grpColdStartSends(t *testing.T, n int) {
 		seqs = append(seqs, sent.Seq)
 	}
 	slices.Sort(seqs)
-	if !slices.Equal(seqs, seqRange(2, int64(n)+1)) {
+	if !slices.Equal(seqs, servertest.SeqRange(2, int64(n)+1)) {
 		t.Fatalf("seqs %v, want 2..%d", seqs, n+1)
 	}
-	grpWantHistory(t, clients[0], grpAfter(g.Conv, 0), false, seqRange(1, int64(n)+1)...)
+	clients[0].WantHistory(servertest.After(g.Conv, 0), false, servertest.SeqRange(1, int64(n)+1)...)
 }

@@ -30,7 +30,7 @@ func TestSendReachesEveryOtherDevice(t *testing.T) {
 			t.Errorf("%s/%s got %+v, want %+v", c.User, c.Device, m, want)
 		}
 	}
-	isMsg := func(f protocol.Frame) bool { return f.FrameType() == "msg" }
+	isMsg := servertest.OfType("msg")
 	alice.ExpectNone("msg on the sending connection", isMsg)
 	carol.ExpectNone("msg for a non-member", isMsg)
 }
@@ -116,7 +116,7 @@ func TestConcurrentSendersGetGaplessSeqs(t *testing.T) {
 			t.Fatalf("resend overwrote the body of %s", m.MsgID)
 		}
 	}
-	observer.ExpectNone("a duplicate push", func(f protocol.Frame) bool { return f.FrameType() == "msg" })
+	observer.ExpectNone("a duplicate push", servertest.OfType("msg"))
 	page := observer.RequestOK(&protocol.History{Conv: conv, Limit: 1}).(*protocol.Messages)
 	if len(page.Messages) != 1 || page.Messages[0].Seq != n {
 		t.Fatalf("newest stored seq: %+v, want %d", page.Messages, n)
@@ -135,7 +135,7 @@ func TestResendOfStoredMessageAfterReconnect(t *testing.T) {
 	if again.Seq != first.Seq || again.ServerTS != first.ServerTS {
 		t.Fatalf("retry got seq %d, original %d", again.Seq, first.Seq)
 	}
-	bob.ExpectNone("a second msg", func(f protocol.Frame) bool { return f.FrameType() == "msg" })
+	bob.ExpectNone("a second msg", servertest.OfType("msg"))
 	page := bob.RequestOK(&protocol.History{Conv: "d:alice:bob"}).(*protocol.Messages)
 	if len(page.Messages) != 1 || page.Messages[0].Body != "original" {
 		t.Fatalf("history = %+v", page.Messages)
@@ -225,7 +225,7 @@ func TestTypingReachesOtherMembersOnly(t *testing.T) {
 			t.Fatalf("typing = %+v", f)
 		}
 	}
-	isTyping := func(f protocol.Frame) bool { return f.FrameType() == "typing" }
+	isTyping := servertest.OfType("typing")
 	alicePhone.ExpectNone("own typing", isTyping)
 	carol.ExpectNone("typing for a non-member", isTyping)
 	alice.ExpectNone("typing echo", isTyping)

@@ -25,7 +25,7 @@ func TestForeignMsgIDIsInvalid(t *testing.T) {
 		t.Errorf("error message %q does not say the msg_id is taken", e.Message)
 	}
 	// Nothing changed: one message, mallory's; no push to mallory.
-	mallory.ExpectNone("msg", func(f protocol.Frame) bool { return f.FrameType() == "msg" })
+	mallory.ExpectNone("msg", servertest.OfType("msg"))
 	page := bob.RequestOK(&protocol.History{Conv: conv}).(*protocol.Messages)
 	if len(page.Messages) != 1 || page.Messages[0].From != "mallory" || page.Messages[0].Seq != first.Seq {
 		t.Fatalf("history after the refused send: %+v", page.Messages)

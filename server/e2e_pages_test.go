@@ -57,7 +57,7 @@ func TestHistoryPagesAreCutToTheByteBudget(t *testing.T) {
 		if before > 0 && page.Messages[len(page.Messages)-1].Seq != before-1 {
 			t.Fatalf("a page before %d ends at %d: the cut kept the wrong end", before, page.Messages[len(page.Messages)-1].Seq)
 		}
-		backwards = append(seqsOf(page.Messages), backwards...)
+		backwards = append(servertest.Seqs(page.Messages), backwards...)
 		before = page.Messages[0].Seq
 		if !page.HasMore {
 			break
@@ -170,12 +170,4 @@ func checkPageSize(t *testing.T, page *protocol.Messages) {
 	if size := len(protocol.MustEncode(page)); len(page.Messages) > 1 && size > pageBudget+1024 {
 		t.Fatalf("a page of %d messages is %d bytes, budget %d", len(page.Messages), size, pageBudget)
 	}
-}
-
-func seqsOf(msgs []protocol.Message) []int64 {
-	out := make([]int64, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.Seq
-	}
-	return out
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,171 +23,6 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// pendAsync lets a client be driven from a goroutine other than the test's:
-// a fatal failure marks the test failed and ends only that goroutine.
-type pendAsync struct{ testing.TB }
-
-func (a pendAsync) Fatal(args ...any) {
-	a.TB.Helper()
-	a.TB.Error(args...)
-	runtime.Goexit()
-}
-
-func (a pendAsync) Fatalf(format string, args ...any) {
-	a.TB.Helper()
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (a pendAsync) FailNow() {
-	a.TB.Fail()
-	runtime.Goexit()
-}
-
-// pendDial connects user/device and makes one round trip, so that the
-// device is registered (online) when it returns: the welcome is written
-// before the server registers the device, an answer to a later request is
-// not. Frames already received stay for Expect.
-func pendDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := env.Dial(t, user, device)
-	c.Request(&protocol.History{Conv: "-"})
-	return c
-}
-
-// pendRows returns user's pending rows by conversation.
-func pendRows(t *testing.T, st store.Store, user string) map[string]store.PendingDelivery {
-	t.Helper()
-	rows, err := st.Pending(context.Background(), user)
-	if err != nil {
-		t.Fatalf("pending of %s: %v", user, err)
-	}
-	out := make(map[string]store.PendingDelivery, len(rows))
-	for _, r := range rows {
-		if _, dup := out[r.Conv]; dup {
-			t.Fatalf("pending of %s: two rows for %s: %+v", user, r.Conv, rows)
-		}
-		out[r.Conv] = r
-	}
-	return out
-}
-
-// pendWantRow requires user's pending rows to be exactly one, in conv, with
-// the given first undelivered seq, delivered boundary and newest seq.
-func pendWantRow(t *testing.T, st store.Store, user, conv string, first, lastDelivered, newest int64) {
-	t.Helper()
-	rows := pendRows(t, st, user)
-	r, ok := rows[conv]
-	if !ok || len(rows) != 1 {
-		t.Fatalf("pending of %s = %+v, want one row in %s", user, rows, conv)
-	}
-	if r.FirstUndelivered != first || r.LastDeliveredSeq != lastDelivered || r.NewestSeq != newest {
-		t.Fatalf("pending of %s in %s = %+v, want first undelivered %d, delivered %d, newest %d", user, conv, r, first, lastDelivered, newest)
-	}
-}
-
-func pendWantNoRows(t *testing.T, st store.Store, user string) {
-	t.Helper()
-	if rows := pendRows(t, st, user); len(rows) != 0 {
-		t.Fatalf("pending of %s = %+v, want none", user, rows)
-	}
-}
-
-// pendWarnings is a log handler that notes the first warning (or worse)
-// about user: how the gateway announces that it drops a slow consumer.
-type pendWarnings struct {
-	user string
-	once sync.Once
-	ch   chan struct{}
-}
-
-func pendWatchWarnings(user string) *pendWarnings {
-	return &pendWarnings{user: user, ch: make(chan struct{})}
-}
-
-func (w *pendWarnings) seen() bool {
-	select {
-	case <-w.ch:
-		return true
-	default:
-		return false
-	}
-}
-
-func (w *pendWarnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-
-func (w *pendWarnings) Handle(_ context.Context, r slog.Record) error {
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "user" && a.Value.String() == w.user {
-			w.once.Do(func() { close(w.ch) })
-			return false
-		}
-		return true
-	})
-	return nil
-}
-
-func (w *pendWarnings) WithAttrs([]slog.Attr) slog.Handler { return w }
-func (w *pendWarnings) WithGroup(string) slog.Handler      { return w }
-
-// pendWaitFor polls cond until it holds, failing after servertest.Timeout.
-// Only for server state that no frame announces (a closed connection being
-// noticed and settled).
-func pendWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(servertest.Timeout)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %v for %s", servertest.Timeout, what)
-		}
-		<-tick.C
-	}
-}
-
-// pendExpectSeqs requires the next msg pushes of conv on c to be exactly
-// seqs from..to, in order, sent by from, and returns them.
-func pendExpectSeqs(t *testing.T, c *servertest.Client, conv, sender string, from, to int64) []protocol.Message {
-	t.Helper()
-	var out []protocol.Message
-	for seq := from; seq <= to; seq++ {
-		m := c.ExpectMsg(conv)
-		if m.Seq != seq || m.From != sender {
-			t.Fatalf("%s/%s: msg %s seq %d from %s, want seq %d from %s", c.User, c.Device, conv, m.Seq, m.From, seq, sender)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// pendExpectLive requires c to be pushed seqs from..to of conv, sent by
-// sender, as live pushes to a connected device. It takes them by seq, so it
-// tolerates a repeat: a connection's replay of its pending deliveries runs
-// alongside live pushes and can push again a message that arrived just
-// after the connection did (see the report on the replay race).
-func pendExpectLive(t *testing.T, c *servertest.Client, conv, sender string, from, to int64) {
-	t.Helper()
-	for seq := from; seq <= to; seq++ {
-		f := c.Expect(fmt.Sprintf("msg %s seq %d", conv, seq), func(f protocol.Frame) bool {
-			m, ok := f.(*protocol.MsgPush)
-			return ok && m.Msg.Conv == conv && m.Msg.Seq == seq
-		})
-		if m := f.(*protocol.MsgPush).Msg; m.From != sender {
-			t.Fatalf("%s/%s: msg %s seq %d from %s, want from %s", c.User, c.Device, conv, seq, m.From, sender)
-		}
-	}
-}
-
-func pendIsMsg(f protocol.Frame) bool { return f.FrameType() == "msg" }
-
-func pendAck(t *testing.T, c *servertest.Client, marks ...protocol.Mark) {
-	t.Helper()
-	if f := c.RequestOK(&protocol.Delivered{Marks: marks}); f.FrameType() != "ok" {
-		t.Fatalf("delivered: want ok, got %s", servertest.Describe(f))
-	}
-}
-
 func pendBody(sender string, k int) string { return sender + " says #" + strconv.Itoa(k) }
 
 // Acceptance: a user offline while 1,000 messages arrive in 10
@@ -198,7 +32,6 @@ func pendBody(sender string, k int) string { return sender + " says #" + strconv
 func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 	const senders, perSender = 10, 100
 	env := servertest.Start(t)
-	st := env.Server.Store()
 
 	convs := make([]string, senders)
 	clients := make([]*servertest.Client, senders)
@@ -209,7 +42,7 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 			t.Fatalf("DirectConv(%s, bob) failed", user)
 		}
 		convs[i] = conv
-		clients[i] = env.Dial(pendAsync{t}, user, "laptop")
+		clients[i] = env.Dial(servertest.Async{TB: t}, user, "laptop")
 	}
 	// Each goroutine owns its client.
 	var wg sync.WaitGroup
@@ -230,7 +63,7 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 		t.FailNow()
 	}
 
-	rows := pendRows(t, st, "bob")
+	rows := env.PendingRows("bob")
 	if len(rows) != senders {
 		t.Fatalf("bob has %d pending rows, want %d: %+v", len(rows), senders, rows)
 	}
@@ -262,56 +95,54 @@ func TestOfflineUserGetsAllPendingInOrder(t *testing.T) {
 			t.Errorf("%s: got up to seq %d, want %d", conv, last[conv], perSender)
 		}
 	}
-	bob.ExpectNone("a msg beyond the 1,000 pending", pendIsMsg)
+	bob.ExpectNone("a msg beyond the 1,000 pending", servertest.OfType("msg"))
 
 	marks := make([]protocol.Mark, senders)
 	for i, conv := range convs {
 		marks[i] = protocol.Mark{Conv: conv, Seq: perSender}
 	}
-	pendAck(t, bob, marks...)
-	pendWantNoRows(t, st, "bob")
+	bob.MarkOK(servertest.Delivered(marks...))
+	env.WantPendingRows("bob")
 }
 
 // Only a delivered mark counts as delivery: pushes received on a connection
 // that closes without one are pushed again on the next hello.
 func TestPendingPushedAgainUntilDelivered(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
 	for k := 1; k <= 3; k++ {
 		alice.Send(rcptAB, "m"+strconv.Itoa(k), pendBody("alice", k))
 	}
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 3)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 3))
 
 	for round := 0; round < 2; round++ {
 		bob := env.Dial(t, "bob", "phone")
-		pendExpectSeqs(t, bob, rcptAB, "alice", 1, 3)
-		bob.ExpectNone("msg beyond the pending ones", pendIsMsg)
+		bob.ExpectSeqs(rcptAB, "alice", 1, 3)
+		bob.ExpectNone("msg beyond the pending ones", servertest.OfType("msg"))
 		// Pushed and received, but never marked delivered: still pending.
-		pendWantRow(t, st, "bob", rcptAB, 1, 0, 3)
+		env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 3))
 		bob.Close()
-		pendWantRow(t, st, "bob", rcptAB, 1, 0, 3)
+		env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 3))
 	}
 
 	bob := env.Dial(t, "bob", "tablet")
-	pendExpectSeqs(t, bob, rcptAB, "alice", 1, 3)
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: 3})
-	pendWantNoRows(t, st, "bob")
+	bob.ExpectSeqs(rcptAB, "alice", 1, 3)
+	bob.MarkDelivered(rcptAB, 3)
+	env.WantPendingRows("bob")
 	bob.Close()
 
 	// The store holds no pending row any more, and replay reads only those:
 	// the next connection is pushed nothing.
-	bob = pendDial(t, env, "bob", "phone")
-	bob.ExpectNone("msg after every message was delivered", pendIsMsg)
+	bob = env.DialOnline(t, "bob", "phone")
+	bob.ExpectNone("msg after every message was delivered", servertest.OfType("msg"))
 }
 
 // Acceptance: a connection closed after a message was pushed to it but
 // before any delivered mark: the user's next connection obtains it.
 func TestPushedButNeverAcknowledged(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
-	bob := pendDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "phone")
 
 	sent := alice.Send(rcptAB, "m1", "are you there?")
 	pushed := bob.ExpectMsg(rcptAB)
@@ -319,21 +150,21 @@ func TestPushedButNeverAcknowledged(t *testing.T) {
 		t.Fatalf("pushed seq %d, sent %d", pushed.Seq, sent.Seq)
 	}
 	bob.Close() // abruptly: no close frame, no delivered mark
-	pendWaitFor(t, "the server to notice bob's closed connection", func() bool { return env.Server.OnlineDevices() == 1 })
+	env.WaitFor("the server to notice bob's closed connection", func() bool { return env.Server.OnlineDevices() == 1 })
 	// A server may write the pending row only when it settles the closed
 	// connection, after it has left the registry (as 26f8f99 did): a hello
 	// in between then replays nothing. Wait for the row so that this test
 	// checks the replay, not that race (reported separately).
-	pendWaitFor(t, "bob's pending row", func() bool { return len(pendRows(t, st, "bob")) > 0 })
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 1)
+	env.WaitFor("bob's pending row", func() bool { return len(env.PendingRows("bob")) > 0 })
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 1))
 
 	bob = env.Dial(t, "bob", "phone")
 	if got := bob.ExpectMsg(rcptAB); got != pushed {
 		t.Fatalf("after reconnecting bob got %+v, want %+v", got, pushed)
 	}
-	bob.ExpectNone("a second copy", pendIsMsg)
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: sent.Seq})
-	pendWantNoRows(t, st, "bob")
+	bob.ExpectNone("a second copy", servertest.OfType("msg"))
+	bob.MarkDelivered(rcptAB, sent.Seq)
+	env.WantPendingRows("bob")
 }
 
 // A user with another device online that never acknowledges: one device
@@ -341,31 +172,30 @@ func TestPushedButNeverAcknowledged(t *testing.T) {
 // connection obtains it.
 func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
-	bobLaptop := pendDial(t, env, "bob", "laptop")
-	bobPhone := pendDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 
 	alice.Send(rcptAB, "m1", "first")
 	alice.Send(rcptAB, "m2", "second")
-	pendExpectLive(t, bobLaptop, rcptAB, "alice", 1, 2)
-	pendExpectLive(t, bobPhone, rcptAB, "alice", 1, 2)
+	bobLaptop.ExpectLive(rcptAB, "alice", 1, 2)
+	bobPhone.ExpectLive(rcptAB, "alice", 1, 2)
 
 	bobLaptop.Close()
-	pendWaitFor(t, "the server to notice bob's closed laptop", func() bool { return env.Server.OnlineDevices() == 2 })
-	pendWaitFor(t, "bob's pending row", func() bool { return len(pendRows(t, st, "bob")) > 0 })
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 2)
+	env.WaitFor("the server to notice bob's closed laptop", func() bool { return env.Server.OnlineDevices() == 2 })
+	env.WaitFor("bob's pending row", func() bool { return len(env.PendingRows("bob")) > 0 })
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 2))
 
 	// The phone is still online and has not acknowledged: the row stays.
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 2)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 2))
 
 	bobLaptop = env.Dial(t, "bob", "laptop")
-	pendExpectSeqs(t, bobLaptop, rcptAB, "alice", 1, 2)
-	bobLaptop.ExpectNone("a second copy", pendIsMsg)
+	bobLaptop.ExpectSeqs(rcptAB, "alice", 1, 2)
+	bobLaptop.ExpectNone("a second copy", servertest.OfType("msg"))
 
 	// A delivered mark from any device of the user clears the row.
-	pendAck(t, bobPhone, protocol.Mark{Conv: rcptAB, Seq: 2})
-	pendWantNoRows(t, st, "bob")
+	bobPhone.MarkDelivered(rcptAB, 2)
+	env.WantPendingRows("bob")
 }
 
 // A pending row goes only once the delivered boundary reaches the newest
@@ -373,34 +203,31 @@ func TestPushedButNeverAcknowledgedOtherDeviceOnline(t *testing.T) {
 // never what was already marked delivered.
 func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
 	for k := 1; k <= 5; k++ {
 		alice.Send(rcptAB, "m"+strconv.Itoa(k), pendBody("alice", k))
 	}
-	pendWantRow(t, st, "bob", rcptAB, 1, 0, 5)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 0, 5))
 
 	bob := env.Dial(t, "bob", "phone")
-	pendExpectSeqs(t, bob, rcptAB, "alice", 1, 5)
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: 3})
-	pendWantRow(t, st, "bob", rcptAB, 1, 3, 5)
+	bob.ExpectSeqs(rcptAB, "alice", 1, 5)
+	bob.MarkDelivered(rcptAB, 3)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 3, 5))
 	bob.Close()
 
 	alice.Send(rcptAB, "m6", pendBody("alice", 6))
-	pendWantRow(t, st, "bob", rcptAB, 1, 3, 6)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 3, 6))
 
 	bob = env.Dial(t, "bob", "phone")
 	// The first push is 4: 1..3 were delivered and are not pushed again.
-	pendExpectSeqs(t, bob, rcptAB, "alice", 4, 6)
-	bob.ExpectNone("msg beyond the undelivered ones", pendIsMsg)
+	bob.ExpectSeqs(rcptAB, "alice", 4, 6)
+	bob.ExpectNone("msg beyond the undelivered ones", servertest.OfType("msg"))
 
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: 5})
-	pendWantRow(t, st, "bob", rcptAB, 1, 5, 6)
+	bob.MarkDelivered(rcptAB, 5)
+	env.WantPendingRows("bob", servertest.PendingRow(rcptAB, 1, 5, 6))
 	// A read implies delivered: reading up to the newest seq clears the row.
-	if f := bob.RequestOK(&protocol.Read{Marks: []protocol.Mark{{Conv: rcptAB, Seq: 6}}}); f.FrameType() != "ok" {
-		t.Fatalf("read: got %s", servertest.Describe(f))
-	}
-	pendWantNoRows(t, st, "bob")
+	bob.MarkRead(rcptAB, 6)
+	env.WantPendingRows("bob")
 }
 
 // Messages pushed to a connected user leave no pending row once it has
@@ -409,10 +236,9 @@ func TestPendingRowLeavesOnlyAtNewestSeq(t *testing.T) {
 // ends.
 func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	env := servertest.Start(t)
-	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
-	carol := pendDial(t, env, "carol", "laptop")
-	bob := pendDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	bob := env.DialOnline(t, "bob", "phone")
 
 	const convBC = "d:bob:carol"
 	for k := 1; k <= 5; k++ {
@@ -421,11 +247,11 @@ func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	for k := 1; k <= 2; k++ {
 		carol.Send(convBC, "m"+strconv.Itoa(k), pendBody("carol", k))
 	}
-	pendExpectLive(t, bob, rcptAB, "alice", 1, 5)
-	pendExpectLive(t, bob, convBC, "carol", 1, 2)
+	bob.ExpectLive(rcptAB, "alice", 1, 5)
+	bob.ExpectLive(convBC, "carol", 1, 2)
 
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: 5})
-	if rows := pendRows(t, st, "bob"); len(rows) > 1 || rows[rcptAB] != (store.PendingDelivery{}) {
+	bob.MarkDelivered(rcptAB, 5)
+	if rows := env.PendingRows("bob"); len(rows) > 1 || rows[rcptAB] != (store.PendingDelivery{}) {
 		t.Fatalf("pending of bob after acknowledging %s: %+v", rcptAB, rows)
 	}
 	bob.Close()
@@ -433,11 +259,11 @@ func TestOnlineDeliveryLeavesNoPendingRow(t *testing.T) {
 	// Stopping the server waits until every connection has finished,
 	// settlement of bob's closed one included. Restart on the same data.
 	env = env.Restart(t)
-	pendWantRow(t, env.Server.Store(), "bob", convBC, 1, 0, 2)
+	env.WantPendingRows("bob", servertest.PendingRow(convBC, 1, 0, 2))
 
 	bob = env.Dial(t, "bob", "phone")
-	pendExpectSeqs(t, bob, convBC, "carol", 1, 2)
-	bob.ExpectNone("a replay of acknowledged messages", pendIsMsg)
+	bob.ExpectSeqs(convBC, "carol", 1, 2)
+	bob.ExpectNone("a replay of acknowledged messages", servertest.OfType("msg"))
 }
 
 // A client that stops reading is disconnected once its small queue is full,
@@ -448,16 +274,15 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 		window   = 8
 		maxSends = 20000
 	)
-	gaveUp := pendWatchWarnings("bob")
+	gaveUp := servertest.WatchWarnings("bob")
 	env := servertest.Start(t, func(c *server.Config) {
 		c.Logger = slog.New(gaveUp)
 		c.Gateway.QueueLen = 4
 		c.Gateway.RateLimit = rate.Inf // alice sends thousands of frames quickly
 	})
-	st := env.Server.Store()
-	alice := pendDial(t, env, "alice", "laptop")
-	carol := pendDial(t, env, "carol", "laptop")
-	dave := pendDial(t, env, "dave", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	dave := env.DialOnline(t, "dave", "laptop")
 
 	// Bob on a bare WebSocket: hello, one round trip to know he is
 	// registered, then never another read. A small receive buffer makes
@@ -529,10 +354,10 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("bob cut off after %d sends (%d windows answered while he read nothing)", sends, windows)
-	if !gaveUp.seen() {
+	if !gaveUp.Seen() {
 		t.Fatalf("bob left without the server warning that it gave up on him")
 	}
-	if rows := pendRows(t, st, "bob"); rows[rcptAB].FirstUndelivered != 1 || rows[rcptAB].NewestSeq != int64(sends) {
+	if rows := env.PendingRows("bob"); rows[rcptAB].FirstUndelivered != 1 || rows[rcptAB].NewestSeq != int64(sends) {
 		t.Fatalf("bob's pending rows %+v, want %s from 1 to %d", rows, rcptAB, sends)
 	}
 
@@ -543,9 +368,9 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 			t.Fatalf("replay: got %s seq %d (msg_id %s), want seq %d", m.Conv, m.Seq, m.MsgID, seq)
 		}
 	}
-	bob.ExpectNone("msg beyond the "+fmt.Sprint(sends)+" sent", pendIsMsg)
-	pendAck(t, bob, protocol.Mark{Conv: rcptAB, Seq: int64(sends)})
-	pendWantNoRows(t, st, "bob")
+	bob.ExpectNone("msg beyond the "+fmt.Sprint(sends)+" sent", servertest.OfType("msg"))
+	bob.MarkDelivered(rcptAB, int64(sends))
+	env.WantPendingRows("bob")
 }
 
 // A device that connects with a backlog while new messages keep arriving
@@ -559,7 +384,7 @@ func TestReplayWithLiveTrafficIsOrderedAndExactlyOnce(t *testing.T) {
 		c.Gateway.RateLimit = rate.Inf
 	})
 	const backlog, live = 400, 60
-	alice := pendDial(t, env, "alice", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
 	for i := 1; i <= backlog; i++ {
 		alice.Send(rcptAB, "old"+strconv.Itoa(i), "backlog")
 	}
@@ -570,14 +395,14 @@ func TestReplayWithLiveTrafficIsOrderedAndExactlyOnce(t *testing.T) {
 			alice.Write(&protocol.Send{Ref: protocol.Ref{ID: "live" + strconv.Itoa(i)}, Conv: rcptAB, MsgID: "new" + strconv.Itoa(i), Body: "live"})
 		}
 	}()
-	bob := pendDial(t, env, "bob", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	for want := int64(1); want <= backlog+live; want++ {
 		if m := bob.ExpectMsg(rcptAB); m.Seq != want {
 			t.Fatalf("bob got seq %d, want %d: out of order or twice", m.Seq, want)
 		}
 	}
 	<-done
-	bob.ExpectNone("a message twice", func(f protocol.Frame) bool { return f.FrameType() == "msg" })
+	bob.ExpectNone("a message twice", servertest.OfType("msg"))
 	if n := env.Server.OnlineDevices(); n != 2 {
 		t.Fatalf("%d devices online after the replay, want 2 (bob was cut off?)", n)
 	}

@@ -109,8 +109,8 @@ func TestTypingIsThrottled(t *testing.T) {
 	laptop := env.Dial(t, "alice", "laptop")
 	phone := env.Dial(t, "alice", "phone")
 	// Live pushes reach bob and carol once their replays are over.
-	bob := grpDial(t, env, "bob", "laptop")
-	carol := grpDial(t, env, "carol", "laptop")
+	bob := env.DialReplayed(t, "bob", "laptop")
+	carol := env.DialReplayed(t, "carol", "laptop")
 	for range 5 {
 		laptop.Write(&protocol.Typing{Conv: "d:alice:bob"})
 		phone.Write(&protocol.Typing{Conv: "d:alice:bob"})

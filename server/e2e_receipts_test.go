@@ -4,7 +4,6 @@ package server_test
 // boundaries per user and conversation, the status minimum over members).
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -14,168 +13,58 @@ import (
 
 const rcptAB = "d:alice:bob"
 
-// rcptDial connects user/device and makes one round trip, so that the
-// device is registered for pushes when it returns (the welcome is written
-// before the server registers the device; an answer to a later request is
-// not).
-func rcptDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := env.Dial(t, user, device)
-	c.Request(&protocol.History{Conv: "-"}) // any answer proves the read loop runs
-	return c
-}
-
-// rcptSendN sends n messages from c in conv and returns the last seq; every
-// client in others must receive them.
-func rcptSendN(t *testing.T, c *servertest.Client, conv string, n int, others ...*servertest.Client) int64 {
-	t.Helper()
-	seqs := make([]int64, n)
-	for i := range seqs {
-		seqs[i] = c.Send(conv, c.User+"-"+c.Device+"-"+c.Env.ID(), "hello "+fmt.Sprint(i)).Seq
-	}
-	// Taken by seq: a device's replay of its pending deliveries can repeat
-	// a live push that raced with its connecting.
-	for _, o := range others {
-		for _, seq := range seqs {
-			o.Expect(fmt.Sprintf("msg %s seq %d", conv, seq), func(f protocol.Frame) bool {
-				m, ok := f.(*protocol.MsgPush)
-				return ok && m.Msg.Conv == conv && m.Msg.Seq == seq && m.Msg.From == c.User
-			})
-		}
-	}
-	return seqs[n-1]
-}
-
-// rcptReceipts asks for conv's receipts and returns them by user, checking
-// the shape of the answer and the invariant read <= delivered.
-func rcptReceipts(t *testing.T, c *servertest.Client, conv string) map[string]protocol.MemberReceipt {
-	t.Helper()
-	f := c.RequestOK(&protocol.ReceiptsRequest{Conv: conv})
-	r, ok := f.(*protocol.ReceiptsReply)
-	if !ok {
-		t.Fatalf("receipts %s: want receipts, got %s", conv, servertest.Describe(f))
-	}
-	if r.Conv != conv {
-		t.Fatalf("receipts answer names conv %q, want %q", r.Conv, conv)
-	}
-	out := make(map[string]protocol.MemberReceipt, len(r.Members))
-	for _, m := range r.Members {
-		if _, dup := out[m.User]; dup {
-			t.Fatalf("receipts %s lists %s twice: %+v", conv, m.User, r.Members)
-		}
-		if m.ReadSeq > m.DeliveredSeq {
-			t.Fatalf("receipts %s: %s has read_seq %d above delivered_seq %d", conv, m.User, m.ReadSeq, m.DeliveredSeq)
-		}
-		out[m.User] = m
-	}
-	return out
-}
-
-// rcptWant checks one member's boundaries in conv.
-func rcptWant(t *testing.T, c *servertest.Client, conv, user string, delivered, read int64) {
-	t.Helper()
-	got, ok := rcptReceipts(t, c, conv)[user]
-	if !ok {
-		t.Fatalf("receipts %s: %s missing", conv, user)
-	}
-	if got.DeliveredSeq != delivered || got.ReadSeq != read {
-		t.Fatalf("receipts %s: %s at delivered %d read %d, want delivered %d read %d",
-			conv, user, got.DeliveredSeq, got.ReadSeq, delivered, read)
-	}
-}
-
-// rcptExpectStatus requires the next status of conv on every client to
-// carry exactly the given boundaries.
-func rcptExpectStatus(t *testing.T, conv string, delivered, read int64, clients ...*servertest.Client) {
-	t.Helper()
-	for _, c := range clients {
-		s := c.ExpectStatus(conv)
-		if s.DeliveredSeq != delivered || s.ReadSeq != read {
-			t.Fatalf("%s/%s: status %s delivered %d read %d, want delivered %d read %d",
-				c.User, c.Device, conv, s.DeliveredSeq, s.ReadSeq, delivered, read)
-		}
-	}
-}
-
-// rcptNoStatus proves that no status (of any conversation) reached any of
-// the clients. Called after the marking client got its answer: the server
-// queues status pushes before that answer, so a status would already be in
-// each device's queue, ahead of the barrier's answer.
-func rcptNoStatus(t *testing.T, clients ...*servertest.Client) {
-	t.Helper()
-	for _, c := range clients {
-		c.ExpectNone("status", func(f protocol.Frame) bool { return f.FrameType() == "status" })
-	}
-}
-
-func rcptOK(t *testing.T, c *servertest.Client, f protocol.Frame) {
-	t.Helper()
-	answer := c.RequestOK(f)
-	if answer.FrameType() != "ok" {
-		t.Fatalf("%s: want ok, got %s", f.FrameType(), servertest.Describe(answer))
-	}
-}
-
-func rcptDelivered(conv string, seq int64) *protocol.Delivered {
-	return &protocol.Delivered{Marks: []protocol.Mark{{Conv: conv, Seq: seq}}}
-}
-
-func rcptRead(conv string, seq int64) *protocol.Read {
-	return &protocol.Read{Marks: []protocol.Mark{{Conv: conv, Seq: seq}}}
-}
-
 // With an id a mark is answered ok; without one it is applied and answered
 // with nothing at all.
 func TestMarkAnsweredOnlyWithID(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
-	rcptSendN(t, alice, rcptAB, 4, bob)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	alice.SendN(rcptAB, 4, bob)
 
-	rcptOK(t, bob, &protocol.Delivered{Ref: protocol.Ref{ID: "d-1"}, Marks: []protocol.Mark{{Conv: rcptAB, Seq: 1}}})
-	rcptOK(t, bob, &protocol.Read{Ref: protocol.Ref{ID: "r-1"}, Marks: []protocol.Mark{{Conv: rcptAB, Seq: 1}}})
+	bob.MarkOK(&protocol.Delivered{Ref: protocol.Ref{ID: "d-1"}, Marks: []protocol.Mark{{Conv: rcptAB, Seq: 1}}})
+	bob.MarkOK(&protocol.Read{Ref: protocol.Ref{ID: "r-1"}, Marks: []protocol.Mark{{Conv: rcptAB, Seq: 1}}})
 
 	isAnswer := func(f protocol.Frame) bool {
 		return f.FrameType() == "ok" || f.FrameType() == "error" || servertest.RequestID(f) != ""
 	}
-	bob.Write(rcptDelivered(rcptAB, 3))
+	bob.Write(servertest.Delivered(servertest.Mark(rcptAB, 3)))
 	bob.ExpectNone("answer to a delivered without id", isAnswer)
 	// The frame was applied, not dropped: frames of one connection are
 	// handled in order, so the barrier above came after it.
-	rcptWant(t, bob, rcptAB, "bob", 3, 1)
+	bob.WantReceipt(rcptAB, "bob", 3, 1)
 
-	bob.Write(rcptRead(rcptAB, 2))
+	bob.Write(servertest.Read(servertest.Mark(rcptAB, 2)))
 	bob.ExpectNone("answer to a read without id", isAnswer)
-	rcptWant(t, bob, rcptAB, "bob", 3, 2)
+	bob.WantReceipt(rcptAB, "bob", 3, 2)
 }
 
 // A mark that raises the minimum is pushed as status to every online device
 // of both members, the marking connection included, and to nobody else.
 func TestStatusReachesEveryDeviceOfBothMembers(t *testing.T) {
 	env := servertest.Start(t)
-	aliceLaptop := rcptDial(t, env, "alice", "laptop")
-	alicePhone := rcptDial(t, env, "alice", "phone")
-	bobLaptop := rcptDial(t, env, "bob", "laptop")
-	bobPhone := rcptDial(t, env, "bob", "phone")
-	carol := rcptDial(t, env, "carol", "laptop")
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
+	carol := env.DialOnline(t, "carol", "laptop")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
-	rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
+	aliceLaptop.SendN(rcptAB, 3, alicePhone, bobLaptop, bobPhone)
 	// Alice's sends move only her own boundaries; bob still holds the
 	// minimum at 0, so no status yet.
-	rcptNoStatus(t, append(all, carol)...)
+	servertest.WantNoStatus(append(all, carol)...)
 
-	rcptOK(t, bobLaptop, rcptDelivered(rcptAB, 3))
-	rcptExpectStatus(t, rcptAB, 3, 0, all...)
-	rcptNoStatus(t, append(all, carol)...) // exactly one each
+	bobLaptop.MarkDelivered(rcptAB, 3)
+	servertest.WantStatus(rcptAB, servertest.Ticks(3, 0), all...) // exactly one each
+	servertest.WantNoStatus(carol)
 
-	rcptOK(t, bobPhone, rcptRead(rcptAB, 2))
-	rcptExpectStatus(t, rcptAB, 3, 2, all...)
-	rcptNoStatus(t, append(all, carol)...)
+	bobPhone.MarkRead(rcptAB, 2)
+	servertest.WantStatus(rcptAB, servertest.Ticks(3, 2), all...)
+	servertest.WantNoStatus(carol)
 
-	rcptOK(t, bobLaptop, rcptRead(rcptAB, 3))
-	rcptExpectStatus(t, rcptAB, 3, 3, all...)
-	rcptNoStatus(t, append(all, carol)...)
+	bobLaptop.MarkRead(rcptAB, 3)
+	servertest.WantStatus(rcptAB, servertest.Ticks(3, 3), all...)
+	servertest.WantNoStatus(carol)
 }
 
 // A status is pushed only when a minimum rises: repeated, lower and clamped
@@ -183,113 +72,114 @@ func TestStatusReachesEveryDeviceOfBothMembers(t *testing.T) {
 // conversations only those whose minimum rose get a status.
 func TestStatusOnlyOnRise(t *testing.T) {
 	env := servertest.Start(t)
-	aliceLaptop := rcptDial(t, env, "alice", "laptop")
-	alicePhone := rcptDial(t, env, "alice", "phone")
-	bobLaptop := rcptDial(t, env, "bob", "laptop")
-	bobPhone := rcptDial(t, env, "bob", "phone")
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
-	rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
-	rcptOK(t, bobLaptop, rcptDelivered(rcptAB, 2))
-	rcptExpectStatus(t, rcptAB, 2, 0, all...)
+	aliceLaptop.SendN(rcptAB, 3, alicePhone, bobLaptop, bobPhone)
+	bobLaptop.MarkDelivered(rcptAB, 2)
+	servertest.WantStatus(rcptAB, servertest.Ticks(2, 0), all...)
 
 	noRise := []struct {
 		name string
 		f    protocol.Frame
 	}{
-		{"repeated delivered", rcptDelivered(rcptAB, 2)},
-		{"lower delivered", rcptDelivered(rcptAB, 1)},
-		{"delivered 0", rcptDelivered(rcptAB, 0)},
-		{"read 0", rcptRead(rcptAB, 0)},
+		{"repeated delivered", servertest.Delivered(servertest.Mark(rcptAB, 2))},
+		{"lower delivered", servertest.Delivered(servertest.Mark(rcptAB, 1))},
+		{"delivered 0", servertest.Delivered(servertest.Mark(rcptAB, 0))},
+		{"read 0", servertest.Read(servertest.Mark(rcptAB, 0))},
 	}
 	for _, c := range noRise {
-		rcptOK(t, bobPhone, c.f)
-		rcptNoStatus(t, all...)
-		rcptWant(t, aliceLaptop, rcptAB, "bob", 2, 0)
+		bobPhone.MarkOK(c.f)
+		servertest.WantNoStatus(all...)
+		aliceLaptop.WantReceipt(rcptAB, "bob", 2, 0)
 	}
 
 	// Above the newest seq: clamped to 3, a rise.
-	rcptOK(t, bobLaptop, rcptDelivered(rcptAB, 50))
-	rcptExpectStatus(t, rcptAB, 3, 0, all...)
+	bobLaptop.MarkDelivered(rcptAB, 50)
+	servertest.WantStatus(rcptAB, servertest.Ticks(3, 0), all...)
 	// Again: still clamped to 3, no rise.
-	rcptOK(t, bobLaptop, rcptDelivered(rcptAB, 50))
-	rcptNoStatus(t, all...)
+	bobLaptop.MarkDelivered(rcptAB, 50)
+	servertest.WantNoStatus(all...)
 
 	// Alice marking her own conversation changes none of her boundaries
 	// (sending implied reading), so the minimum cannot rise.
-	rcptOK(t, aliceLaptop, rcptRead(rcptAB, 3))
-	rcptNoStatus(t, all...)
+	aliceLaptop.MarkRead(rcptAB, 3)
+	servertest.WantNoStatus(all...)
 
 	// One frame, two conversations: d:bob:carol holds no message, so its
 	// mark clamps to 0 and rises nothing; d:alice:bob's read rises. Two
 	// marks for one conversation count as the highest.
-	rcptOK(t, bobPhone, &protocol.Read{Marks: []protocol.Mark{
+	bobPhone.MarkOK(&protocol.Read{Marks: []protocol.Mark{
 		{Conv: rcptAB, Seq: 1}, {Conv: "d:bob:carol", Seq: 5}, {Conv: rcptAB, Seq: 2},
 	}})
-	rcptExpectStatus(t, rcptAB, 3, 2, all...)
-	rcptNoStatus(t, all...) // neither a second one for d:alice:bob nor one for d:bob:carol
-	rcptWant(t, bobPhone, "d:bob:carol", "bob", 0, 0)
+	// Exactly one status: neither a second one for d:alice:bob nor one for
+	// d:bob:carol.
+	servertest.WantStatus(rcptAB, servertest.Ticks(3, 2), all...)
+	bobPhone.WantReceipt("d:bob:carol", "bob", 0, 0)
 
 	// A read at the level already read is not a rise either.
-	rcptOK(t, bobLaptop, rcptRead(rcptAB, 2))
-	rcptNoStatus(t, all...)
+	bobLaptop.MarkRead(rcptAB, 2)
+	servertest.WantNoStatus(all...)
 }
 
 // Boundaries only go up, are clamped to the newest seq, and read implies
 // delivered.
 func TestMarkBoundaries(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
-	carol := rcptDial(t, env, "carol", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
 
-	rcptSendN(t, alice, rcptAB, 3, bob)
-	rcptWant(t, alice, rcptAB, "alice", 3, 3) // sending implies reading
-	rcptWant(t, alice, rcptAB, "bob", 0, 0)
+	alice.SendN(rcptAB, 3, bob)
+	alice.WantReceipt(rcptAB, "alice", 3, 3) // sending implies reading
+	alice.WantReceipt(rcptAB, "bob", 0, 0)
 
-	rcptOK(t, bob, rcptDelivered(rcptAB, 100))
-	rcptWant(t, alice, rcptAB, "bob", 3, 0) // clamped to the newest seq
-	rcptOK(t, bob, rcptDelivered(rcptAB, 1))
-	rcptWant(t, alice, rcptAB, "bob", 3, 0) // a lower mark is ignored
-	rcptOK(t, bob, rcptRead(rcptAB, 2))
-	rcptWant(t, alice, rcptAB, "bob", 3, 2)
-	rcptOK(t, bob, rcptRead(rcptAB, 1))
-	rcptWant(t, alice, rcptAB, "bob", 3, 2) // read never goes down either
+	bob.MarkDelivered(rcptAB, 100)
+	alice.WantReceipt(rcptAB, "bob", 3, 0) // clamped to the newest seq
+	bob.MarkDelivered(rcptAB, 1)
+	alice.WantReceipt(rcptAB, "bob", 3, 0) // a lower mark is ignored
+	bob.MarkRead(rcptAB, 2)
+	alice.WantReceipt(rcptAB, "bob", 3, 2)
+	bob.MarkRead(rcptAB, 1)
+	alice.WantReceipt(rcptAB, "bob", 3, 2) // read never goes down either
 
 	// The clamp is real: a message stored after a too-high mark is not
 	// covered by it.
-	rcptSendN(t, alice, rcptAB, 1, bob)
-	rcptWant(t, alice, rcptAB, "bob", 3, 2)
-	rcptOK(t, bob, rcptRead(rcptAB, 1000))
-	rcptWant(t, alice, rcptAB, "bob", 4, 4) // read clamped, delivered follows
+	alice.SendN(rcptAB, 1, bob)
+	alice.WantReceipt(rcptAB, "bob", 3, 2)
+	bob.MarkRead(rcptAB, 1000)
+	alice.WantReceipt(rcptAB, "bob", 4, 4) // read clamped, delivered follows
 
 	// Read implies delivered.
 	const convAC = "d:alice:carol"
-	rcptSendN(t, alice, convAC, 5, carol)
-	rcptOK(t, carol, rcptDelivered(convAC, 1))
-	rcptWant(t, alice, convAC, "carol", 1, 0)
-	rcptOK(t, carol, rcptRead(convAC, 3))
-	rcptWant(t, alice, convAC, "carol", 3, 3)
-	rcptOK(t, carol, rcptDelivered(convAC, 2))
-	rcptWant(t, alice, convAC, "carol", 3, 3)
-	rcptOK(t, carol, rcptDelivered(convAC, 4))
-	rcptWant(t, alice, convAC, "carol", 4, 3)
-	rcptOK(t, carol, rcptRead(convAC, 99))
-	rcptWant(t, alice, convAC, "carol", 5, 5)
+	alice.SendN(convAC, 5, carol)
+	carol.MarkDelivered(convAC, 1)
+	alice.WantReceipt(convAC, "carol", 1, 0)
+	carol.MarkRead(convAC, 3)
+	alice.WantReceipt(convAC, "carol", 3, 3)
+	carol.MarkDelivered(convAC, 2)
+	alice.WantReceipt(convAC, "carol", 3, 3)
+	carol.MarkDelivered(convAC, 4)
+	alice.WantReceipt(convAC, "carol", 4, 3)
+	carol.MarkRead(convAC, 99)
+	alice.WantReceipt(convAC, "carol", 5, 5)
 }
 
 // A reply is an implicit read: the replier's boundaries move to its own
 // message, so the other side sees its earlier messages read.
 func TestReplyIsImplicitRead(t *testing.T) {
 	env := servertest.Start(t)
-	aliceLaptop := rcptDial(t, env, "alice", "laptop")
-	alicePhone := rcptDial(t, env, "alice", "phone")
-	bobLaptop := rcptDial(t, env, "bob", "laptop")
-	bobPhone := rcptDial(t, env, "bob", "phone")
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
-	last := rcptSendN(t, aliceLaptop, rcptAB, 3, alicePhone, bobLaptop, bobPhone)
-	rcptNoStatus(t, all...)
+	last := aliceLaptop.SendN(rcptAB, 3, alicePhone, bobLaptop, bobPhone).Seq
+	servertest.WantNoStatus(all...)
 
 	reply := bobLaptop.Send(rcptAB, "bob-reply", "got them")
 	if reply.Seq != last+1 {
@@ -306,27 +196,26 @@ func TestReplyIsImplicitRead(t *testing.T) {
 	}
 	// Alice's boundaries are at 3 (her own messages), bob's at 4: the
 	// minimum is 3 on both sides, covering alice's messages 1..3.
-	rcptExpectStatus(t, rcptAB, last, last, all...)
-	rcptNoStatus(t, all...)
-	rcptWant(t, aliceLaptop, rcptAB, "bob", reply.Seq, reply.Seq)
-	rcptWant(t, aliceLaptop, rcptAB, "alice", last, last)
+	servertest.WantStatus(rcptAB, servertest.Ticks(last, last), all...)
+	aliceLaptop.WantReceipt(rcptAB, "bob", reply.Seq, reply.Seq)
+	aliceLaptop.WantReceipt(rcptAB, "alice", last, last)
 
 	// Alice reading the reply brings both minima to 4.
-	rcptOK(t, alicePhone, rcptRead(rcptAB, reply.Seq))
-	rcptExpectStatus(t, rcptAB, reply.Seq, reply.Seq, all...)
+	alicePhone.MarkRead(rcptAB, reply.Seq)
+	servertest.WantStatus(rcptAB, servertest.Ticks(reply.Seq, reply.Seq), all...)
 }
 
 // The receipts request lists every member with its boundaries; only members
 // may ask, about a valid conversation id.
 func TestReceiptsRequest(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
-	carol := rcptDial(t, env, "carol", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
 
 	check := func(who *servertest.Client, want map[string][2]int64) {
 		t.Helper()
-		got := rcptReceipts(t, who, rcptAB)
+		got := who.Receipts(rcptAB)
 		if len(got) != len(want) {
 			t.Fatalf("receipts %s: %+v, want members %v", rcptAB, got, want)
 		}
@@ -346,8 +235,8 @@ func TestReceiptsRequest(t *testing.T) {
 	check(alice, map[string][2]int64{"alice": {0, 0}, "bob": {0, 0}})
 	check(bob, map[string][2]int64{"alice": {0, 0}, "bob": {0, 0}})
 
-	rcptSendN(t, alice, rcptAB, 2, bob)
-	rcptOK(t, bob, rcptDelivered(rcptAB, 1))
+	alice.SendN(rcptAB, 2, bob)
+	bob.MarkDelivered(rcptAB, 1)
 	check(bob, map[string][2]int64{"alice": {2, 2}, "bob": {1, 0}})
 
 	carol.RequestError(&protocol.ReceiptsRequest{Conv: rcptAB}, protocol.CodeForbidden)
@@ -360,11 +249,11 @@ func TestReceiptsRequest(t *testing.T) {
 // whole: its valid marks are not applied either, and no status is pushed.
 func TestMarkForbiddenConvChangesNothing(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
-	carol := rcptDial(t, env, "carol", "laptop")
-	rcptSendN(t, alice, rcptAB, 3, bob)
-	rcptSendN(t, alice, "d:alice:carol", 2, carol)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	alice.SendN(rcptAB, 3, bob)
+	alice.SendN("d:alice:carol", 2, carol)
 
 	frames := []protocol.Frame{
 		&protocol.Delivered{Marks: []protocol.Mark{{Conv: rcptAB, Seq: 3}, {Conv: "d:alice:carol", Seq: 2}}},
@@ -374,21 +263,21 @@ func TestMarkForbiddenConvChangesNothing(t *testing.T) {
 	}
 	for _, f := range frames {
 		bob.RequestError(f, protocol.CodeForbidden)
-		rcptNoStatus(t, alice, bob, carol)
-		rcptWant(t, alice, rcptAB, "bob", 0, 0)
-		rcptWant(t, alice, "d:alice:carol", "carol", 0, 0)
+		servertest.WantNoStatus(alice, bob, carol)
+		alice.WantReceipt(rcptAB, "bob", 0, 0)
+		alice.WantReceipt("d:alice:carol", "carol", 0, 0)
 	}
 	// The same marks without the foreign conversation do apply.
-	rcptOK(t, bob, rcptDelivered(rcptAB, 3))
-	rcptWant(t, alice, rcptAB, "bob", 3, 0)
+	bob.MarkDelivered(rcptAB, 3)
+	alice.WantReceipt(rcptAB, "bob", 3, 0)
 }
 
 // Mark frames that fail validation are refused and change nothing.
 func TestMarkValidation(t *testing.T) {
 	env := servertest.Start(t)
-	alice := rcptDial(t, env, "alice", "laptop")
-	bob := rcptDial(t, env, "bob", "laptop")
-	rcptSendN(t, alice, rcptAB, 2, bob)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	alice.SendN(rcptAB, 2, bob)
 
 	for _, typ := range []string{"delivered", "read"} {
 		raw := map[string]string{
@@ -416,8 +305,8 @@ func TestMarkValidation(t *testing.T) {
 				t.Errorf("%s with %s: want error invalid, got %s", typ, name, servertest.Describe(f))
 			}
 		}
-		rcptNoStatus(t, alice, bob)
-		rcptWant(t, alice, rcptAB, "bob", 0, 0)
+		servertest.WantNoStatus(alice, bob)
+		alice.WantReceipt(rcptAB, "bob", 0, 0)
 	}
 
 	// A frame carries any number of marks: the frame size bounds them.
@@ -426,5 +315,5 @@ func TestMarkValidation(t *testing.T) {
 		many[i] = protocol.Mark{Conv: rcptAB, Seq: int64(i % 3)}
 	}
 	bob.RequestOK(&protocol.Delivered{Marks: many})
-	rcptWant(t, alice, rcptAB, "bob", 2, 0)
+	alice.WantReceipt(rcptAB, "bob", 2, 0)
 }

@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -69,27 +68,6 @@ func TestSessionInvariantsUnderConcurrency(t *testing.T) {
 	t.Run("clock_steps_back", func(t *testing.T) {
 		invRunScenario(t, &invClock{now: time.UnixMilli(1763800000000)})
 	})
-}
-
-// invAsync lets a client be driven from a goroutine other than the test's:
-// a fatal failure marks the test failed and ends only that goroutine.
-type invAsync struct{ testing.TB }
-
-func (a invAsync) Fatal(args ...any) {
-	a.TB.Helper()
-	a.TB.Error(args...)
-	runtime.Goexit()
-}
-
-func (a invAsync) Fatalf(format string, args ...any) {
-	a.TB.Helper()
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (a invAsync) FailNow() {
-	a.TB.Fail()
-	runtime.Goexit()
 }
 
 // invClock is a controllable server clock: it moves one millisecond on
@@ -195,14 +173,6 @@ type invDevice struct {
 	logs   []string
 }
 
-func invConv(a, b string) string {
-	conv, ok := protocol.DirectConv(a, b)
-	if !ok {
-		panic("bad direct conversation " + a + " " + b)
-	}
-	return conv
-}
-
 func invRunScenario(t *testing.T, clock *invClock) {
 	total := int64(2*invBobOps + len(invSenders)*invSenderOps)
 	run := &invRun{clock: clock, stepAt: total / 2, convsOf: map[string][]string{}}
@@ -212,17 +182,17 @@ func invRunScenario(t *testing.T, clock *invClock) {
 			c.Now = clock.Now
 		}
 	})
-	async := invAsync{t}
+	async := servertest.Async{TB: t}
 
 	bobMsgConvs := []string{}
 	for i, u := range invSenders {
 		next := invSenders[(i+1)%len(invSenders)]
 		prev := invSenders[(i+len(invSenders)-1)%len(invSenders)]
-		withBob := invConv(u, invBob)
+		withBob := servertest.Direct(u, invBob)
 		bobMsgConvs = append(bobMsgConvs, withBob)
-		run.convsOf[u] = []string{withBob, invConv(u, next), invConv(u, prev)}
+		run.convsOf[u] = []string{withBob, servertest.Direct(u, next), servertest.Direct(u, prev)}
 	}
-	run.convsOf[invBob] = append(slices.Clone(bobMsgConvs), invConv(invBob, invLonely))
+	run.convsOf[invBob] = append(slices.Clone(bobMsgConvs), servertest.Direct(invBob, invLonely))
 
 	var devices []*invDevice
 	newDevice := func(user, name string, seed uint64, sendConvs []string) *invDevice {
@@ -989,7 +959,7 @@ func TestSessionInvariantMuteRunsOutDuringSync(t *testing.T) {
 	env := servertest.Start(t, func(c *server.Config) { c.Now = clock.Now })
 	alice := env.Dial(t, "alice", "laptop")
 	bob := env.Dial(t, invBob, "phone")
-	conv := invConv("alice", invBob)
+	conv := servertest.Direct("alice", invBob)
 	for i := range 3 {
 		alice.Send(conv, "m"+itoa(i), "hello")
 	}

@@ -6,22 +6,17 @@ package server_test
 // (server.Config.Now), never a sleep.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/servertest"
 	"github.com/imcore/im/session"
 )
@@ -31,274 +26,26 @@ const (
 	sessHour = int64(time.Hour / time.Millisecond)
 )
 
-// sessClock is the server's clock in these tests: it moves only when told.
-type sessClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *sessClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *sessClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// Ms is the clock's time in Unix milliseconds.
-func (c *sessClock) Ms() int64 { return c.Now().UnixMilli() }
-
-// sessStart starts a server on a controllable clock.
-func sessStart(t *testing.T, options ...func(*server.Config)) (*servertest.Env, *sessClock) {
-	t.Helper()
-	clk := &sessClock{now: time.UnixMilli(1_763_800_000_000)}
-	opts := append([]func(*server.Config){func(c *server.Config) { c.Now = clk.Now }}, options...)
-	return servertest.Start(t, opts...), clk
-}
-
-// sessDial connects user/device and makes one round trip, so that the
-// device is registered for pushes when it returns (the welcome is written
-// before the server registers the device).
-func sessDial(t *testing.T, env *servertest.Env, user, device string) *servertest.Client {
-	t.Helper()
-	c := env.Dial(t, user, device)
-	c.Request(&protocol.History{Conv: "-"})
-	return c
-}
-
-// sessSend sends one message from c in conv and requires every client in
-// others to receive exactly it. It returns the message object as stored.
-func sessSend(t *testing.T, c *servertest.Client, conv string, others ...*servertest.Client) protocol.Message {
-	t.Helper()
-	id := c.Env.ID()
-	m := protocol.Message{Conv: conv, MsgID: "m-" + c.User + "-" + id, From: c.User, Body: "hello " + id, ClientTS: 1_700_000_000_000 + int64(len(id))}
-	f := c.RequestOK(&protocol.Send{Conv: conv, MsgID: m.MsgID, Body: m.Body, ClientTS: m.ClientTS})
-	sent, ok := f.(*protocol.Sent)
-	if !ok {
-		t.Fatalf("send: want sent, got %s", servertest.Describe(f))
-	}
-	m.Seq, m.ServerTS = sent.Seq, sent.ServerTS
-	for _, o := range others {
-		got := o.Expect("msg "+m.MsgID, func(f protocol.Frame) bool {
-			p, ok := f.(*protocol.MsgPush)
-			return ok && p.Msg.Conv == conv && p.Msg.MsgID == m.MsgID
-		}).(*protocol.MsgPush).Msg
-		if got != m {
-			t.Fatalf("%s/%s got msg %+v, want %+v", o.User, o.Device, got, m)
-		}
-	}
-	return m
-}
-
-// sessSync runs one sync and checks what every answer must satisfy:
-// sessions in strictly ascending active_ts above since, all of the list
-// asked for, cursor the highest active_ts returned (or since), and for
-// direct chats unread_count = write_seq - read_seq (no seq is skipped here).
-func sessSync(t *testing.T, c *servertest.Client, q protocol.Sync) *protocol.Sessions {
-	t.Helper()
-	f := c.RequestOK(&q)
-	page, ok := f.(*protocol.Sessions)
-	if !ok {
-		t.Fatalf("sync: want sessions, got %s", servertest.Describe(f))
-	}
-	prev := q.Since
-	for _, s := range page.Sessions {
-		if s.ActiveTS <= prev {
-			t.Fatalf("%s/%s sync since %d: %s has active_ts %d, not above the previous %d (want strictly ascending, above since)",
-				c.User, c.Device, q.Since, s.Conv, s.ActiveTS, prev)
-		}
-		prev = s.ActiveTS
-		if s.SubBiz != q.SubBiz {
-			t.Fatalf("%s/%s sync of list %q returned %s of list %q", c.User, c.Device, q.SubBiz, s.Conv, s.SubBiz)
-		}
-		if s.Kind == "direct" && (s.UnreadCount != s.WriteSeq-s.ReadSeq || s.ReadSeq > s.WriteSeq) {
-			t.Fatalf("%s/%s: %s has unread %d, read_seq %d, write_seq %d", c.User, c.Device, s.Conv, s.UnreadCount, s.ReadSeq, s.WriteSeq)
-		}
-	}
-	if page.Cursor != prev {
-		t.Fatalf("%s/%s sync since %d: cursor %d, want %d (the highest active_ts returned, or since)", c.User, c.Device, q.Since, page.Cursor, prev)
-	}
-	return page
-}
-
-// sessAll loads a whole list (since 0) and returns it by conversation.
-func sessAll(t *testing.T, c *servertest.Client, subBiz string) (map[string]protocol.Session, *protocol.Sessions) {
-	t.Helper()
-	page := sessSync(t, c, protocol.Sync{Since: 0, Limit: 1000, SubBiz: subBiz})
-	if page.HasMore {
-		t.Fatalf("%s/%s: full sync has more than 1000 sessions", c.User, c.Device)
-	}
-	out := make(map[string]protocol.Session, len(page.Sessions))
-	for _, s := range page.Sessions {
-		if _, dup := out[s.Conv]; dup {
-			t.Fatalf("%s/%s: sync lists %s twice", c.User, c.Device, s.Conv)
-		}
-		out[s.Conv] = s
-	}
-	return out, page
-}
-
-// sessGet returns the caller's session of conv from a full sync of a list.
-func sessGet(t *testing.T, c *servertest.Client, subBiz, conv string) protocol.Session {
-	t.Helper()
-	all, _ := sessAll(t, c, subBiz)
-	s, ok := all[conv]
-	if !ok {
-		t.Fatalf("%s/%s: no session %s in list %q (have %v)", c.User, c.Device, conv, subBiz, sessConvs(all))
-	}
-	return s
-}
-
-func sessConvs(all map[string]protocol.Session) []string {
-	var out []string
-	for conv := range all {
-		out = append(out, conv)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// sessOp applies a session operation and returns the session of its ok.
-func sessOp(t *testing.T, c *servertest.Client, op protocol.SessionOp) protocol.Session {
-	t.Helper()
-	f := c.RequestOK(&op)
-	ok, isOK := f.(*protocol.OK)
-	if !isOK || ok.Session == nil {
-		t.Fatalf("session_op %s on %s: want ok with a session, got %s", op.Op, op.Conv, servertest.Describe(f))
-	}
-	if ok.Session.Conv != op.Conv {
-		t.Fatalf("session_op %s on %s: answered with the session of %s", op.Op, op.Conv, ok.Session.Conv)
-	}
-	return *ok.Session
-}
-
-// sessMark sends a read or delivered frame with an id and requires ok.
-func sessMark(t *testing.T, c *servertest.Client, f protocol.Frame) {
-	t.Helper()
-	if answer := c.RequestOK(f); answer.FrameType() != "ok" {
-		t.Fatalf("%s: want ok, got %s", f.FrameType(), servertest.Describe(answer))
-	}
-}
-
-func sessRead(t *testing.T, c *servertest.Client, conv string, seq int64) {
-	t.Helper()
-	sessMark(t, c, &protocol.Read{Marks: []protocol.Mark{{Conv: conv, Seq: seq}}})
-}
-
-func sessIsSync(f protocol.Frame) bool { return f.FrameType() == "session_sync" }
-
-// sessExpectSync requires exactly one session_sync, with cursor, on every
-// client.
-func sessExpectSync(t *testing.T, cursor int64, clients ...*servertest.Client) {
-	t.Helper()
-	for _, c := range clients {
-		f := c.ExpectType("session_sync").(*protocol.SessionSync)
-		if f.Cursor != cursor {
-			t.Fatalf("%s/%s: session_sync cursor %d, want %d", c.User, c.Device, f.Cursor, cursor)
-		}
-		c.ExpectNone("a second session_sync", sessIsSync)
-	}
-}
-
-// sessNoSync proves that no session_sync reached any of the clients. Called
-// after the request that could have caused one was answered: the server
-// queues its nudges before that answer.
-func sessNoSync(t *testing.T, clients ...*servertest.Client) {
-	t.Helper()
-	for _, c := range clients {
-		c.ExpectNone("session_sync", sessIsSync)
-	}
-}
-
-func sessJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%+v", v)
-	}
-	return string(b)
-}
-
-// sessSame requires got to equal want in every field but the timestamps.
-func sessSame(t *testing.T, what string, got, want protocol.Session) {
-	t.Helper()
-	g, w := got, want
-	g.ActiveTS, g.WriteTS, w.ActiveTS, w.WriteTS = 0, 0, 0, 0
-	if !reflect.DeepEqual(g, w) {
-		t.Fatalf("%s:\n got %s\nwant %s", what, sessJSON(got), sessJSON(want))
-	}
-}
-
-// sessIdentical requires got to equal want in every field.
-func sessIdentical(t *testing.T, what string, got, want protocol.Session) {
-	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s:\n got %s\nwant %s", what, sessJSON(got), sessJSON(want))
-	}
-}
-
-// sessMoved checks which timestamps moved from before to after.
-func sessMoved(t *testing.T, what string, before, after protocol.Session, active, write bool) {
-	t.Helper()
-	if active && after.ActiveTS <= before.ActiveTS {
-		t.Fatalf("%s: active_ts %d did not move up from %d", what, after.ActiveTS, before.ActiveTS)
-	}
-	if !active && after.ActiveTS != before.ActiveTS {
-		t.Fatalf("%s: active_ts moved from %d to %d, want unchanged", what, before.ActiveTS, after.ActiveTS)
-	}
-	if write && after.WriteTS <= before.WriteTS {
-		t.Fatalf("%s: write_ts %d did not move up from %d", what, after.WriteTS, before.WriteTS)
-	}
-	if !write && after.WriteTS != before.WriteTS {
-		t.Fatalf("%s: write_ts moved from %d to %d, want unchanged", what, before.WriteTS, after.WriteTS)
-	}
-}
-
-// sessCheckTotal requires a list's total_unread to be the sum of
-// unread_count over its sessions that are neither muted nor deleted, and,
-// when want >= 0, to be want. It returns the list.
-func sessCheckTotal(t *testing.T, c *servertest.Client, subBiz string, want int64) map[string]protocol.Session {
-	t.Helper()
-	all, page := sessAll(t, c, subBiz)
-	var sum int64
-	for _, s := range all {
-		if !s.Muted && !s.Deleted {
-			sum += s.UnreadCount
-		}
-	}
-	if page.TotalUnread != sum {
-		t.Fatalf("%s list %q: total_unread %d, but the unmuted, undeleted sessions sum to %d: %s",
-			c.User, subBiz, page.TotalUnread, sum, sessJSON(page.Sessions))
-	}
-	if want >= 0 && page.TotalUnread != want {
-		t.Fatalf("%s list %q: total_unread %d, want %d: %s", c.User, subBiz, page.TotalUnread, want, sessJSON(page.Sessions))
-	}
-	return all
-}
-
 // A. Every row of the session operations table, and the session read: the
 // fields each changes, the timestamps it moves, and the nudge to every
 // device of the user (the acting one included) and to nobody else.
 func TestSessionOpsTable(t *testing.T) {
-	env, clk := sessStart(t)
-	aliceLaptop := sessDial(t, env, "alice", "laptop")
-	alicePhone := sessDial(t, env, "alice", "phone")
-	bobLaptop := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
+	env, clk := servertest.StartClocked(t)
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	bobs := []*servertest.Client{bobLaptop, bobPhone}
 	alices := []*servertest.Client{aliceLaptop, alicePhone}
 
 	var last protocol.Message
 	for range 3 {
-		last = sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
+		last = aliceLaptop.SendMsg(sessAB, "hello", alicePhone, bobLaptop, bobPhone)
 	}
-	sessNoSync(t, append(bobs, alices...)...) // messages do not nudge
+	servertest.ExpectNoSessionSync(append(bobs, alices...)...) // messages do not nudge
 
-	before := sessGet(t, bobLaptop, "", sessAB)
-	sessSame(t, "bob's session after 3 messages from alice", before, protocol.Session{
+	before := bobLaptop.SessionOf(sessAB)
+	servertest.WantSameSession(t, "bob's session after 3 messages from alice", before, protocol.Session{
 		Conv: sessAB, Kind: "direct", Title: "alice", Members: []string{"alice", "bob"},
 		UnreadCount: 3, ReadSeq: 0, WriteSeq: 3, LastMsg: &last,
 	})
@@ -337,19 +84,19 @@ func TestSessionOpsTable(t *testing.T) {
 		what := fmt.Sprintf("%s by %s/%s", st.name, st.dev.User, st.dev.Device)
 		var got protocol.Session
 		if st.op != "" {
-			got = sessOp(t, st.dev, protocol.SessionOp{Conv: sessAB, Op: st.op, Until: st.until, Category: st.cat})
+			got = st.dev.SessionOp(protocol.SessionOp{Conv: sessAB, Op: st.op, Until: st.until, Category: st.cat})
 			// The answer is the stored session: a sync sees the same.
-			sessIdentical(t, what+": sync after the op's ok", sessGet(t, st.dev, "", sessAB), got)
+			servertest.WantIdenticalSession(t, what+": sync after the op's ok", st.dev.SessionOf(sessAB), got)
 		} else {
-			sessRead(t, st.dev, sessAB, st.read)
-			got = sessGet(t, st.dev, "", sessAB)
+			st.dev.MarkRead(sessAB, st.read)
+			got = st.dev.SessionOf(sessAB)
 		}
 		want := before
 		st.change(&want)
-		sessSame(t, what, got, want)
-		sessMoved(t, what, before, got, true, st.write)
-		sessExpectSync(t, got.ActiveTS, bobs...)
-		sessNoSync(t, alices...)
+		servertest.WantSameSession(t, what, got, want)
+		servertest.WantMoved(t, what, before, got, true, st.write)
+		servertest.ExpectSessionSync(got.ActiveTS, bobs...)
+		servertest.ExpectNoSessionSync(alices...)
 		before = got
 	}
 }
@@ -357,23 +104,23 @@ func TestSessionOpsTable(t *testing.T) {
 // A. An operation that changes nothing is answered ok with the session as
 // it is, moves no timestamp and nudges nobody.
 func TestSessionOpNoChange(t *testing.T) {
-	env, clk := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bobLaptop := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
+	env, clk := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{alice, bobLaptop, bobPhone}
-	sessSend(t, alice, sessAB, bobLaptop, bobPhone)
-	sessSend(t, alice, sessAB, bobLaptop, bobPhone)
+	alice.SendMsg(sessAB, "hello", bobLaptop, bobPhone)
+	alice.SendMsg(sessAB, "hello", bobLaptop, bobPhone)
 
 	// A read that moves nothing (at or below read_seq, nothing marked) is
 	// no change either.
-	sessRead(t, bobLaptop, sessAB, 1)
-	read := sessGet(t, bobLaptop, "", sessAB)
-	sessExpectSync(t, read.ActiveTS, bobLaptop, bobPhone)
+	bobLaptop.MarkRead(sessAB, 1)
+	read := bobLaptop.SessionOf(sessAB)
+	servertest.ExpectSessionSync(read.ActiveTS, bobLaptop, bobPhone)
 	for _, seq := range []int64{1, 0} {
-		sessRead(t, bobPhone, sessAB, seq)
-		sessNoSync(t, all...)
-		sessIdentical(t, fmt.Sprintf("read %d again", seq), sessGet(t, bobPhone, "", sessAB), read)
+		bobPhone.MarkRead(sessAB, seq)
+		servertest.ExpectNoSessionSync(all...)
+		servertest.WantIdenticalSession(t, fmt.Sprintf("read %d again", seq), bobPhone.SessionOf(sessAB), read)
 	}
 
 	until := clk.Ms() + sessHour
@@ -388,65 +135,63 @@ func TestSessionOpNoChange(t *testing.T) {
 		{nil, op("unpin", 0, "")},         // never pinned
 		{nil, op("mute", clk.Ms()-1, "")}, // a mute that has already ended
 		{nil, op("mute", clk.Ms(), "")},   // ends now
-		{sessPtr(op("pin", 0, "")), op("pin", 0, "")},
-		{sessPtr(op("mute", 0, "")), op("mute", 0, "")},
-		{sessPtr(op("unmute", 0, "")), op("unmute", 0, "")},
-		{sessPtr(op("mute", until, "")), op("mute", until, "")},
-		{sessPtr(op("mark_unread", 0, "")), op("mark_unread", 0, "")},
-		{sessPtr(op("set_category", 0, "work")), op("set_category", 0, "work")},
-		{sessPtr(op("delete", 0, "")), op("delete", 0, "")},
+		{new(op("pin", 0, "")), op("pin", 0, "")},
+		{new(op("mute", 0, "")), op("mute", 0, "")},
+		{new(op("unmute", 0, "")), op("unmute", 0, "")},
+		{new(op("mute", until, "")), op("mute", until, "")},
+		{new(op("mark_unread", 0, "")), op("mark_unread", 0, "")},
+		{new(op("set_category", 0, "work")), op("set_category", 0, "work")},
+		{new(op("delete", 0, "")), op("delete", 0, "")},
 	}
 	for _, st := range steps {
-		before := sessGet(t, bobLaptop, "", sessAB)
+		before := bobLaptop.SessionOf(sessAB)
 		if st.first != nil {
-			before = sessOp(t, bobLaptop, *st.first)
-			sessExpectSync(t, before.ActiveTS, bobLaptop, bobPhone)
+			before = bobLaptop.SessionOp(*st.first)
+			servertest.ExpectSessionSync(before.ActiveTS, bobLaptop, bobPhone)
 		}
 		what := fmt.Sprintf("%s (until %d, category %q) repeated", st.repeat.Op, st.repeat.Until, st.repeat.Category)
-		got := sessOp(t, bobPhone, st.repeat)
-		sessIdentical(t, what, got, before)
-		sessNoSync(t, all...)
-		if page := sessSync(t, bobLaptop, protocol.Sync{Since: before.ActiveTS}); len(page.Sessions) != 0 {
-			t.Fatalf("%s: sync since the session's active_ts returned %s", what, sessJSON(page.Sessions))
+		got := bobPhone.SessionOp(st.repeat)
+		servertest.WantIdenticalSession(t, what, got, before)
+		servertest.ExpectNoSessionSync(all...)
+		if page := bobLaptop.Sync(protocol.Sync{Since: before.ActiveTS}); len(page.Sessions) != 0 {
+			t.Fatalf("%s: sync since the session's active_ts returned %s", what, servertest.JSON(page.Sessions))
 		}
 	}
 }
-
-func sessPtr[T any](v T) *T { return &v }
 
 // A. Clearing a category that is already empty, or setting the category a
 // session already has (filed so by its account), changes nothing a client
 // can see: PROTOCOL.md says such an op moves no timestamp.
 func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
-	env, _ := sessStart(t)
+	env, _ := servertest.StartClocked(t)
 	if err := env.Server.Store().SetAccount(context.Background(), "news", "promotions", ""); err != nil {
 		t.Fatal(err)
 	}
-	alice := sessDial(t, env, "alice", "laptop")
-	news := sessDial(t, env, "news", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, news, "d:bob:news", bob)
+	alice := env.DialOnline(t, "alice", "laptop")
+	news := env.DialOnline(t, "news", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	alice.SendMsg(sessAB, "hello", bob)
+	news.SendMsg("d:bob:news", "hello", bob)
 
 	for _, c := range []struct{ conv, category string }{{sessAB, ""}, {"d:bob:news", "promotions"}} {
-		before := sessGet(t, bob, "", c.conv)
+		before := bob.SessionOf(c.conv)
 		if before.Category != c.category {
 			t.Fatalf("%s: category %q, want %q", c.conv, before.Category, c.category)
 		}
 		what := fmt.Sprintf("set_category %q on %s whose category is already %q", c.category, c.conv, c.category)
-		got := sessOp(t, bob, protocol.SessionOp{Conv: c.conv, Op: "set_category", Category: c.category})
+		got := bob.SessionOp(protocol.SessionOp{Conv: c.conv, Op: "set_category", Category: c.category})
 		if !reflect.DeepEqual(got, before) {
-			t.Errorf("%s moved a timestamp:\n got %s\nwant %s", what, sessJSON(got), sessJSON(before))
+			t.Errorf("%s moved a timestamp:\n got %s\nwant %s", what, servertest.JSON(got), servertest.JSON(before))
 		}
 		for _, f := range bob.Barrier() {
-			if sessIsSync(f) {
+			if f.FrameType() == "session_sync" {
 				t.Errorf("%s: nudged with %s", what, servertest.Describe(f))
 			}
 		}
 		// Doing it again now really changes nothing.
-		again := sessOp(t, bob, protocol.SessionOp{Conv: c.conv, Op: "set_category", Category: c.category})
-		sessIdentical(t, what+", repeated", again, got)
-		sessNoSync(t, bob)
+		again := bob.SessionOp(protocol.SessionOp{Conv: c.conv, Op: "set_category", Category: c.category})
+		servertest.WantIdenticalSession(t, what+", repeated", again, got)
+		servertest.ExpectNoSessionSync(bob)
 	}
 }
 
@@ -454,13 +199,13 @@ func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
 // conversation of others is forbidden, a gateway that does not exist is
 // not_found; none of them changes anything or nudges anyone.
 func TestSessionOpErrors(t *testing.T) {
-	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, carol, "d:carol:dave")
-	_, page := sessAll(t, bob, "")
+	env, _ := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	alice.SendMsg(sessAB, "hello", bob)
+	carol.SendMsg("d:carol:dave", "hello")
+	_, page := bob.SyncAll("")
 	cursor := page.Cursor
 
 	cases := []struct {
@@ -483,83 +228,83 @@ func TestSessionOpErrors(t *testing.T) {
 	for _, c := range cases {
 		bob.RequestError(&c.f, c.code)
 	}
-	sessNoSync(t, alice, bob, carol)
-	if page := sessSync(t, bob, protocol.Sync{Since: cursor}); len(page.Sessions) != 0 {
-		t.Fatalf("refused ops changed bob's sessions: %s", sessJSON(page.Sessions))
+	servertest.ExpectNoSessionSync(alice, bob, carol)
+	if page := bob.Sync(protocol.Sync{Since: cursor}); len(page.Sessions) != 0 {
+		t.Fatalf("refused ops changed bob's sessions: %s", servertest.JSON(page.Sessions))
 	}
-	if got, _ := sessAll(t, bob, ""); len(got) != 1 {
-		t.Fatalf("bob's sessions after refused ops: %v, want only %s", sessConvs(got), sessAB)
+	if got, _ := bob.SyncAll(""); len(got) != 1 {
+		t.Fatalf("bob's sessions after refused ops: %v, want only %s", servertest.Convs(got), sessAB)
 	}
 	// The refused gateway op created no gateway either (checked above: one
 	// session); and carol's session of her chat is untouched.
-	if s := sessGet(t, carol, "", "d:carol:dave"); s.Priority != 0 || s.Deleted {
-		t.Fatalf("carol's session changed by bob's refused ops: %s", sessJSON(s))
+	if s := carol.SessionOf("d:carol:dave"); s.Priority != 0 || s.Deleted {
+		t.Fatalf("carol's session changed by bob's refused ops: %s", servertest.JSON(s))
 	}
 }
 
 // A. An op on a direct chat with no message yet creates the caller's
 // session (and only the caller's).
 func TestSessionOpCreatesSession(t *testing.T) {
-	env, _ := sessStart(t)
-	bobLaptop := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
-	carol := sessDial(t, env, "carol", "laptop")
+	env, _ := servertest.StartClocked(t)
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
+	carol := env.DialOnline(t, "carol", "laptop")
 
-	got := sessOp(t, bobPhone, protocol.SessionOp{Conv: "d:bob:carol", Op: "pin"})
-	sessSame(t, "pin of a chat with no message", got, protocol.Session{
+	got := bobPhone.SessionOp(protocol.SessionOp{Conv: "d:bob:carol", Op: "pin"})
+	servertest.WantSameSession(t, "pin of a chat with no message", got, protocol.Session{
 		Conv: "d:bob:carol", Kind: "direct", Title: "carol", Members: []string{"bob", "carol"}, Priority: 1,
 	})
 	if got.ActiveTS <= 0 || got.WriteTS != got.ActiveTS {
 		t.Fatalf("created by pin: active_ts %d, write_ts %d; want both set, equal", got.ActiveTS, got.WriteTS)
 	}
-	sessExpectSync(t, got.ActiveTS, bobLaptop, bobPhone)
-	sessNoSync(t, carol)
-	sessIdentical(t, "sync after the creating op", sessGet(t, bobLaptop, "", "d:bob:carol"), got)
-	if all, _ := sessAll(t, carol, ""); len(all) != 0 {
-		t.Fatalf("carol got sessions from bob's op: %v", sessConvs(all))
+	servertest.ExpectSessionSync(got.ActiveTS, bobLaptop, bobPhone)
+	servertest.ExpectNoSessionSync(carol)
+	servertest.WantIdenticalSession(t, "sync after the creating op", bobLaptop.SessionOf("d:bob:carol"), got)
+	if all, _ := carol.SyncAll(""); len(all) != 0 {
+		t.Fatalf("carol got sessions from bob's op: %v", servertest.Convs(all))
 	}
 
 	// Even an op with nothing to do creates the session.
-	got = sessOp(t, bobLaptop, protocol.SessionOp{Conv: "d:bob:dave", Op: "unmute"})
-	sessSame(t, "unmute of a chat with no message", got, protocol.Session{
+	got = bobLaptop.SessionOp(protocol.SessionOp{Conv: "d:bob:dave", Op: "unmute"})
+	servertest.WantSameSession(t, "unmute of a chat with no message", got, protocol.Session{
 		Conv: "d:bob:dave", Kind: "direct", Title: "dave", Members: []string{"bob", "dave"},
 	})
-	sessExpectSync(t, got.ActiveTS, bobLaptop, bobPhone)
-	sessIdentical(t, "sync after the creating unmute", sessGet(t, bobPhone, "", "d:bob:dave"), got)
+	servertest.ExpectSessionSync(got.ActiveTS, bobLaptop, bobPhone)
+	servertest.WantIdenticalSession(t, "sync after the creating unmute", bobPhone.SessionOf("d:bob:dave"), got)
 
 	// The first message then fills the created session in.
-	before := sessGet(t, bobLaptop, "", "d:bob:carol")
-	m := sessSend(t, carol, "d:bob:carol", bobLaptop, bobPhone)
-	after := sessGet(t, bobLaptop, "", "d:bob:carol")
+	before := bobLaptop.SessionOf("d:bob:carol")
+	m := carol.SendMsg("d:bob:carol", "hello", bobLaptop, bobPhone)
+	after := bobLaptop.SessionOf("d:bob:carol")
 	want := before
 	want.WriteSeq, want.UnreadCount, want.LastMsg = 1, 1, &m
-	sessSame(t, "pinned session after the first message", after, want)
+	servertest.WantSameSession(t, "pinned session after the first message", after, want)
 	if after.Priority != 1 {
-		t.Fatalf("the first message unpinned the session: %s", sessJSON(after))
+		t.Fatalf("the first message unpinned the session: %s", servertest.JSON(after))
 	}
-	sessNoSync(t, bobLaptop, bobPhone, carol)
+	servertest.ExpectNoSessionSync(bobLaptop, bobPhone, carol)
 }
 
 // B. A new message updates both members' sessions without a nudge: the
 // recipient's counters, last message and both timestamps; for the sender
 // it is an implicit read that also clears marked_unread.
 func TestSessionNewMessage(t *testing.T) {
-	env, _ := sessStart(t)
-	aliceLaptop := sessDial(t, env, "alice", "laptop")
-	alicePhone := sessDial(t, env, "alice", "phone")
-	bobLaptop := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
+	env, _ := servertest.StartClocked(t)
+	aliceLaptop := env.DialOnline(t, "alice", "laptop")
+	alicePhone := env.DialOnline(t, "alice", "phone")
+	bobLaptop := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 	all := []*servertest.Client{aliceLaptop, alicePhone, bobLaptop, bobPhone}
 
-	m1 := sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
-	sessNoSync(t, all...)
-	bob1 := sessGet(t, bobLaptop, "", sessAB)
-	alice1 := sessGet(t, alicePhone, "", sessAB)
-	sessSame(t, "bob after the first message", bob1, protocol.Session{
+	m1 := aliceLaptop.SendMsg(sessAB, "hello", alicePhone, bobLaptop, bobPhone)
+	servertest.ExpectNoSessionSync(all...)
+	bob1 := bobLaptop.SessionOf(sessAB)
+	alice1 := alicePhone.SessionOf(sessAB)
+	servertest.WantSameSession(t, "bob after the first message", bob1, protocol.Session{
 		Conv: sessAB, Kind: "direct", Title: "alice", Members: []string{"alice", "bob"},
 		UnreadCount: 1, WriteSeq: 1, LastMsg: &m1,
 	})
-	sessSame(t, "alice after her first message", alice1, protocol.Session{
+	servertest.WantSameSession(t, "alice after her first message", alice1, protocol.Session{
 		Conv: sessAB, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
 		ReadSeq: 1, WriteSeq: 1, LastMsg: &m1,
 	})
@@ -570,91 +315,37 @@ func TestSessionNewMessage(t *testing.T) {
 	}
 
 	// Alice marks her session unread, then sends: the send clears it.
-	marked := sessOp(t, alicePhone, protocol.SessionOp{Conv: sessAB, Op: "mark_unread"})
-	sessExpectSync(t, marked.ActiveTS, aliceLaptop, alicePhone)
+	marked := alicePhone.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "mark_unread"})
+	servertest.ExpectSessionSync(marked.ActiveTS, aliceLaptop, alicePhone)
 
-	m2 := sessSend(t, aliceLaptop, sessAB, alicePhone, bobLaptop, bobPhone)
-	sessNoSync(t, all...)
-	bob2 := sessGet(t, bobPhone, "", sessAB)
+	m2 := aliceLaptop.SendMsg(sessAB, "hello", alicePhone, bobLaptop, bobPhone)
+	servertest.ExpectNoSessionSync(all...)
+	bob2 := bobPhone.SessionOf(sessAB)
 	want := bob1
 	want.WriteSeq, want.UnreadCount, want.LastMsg = 2, 2, &m2
-	sessSame(t, "bob after the second message", bob2, want)
-	sessMoved(t, "bob's session on a new message", bob1, bob2, true, true)
+	servertest.WantSameSession(t, "bob after the second message", bob2, want)
+	servertest.WantMoved(t, "bob's session on a new message", bob1, bob2, true, true)
 
-	alice2 := sessGet(t, aliceLaptop, "", sessAB)
+	alice2 := aliceLaptop.SessionOf(sessAB)
 	want = marked
 	want.ReadSeq, want.WriteSeq, want.UnreadCount, want.MarkedUnread, want.LastMsg = 2, 2, 0, false, &m2
-	sessSame(t, "alice after sending (implicit read)", alice2, want)
-	sessMoved(t, "alice's session on her own message", marked, alice2, true, true)
+	servertest.WantSameSession(t, "alice after sending (implicit read)", alice2, want)
+	servertest.WantMoved(t, "alice's session on her own message", marked, alice2, true, true)
 
 	// Bob replies without reading: his read_seq jumps to his message, and
 	// alice has one unread (messages from others only).
-	m3 := sessSend(t, bobPhone, sessAB, aliceLaptop, alicePhone, bobLaptop)
-	sessNoSync(t, all...)
-	bob3 := sessGet(t, bobLaptop, "", sessAB)
+	m3 := bobPhone.SendMsg(sessAB, "hello", aliceLaptop, alicePhone, bobLaptop)
+	servertest.ExpectNoSessionSync(all...)
+	bob3 := bobLaptop.SessionOf(sessAB)
 	if bob3.ReadSeq != 3 || bob3.UnreadCount != 0 || bob3.WriteSeq != 3 || *bob3.LastMsg != m3 {
-		t.Fatalf("bob after replying: %s; want read_seq 3, unread 0, last_msg seq 3", sessJSON(bob3))
+		t.Fatalf("bob after replying: %s; want read_seq 3, unread 0, last_msg seq 3", servertest.JSON(bob3))
 	}
-	alice3 := sessGet(t, aliceLaptop, "", sessAB)
+	alice3 := aliceLaptop.SessionOf(sessAB)
 	if alice3.ReadSeq != 2 || alice3.UnreadCount != 1 || alice3.WriteSeq != 3 || *alice3.LastMsg != m3 {
-		t.Fatalf("alice after bob's reply: %s; want read_seq 2, unread 1, last_msg seq 3", sessJSON(alice3))
+		t.Fatalf("alice after bob's reply: %s; want read_seq 2, unread 1, last_msg seq 3", servertest.JSON(alice3))
 	}
 	if alice3.Title != "bob" || bob3.Title != "alice" {
 		t.Fatalf("titles: alice's %q, bob's %q; want the peer's id", alice3.Title, bob3.Title)
-	}
-}
-
-// sessRaw is a bare WebSocket client, to see the JSON as it is on the wire.
-type sessRaw struct {
-	t  *testing.T
-	ws *websocket.Conn
-	n  int
-}
-
-func sessRawDial(t *testing.T, env *servertest.Env, user, device string) *sessRaw {
-	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(env.URL, nil)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { ws.Close() })
-	r := &sessRaw{t: t, ws: ws}
-	if w := r.request(map[string]any{"type": "hello", "protocol": 1, "user": user, "device": device}); w["type"] != "welcome" {
-		t.Fatalf("raw hello: got %v", w)
-	}
-	r.request(map[string]any{"type": "history", "conv": "-"}) // registered for pushes
-	return r
-}
-
-// request writes frame with a fresh id and returns the answer echoing it,
-// decoded with numbers kept as json.Number.
-func (r *sessRaw) request(frame map[string]any) map[string]any {
-	r.t.Helper()
-	r.n++
-	id := fmt.Sprintf("raw-%d", r.n)
-	frame["id"] = id
-	data, err := json.Marshal(frame)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if err := r.ws.WriteMessage(websocket.TextMessage, data); err != nil {
-		r.t.Fatalf("raw write: %v", err)
-	}
-	r.ws.SetReadDeadline(time.Now().Add(servertest.Timeout))
-	for {
-		_, data, err := r.ws.ReadMessage()
-		if err != nil {
-			r.t.Fatalf("raw read waiting for %s: %v", id, err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			r.t.Fatalf("raw frame %q: %v", data, err)
-		}
-		if m["id"] == id {
-			return m
-		}
 	}
 }
 
@@ -712,12 +403,12 @@ func sessCheckKeys(t *testing.T, where string, obj map[string]any, kinds map[str
 // B. Every field of the session object is on the wire, zero values
 // included, both in an op's answer and in a sync.
 func TestSessionJSONHasEveryField(t *testing.T) {
-	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessRawDial(t, env, "bob", "raw")
+	env, _ := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialJSON(t, "bob", "raw")
 
 	// A session with every value zero but active_ts: created by an unpin.
-	ok := bob.request(map[string]any{"type": "session_op", "conv": "d:bob:carol", "op": "unpin"})
+	ok := bob.Request(map[string]any{"type": "session_op", "conv": "d:bob:carol", "op": "unpin"})
 	if ok["type"] != "ok" {
 		t.Fatalf("unpin: got %v", ok)
 	}
@@ -745,8 +436,8 @@ func TestSessionJSONHasEveryField(t *testing.T) {
 	}
 
 	// A session with a message, in a sync answer.
-	m := sessSend(t, alice, sessAB)
-	page := bob.request(map[string]any{"type": "sync", "since": 0})
+	m := alice.SendMsg(sessAB, "hello")
+	page := bob.Request(map[string]any{"type": "sync", "since": 0})
 	if page["type"] != "sessions" {
 		t.Fatalf("sync: got %v", page)
 	}
@@ -778,21 +469,21 @@ func TestSessionJSONHasEveryField(t *testing.T) {
 // B. Sync orders by ascending active_ts, includes deleted sessions, pages
 // with has_more and cursor, and since returns only later changes.
 func TestSessionSyncOrderAndPaging(t *testing.T) {
-	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
-	dave := sessDial(t, env, "dave", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	env, _ := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	dave := env.DialOnline(t, "dave", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, carol, "d:bob:carol", bob)
-	sessSend(t, dave, "d:bob:dave", bob)
-	sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:erin", Op: "pin"})
-	sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:dave", Op: "delete"})
-	sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "pin"})
-	sessSend(t, carol, "d:bob:carol", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	carol.SendMsg("d:bob:carol", "hello", bob)
+	dave.SendMsg("d:bob:dave", "hello", bob)
+	bob.SessionOp(protocol.SessionOp{Conv: "d:bob:erin", Op: "pin"})
+	bob.SessionOp(protocol.SessionOp{Conv: "d:bob:dave", Op: "delete"})
+	bob.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "pin"})
+	carol.SendMsg("d:bob:carol", "hello", bob)
 
-	full := sessSync(t, bob, protocol.Sync{Since: 0})
+	full := bob.Sync(protocol.Sync{Since: 0})
 	var order []string
 	for _, s := range full.Sessions {
 		order = append(order, s.Conv)
@@ -802,7 +493,7 @@ func TestSessionSyncOrderAndPaging(t *testing.T) {
 		t.Fatalf("sync order %v, want %v (ascending active_ts)", order, want)
 	}
 	if !full.Sessions[1].Deleted {
-		t.Fatalf("the deleted session is listed as %s", sessJSON(full.Sessions[1]))
+		t.Fatalf("the deleted session is listed as %s", servertest.JSON(full.Sessions[1]))
 	}
 	if full.HasMore || full.TotalUnread != 3 {
 		t.Fatalf("full sync: has_more %v total_unread %d, want false, 3", full.HasMore, full.TotalUnread)
@@ -817,7 +508,7 @@ func TestSessionSyncOrderAndPaging(t *testing.T) {
 			if pages > 10 {
 				t.Fatalf("limit %d: paging does not end", limit)
 			}
-			p := sessSync(t, bob, protocol.Sync{Since: since, Limit: limit})
+			p := bob.Sync(protocol.Sync{Since: since, Limit: limit})
 			got = append(got, p.Sessions...)
 			remaining := len(full.Sessions) - len(got)
 			if len(p.Sessions) > limit || (remaining > 0) != p.HasMore || (p.HasMore && len(p.Sessions) != limit) {
@@ -832,40 +523,40 @@ func TestSessionSyncOrderAndPaging(t *testing.T) {
 			}
 		}
 		if !reflect.DeepEqual(got, full.Sessions) {
-			t.Fatalf("limit %d: pages give\n%s\nwant\n%s", limit, sessJSON(got), sessJSON(full.Sessions))
+			t.Fatalf("limit %d: pages give\n%s\nwant\n%s", limit, servertest.JSON(got), servertest.JSON(full.Sessions))
 		}
 	}
 
 	// since: only what changed after it.
 	mid := full.Sessions[1].ActiveTS
-	if p := sessSync(t, bob, protocol.Sync{Since: mid}); !reflect.DeepEqual(p.Sessions, full.Sessions[2:]) {
-		t.Fatalf("since %d: %s, want the last two of the full list", mid, sessJSON(p.Sessions))
+	if p := bob.Sync(protocol.Sync{Since: mid}); !reflect.DeepEqual(p.Sessions, full.Sessions[2:]) {
+		t.Fatalf("since %d: %s, want the last two of the full list", mid, servertest.JSON(p.Sessions))
 	}
 	cursor := full.Cursor
-	if p := sessSync(t, bob, protocol.Sync{Since: cursor}); len(p.Sessions) != 0 || p.HasMore || p.Cursor != cursor {
-		t.Fatalf("since the cursor with no change: %s cursor %d has_more %v", sessJSON(p.Sessions), p.Cursor, p.HasMore)
+	if p := bob.Sync(protocol.Sync{Since: cursor}); len(p.Sessions) != 0 || p.HasMore || p.Cursor != cursor {
+		t.Fatalf("since the cursor with no change: %s cursor %d has_more %v", servertest.JSON(p.Sessions), p.Cursor, p.HasMore)
 	}
-	muted := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:erin", Op: "mute"})
-	p := sessSync(t, bob, protocol.Sync{Since: cursor})
+	muted := bob.SessionOp(protocol.SessionOp{Conv: "d:bob:erin", Op: "mute"})
+	p := bob.Sync(protocol.Sync{Since: cursor})
 	if len(p.Sessions) != 1 || !reflect.DeepEqual(p.Sessions[0], muted) || p.Cursor != muted.ActiveTS {
-		t.Fatalf("since %d after a mute: %s cursor %d, want only %s", cursor, sessJSON(p.Sessions), p.Cursor, sessJSON(muted))
+		t.Fatalf("since %d after a mute: %s cursor %d, want only %s", cursor, servertest.JSON(p.Sessions), p.Cursor, servertest.JSON(muted))
 	}
 	cursor = p.Cursor
-	m := sessSend(t, alice, sessAB, bob)
-	p = sessSync(t, bob, protocol.Sync{Since: cursor})
+	m := alice.SendMsg(sessAB, "hello", bob)
+	p = bob.Sync(protocol.Sync{Since: cursor})
 	if len(p.Sessions) != 1 || p.Sessions[0].Conv != sessAB || *p.Sessions[0].LastMsg != m {
-		t.Fatalf("since %d after a message: %s, want only %s", cursor, sessJSON(p.Sessions), sessAB)
+		t.Fatalf("since %d after a message: %s, want only %s", cursor, servertest.JSON(p.Sessions), sessAB)
 	}
 	// A sync is per user: alice sees only her session.
-	if a, _ := sessAll(t, alice, ""); !slices.Equal(sessConvs(a), []string{sessAB}) {
-		t.Fatalf("alice's sessions: %v", sessConvs(a))
+	if a, _ := alice.SyncAll(""); !slices.Equal(servertest.Convs(a), []string{sessAB}) {
+		t.Fatalf("alice's sessions: %v", servertest.Convs(a))
 	}
 }
 
 // B. limit defaults to 200 and is at most 1000; negative values are
 // invalid.
 func TestSessionSyncLimits(t *testing.T) {
-	env, _ := sessStart(t)
+	env, _ := servertest.StartClocked(t)
 	// 1001 sessions, created through the store: over the wire each op would
 	// also queue a nudge, and the test is about sync.
 	ctx := context.Background()
@@ -876,11 +567,11 @@ func TestSessionSyncLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bob := sessDial(t, env, "bob", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 
 	check := func(q protocol.Sync, want int, more bool) *protocol.Sessions {
 		t.Helper()
-		p := sessSync(t, bob, q)
+		p := bob.Sync(q)
 		if len(p.Sessions) != want || p.HasMore != more {
 			t.Fatalf("sync since %d limit %d: %d sessions, has_more %v; want %d, %v", q.Since, q.Limit, len(p.Sessions), p.HasMore, want, more)
 		}
@@ -920,14 +611,14 @@ func TestSessionSyncLimits(t *testing.T) {
 // C. Acceptance 3: a sender that was offline learns its ticks from sync:
 // the receipts moved its session's active_ts (not write_ts).
 func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
-	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	m2 := sessSend(t, alice, sessAB, bob)
-	page := sessSync(t, alice, protocol.Sync{})
+	env, _ := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	alice.SendMsg(sessAB, "hello", bob)
+	m2 := alice.SendMsg(sessAB, "hello", bob)
+	page := alice.Sync(protocol.Sync{})
 	if len(page.Sessions) != 1 {
-		t.Fatalf("alice's sessions: %s", sessJSON(page.Sessions))
+		t.Fatalf("alice's sessions: %s", servertest.JSON(page.Sessions))
 	}
 	s0 := page.Sessions[0]
 	if s0.Ticks != (protocol.Ticks{}) {
@@ -937,104 +628,95 @@ func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
 
 	learn := func(since int64, before protocol.Session, want protocol.Ticks) protocol.Session {
 		t.Helper()
-		again := sessDial(t, env, "alice", "laptop")
-		p := sessSync(t, again, protocol.Sync{Since: since})
+		again := env.DialOnline(t, "alice", "laptop")
+		p := again.Sync(protocol.Sync{Since: since})
 		if len(p.Sessions) != 1 {
-			t.Fatalf("alice's sync since %d after reconnecting: %s, want her session of %s", since, sessJSON(p.Sessions), sessAB)
+			t.Fatalf("alice's sync since %d after reconnecting: %s, want her session of %s", since, servertest.JSON(p.Sessions), sessAB)
 		}
 		got := p.Sessions[0]
 		w := before
 		w.Ticks = want
-		sessSame(t, "alice's session after bob's receipts", got, w)
-		sessMoved(t, "alice's session on receipts for her messages", before, got, true, false)
+		servertest.WantSameSession(t, "alice's session after bob's receipts", got, w)
+		servertest.WantMoved(t, "alice's session on receipts for her messages", before, got, true, false)
 		again.Close()
 		return got
 	}
 
-	sessMark(t, bob, &protocol.Delivered{Marks: []protocol.Mark{{Conv: sessAB, Seq: m2.Seq}}})
+	bob.MarkDelivered(sessAB, m2.Seq)
 	s1 := learn(page.Cursor, s0, protocol.Ticks{DeliveredSeq: 2})
 	if tick := protocol.TickOf(m2.Seq, s1.Ticks); tick != protocol.TickDelivered {
 		t.Fatalf("ticks %+v show message %d as %s, want delivered", s1.Ticks, m2.Seq, tick)
 	}
 
-	sessRead(t, bob, sessAB, m2.Seq)
+	bob.MarkRead(sessAB, m2.Seq)
 	s2 := learn(s1.ActiveTS, s1, protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2})
 	if tick := protocol.TickOf(m2.Seq, s2.Ticks); tick != protocol.TickRead || s2.WriteTS != s0.WriteTS {
-		t.Fatalf("after bob read: %s shows message %d as %s; want read, write_ts %d", sessJSON(s2), m2.Seq, tick, s0.WriteTS)
+		t.Fatalf("after bob read: %s shows message %d as %s; want read, write_ts %d", servertest.JSON(s2), m2.Seq, tick, s0.WriteTS)
 	}
 }
 
 // D. Acceptance 4: delete clears unread (not a receipt) and a new message
 // brings the session back.
 func TestSessionDeletedComesBack(t *testing.T) {
-	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, carol, "d:bob:carol", bob)
-	sessCheckTotal(t, bob, "", 3)
+	env, _ := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	alice.SendMsg(sessAB, "hello", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	carol.SendMsg("d:bob:carol", "hello", bob)
+	bob.WantTotalUnread("", 3)
 
-	before := sessGet(t, bob, "", sessAB)
-	del := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "delete"})
+	before := bob.SessionOf(sessAB)
+	del := bob.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "delete"})
 	want := before
 	want.Deleted, want.ReadSeq, want.UnreadCount = true, 2, 0
-	sessSame(t, "deleted session", del, want)
-	sessMoved(t, "delete", before, del, true, false)
-	all := sessCheckTotal(t, bob, "", 1)
+	servertest.WantSameSession(t, "deleted session", del, want)
+	servertest.WantMoved(t, "delete", before, del, true, false)
+	all := bob.WantTotalUnread("", 1)
 	if !all[sessAB].Deleted {
-		t.Fatalf("sync does not list the deleted session as deleted: %s", sessJSON(all[sessAB]))
+		t.Fatalf("sync does not list the deleted session as deleted: %s", servertest.JSON(all[sessAB]))
 	}
 	// A soft delete is not a read receipt: alice's ticks stay.
-	alice.ExpectNone("status", func(f protocol.Frame) bool { return f.FrameType() == "status" })
-	f := alice.RequestOK(&protocol.ReceiptsRequest{Conv: sessAB})
-	r, ok := f.(*protocol.ReceiptsReply)
-	if !ok {
-		t.Fatalf("receipts: got %s", servertest.Describe(f))
-	}
-	for _, m := range r.Members {
-		if m.User == "bob" && (m.DeliveredSeq != 0 || m.ReadSeq != 0) {
-			t.Fatalf("bob's boundaries after his delete: %+v, want 0/0", m)
-		}
-	}
+	servertest.WantNoStatus(alice)
+	alice.WantReceipt(sessAB, "bob", 0, 0)
 
-	m3 := sessSend(t, alice, sessAB, bob)
-	back := sessCheckTotal(t, bob, "", 2)[sessAB]
+	m3 := alice.SendMsg(sessAB, "hello", bob)
+	back := bob.WantTotalUnread("", 2)[sessAB]
 	want = del
 	want.Deleted, want.WriteSeq, want.UnreadCount, want.LastMsg = false, 3, 1, &m3
-	sessSame(t, "deleted session after a new message", back, want)
-	sessMoved(t, "a message to a deleted session", del, back, true, true)
+	servertest.WantSameSession(t, "deleted session after a new message", back, want)
+	servertest.WantMoved(t, "a message to a deleted session", del, back, true, true)
 }
 
 // D. mark_unread never lowers read_seq, changes neither unread_count nor
 // total_unread, and is cleared by the next read, send or mute.
 func TestSessionMarkUnread(t *testing.T) {
-	env, _ := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	env, _ := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	for range 3 {
-		sessSend(t, alice, sessAB, bob)
+		alice.SendMsg(sessAB, "hello", bob)
 	}
-	sessRead(t, bob, sessAB, 1)
-	sessExpectSync(t, sessGet(t, bob, "", sessAB).ActiveTS, bob)
+	bob.MarkRead(sessAB, 1)
+	servertest.ExpectSessionSync(bob.SessionOf(sessAB).ActiveTS, bob)
 
 	markUnread := func() protocol.Session {
 		t.Helper()
-		all, page := sessAll(t, bob, "")
+		all, page := bob.SyncAll("")
 		before := all[sessAB]
-		got := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mark_unread"})
+		got := bob.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "mark_unread"})
 		want := before
 		want.MarkedUnread = true
-		sessSame(t, "mark_unread", got, want)
-		sessMoved(t, "mark_unread", before, got, true, true)
-		sessExpectSync(t, got.ActiveTS, bob)
-		sessCheckTotal(t, bob, "", page.TotalUnread)
+		servertest.WantSameSession(t, "mark_unread", got, want)
+		servertest.WantMoved(t, "mark_unread", before, got, true, true)
+		servertest.ExpectSessionSync(got.ActiveTS, bob)
+		bob.WantTotalUnread("", page.TotalUnread)
 		return got
 	}
 	clears := func(what string, before, after protocol.Session, want protocol.Session) {
 		t.Helper()
-		sessSame(t, what, after, want)
+		servertest.WantSameSession(t, what, after, want)
 		if after.MarkedUnread {
 			t.Fatalf("%s did not clear marked_unread", what)
 		}
@@ -1046,93 +728,93 @@ func TestSessionMarkUnread(t *testing.T) {
 	// Cleared by a read, even one that moves read_seq nowhere.
 	m := markUnread()
 	if m.ReadSeq != 1 || m.UnreadCount != 2 {
-		t.Fatalf("mark_unread moved read_seq/unread: %s", sessJSON(m))
+		t.Fatalf("mark_unread moved read_seq/unread: %s", servertest.JSON(m))
 	}
-	sessRead(t, bob, sessAB, 1)
-	after := sessGet(t, bob, "", sessAB)
+	bob.MarkRead(sessAB, 1)
+	after := bob.SessionOf(sessAB)
 	want := m
 	want.MarkedUnread = false
 	clears("a read at the current read_seq", m, after, want)
-	sessExpectSync(t, after.ActiveTS, bob)
+	servertest.ExpectSessionSync(after.ActiveTS, bob)
 
 	m = markUnread()
-	sessRead(t, bob, sessAB, 2)
-	after = sessGet(t, bob, "", sessAB)
+	bob.MarkRead(sessAB, 2)
+	after = bob.SessionOf(sessAB)
 	want.ReadSeq, want.UnreadCount = 2, 1
 	want.Ticks = protocol.Ticks{DeliveredSeq: 2, ReadSeq: 2}
 	clears("a read", m, after, want)
-	sessExpectSync(t, after.ActiveTS, bob)
-	sessCheckTotal(t, bob, "", 1)
+	servertest.ExpectSessionSync(after.ActiveTS, bob)
+	bob.WantTotalUnread("", 1)
 
 	// Cleared by a send.
 	m = markUnread()
-	sent := sessSend(t, bob, sessAB, alice)
-	after = sessGet(t, bob, "", sessAB)
+	sent := bob.SendMsg(sessAB, "hello", alice)
+	after = bob.SessionOf(sessAB)
 	want.ReadSeq, want.WriteSeq, want.UnreadCount, want.LastMsg = 4, 4, 0, &sent
 	want.Ticks = protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3} // alice is at 3, bob at 4
 	clears("a send", m, after, want)
-	sessCheckTotal(t, bob, "", 0)
+	bob.WantTotalUnread("", 0)
 
 	// Cleared by a mute; on a fully read session it leaves read_seq alone.
 	m = markUnread()
 	if m.ReadSeq != 4 || m.UnreadCount != 0 {
-		t.Fatalf("mark_unread of a read session: %s", sessJSON(m))
+		t.Fatalf("mark_unread of a read session: %s", servertest.JSON(m))
 	}
-	after = sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mute"})
+	after = bob.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "mute"})
 	want.Muted = true
 	clears("a mute", m, after, want)
-	sessExpectSync(t, after.ActiveTS, bob)
+	servertest.ExpectSessionSync(after.ActiveTS, bob)
 }
 
 // D. A mute with until ends by itself at that time: total_unread leaves
 // the session out until then and counts it again after.
 func TestSessionMuteUntilExpires(t *testing.T) {
-	env, clk := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, alice, sessAB, bob)
-	sessSend(t, carol, "d:bob:carol", bob)
-	sessCheckTotal(t, bob, "", 3)
+	env, clk := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	alice.SendMsg(sessAB, "hello", bob)
+	alice.SendMsg(sessAB, "hello", bob)
+	carol.SendMsg("d:bob:carol", "hello", bob)
+	bob.WantTotalUnread("", 3)
 
 	until := clk.Ms() + sessHour
-	muted := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mute", Until: until})
+	muted := bob.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "mute", Until: until})
 	if !muted.Muted || muted.MuteUntil != until {
-		t.Fatalf("mute until %d: %s", until, sessJSON(muted))
+		t.Fatalf("mute until %d: %s", until, servertest.JSON(muted))
 	}
-	sessExpectSync(t, muted.ActiveTS, bob)
-	sessCheckTotal(t, bob, "", 1)
+	servertest.ExpectSessionSync(muted.ActiveTS, bob)
+	bob.WantTotalUnread("", 1)
 
 	clk.Advance(time.Hour - time.Millisecond) // one ms before the end
-	s := sessCheckTotal(t, bob, "", 1)[sessAB]
-	sessIdentical(t, "a mute one ms before its end", s, muted)
+	s := bob.WantTotalUnread("", 1)[sessAB]
+	servertest.WantIdenticalSession(t, "a mute one ms before its end", s, muted)
 
 	clk.Advance(2 * time.Millisecond) // past the end
-	p := sessSync(t, bob, protocol.Sync{Since: muted.ActiveTS})
+	p := bob.Sync(protocol.Sync{Since: muted.ActiveTS})
 	if len(p.Sessions) != 1 || p.Sessions[0].Conv != sessAB {
-		t.Fatalf("sync after the mute ended: %s, want the session of %s (its mute ended: a change)", sessJSON(p.Sessions), sessAB)
+		t.Fatalf("sync after the mute ended: %s, want the session of %s (its mute ended: a change)", servertest.JSON(p.Sessions), sessAB)
 	}
 	ended := p.Sessions[0]
 	want := muted
 	want.Muted, want.MuteUntil = false, 0
-	sessSame(t, "the session after its mute ended", ended, want)
-	sessMoved(t, "a mute ending", muted, ended, true, false)
+	servertest.WantSameSession(t, "the session after its mute ended", ended, want)
+	servertest.WantMoved(t, "a mute ending", muted, ended, true, false)
 	if p.TotalUnread != 3 {
 		t.Fatalf("total_unread after the mute ended: %d, want 3", p.TotalUnread)
 	}
-	sessCheckTotal(t, bob, "", 3)
+	bob.WantTotalUnread("", 3)
 
 	// The mute is over for good: a new message counts.
-	sessSend(t, alice, sessAB, bob)
-	sessCheckTotal(t, bob, "", 4)
+	alice.SendMsg(sessAB, "hello", bob)
+	bob.WantTotalUnread("", 4)
 }
 
 // E. Acceptance 5: an account filed under a sub-business appears, for the
 // other member, in the nested list; the main list holds a gateway session
 // that sums its unread and carries its newest message.
 func TestSessionSubBizGateway(t *testing.T) {
-	env, _ := sessStart(t)
+	env, _ := servertest.StartClocked(t)
 	ctx := context.Background()
 	if err := env.Server.Store().SetAccount(ctx, "shop", "promotions", "shopbiz"); err != nil {
 		t.Fatal(err)
@@ -1141,33 +823,33 @@ func TestSessionSubBizGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	const gw, shopConv, shop2Conv = "biz:shopbiz", "d:bob:shop", "d:bob:shop2"
-	alice := sessDial(t, env, "alice", "laptop")
-	shop := sessDial(t, env, "shop", "laptop")
-	shop2 := sessDial(t, env, "shop2", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	bobPhone := sessDial(t, env, "bob", "phone")
+	alice := env.DialOnline(t, "alice", "laptop")
+	shop := env.DialOnline(t, "shop", "laptop")
+	shop2 := env.DialOnline(t, "shop2", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	bobPhone := env.DialOnline(t, "bob", "phone")
 
-	sessSend(t, alice, sessAB, bob, bobPhone)
-	sessSend(t, shop, shopConv, bob, bobPhone)
-	s2 := sessSend(t, shop, shopConv, bob, bobPhone)
-	sessNoSync(t, bob, bobPhone) // member messages do not nudge either
+	alice.SendMsg(sessAB, "hello", bob, bobPhone)
+	shop.SendMsg(shopConv, "hello", bob, bobPhone)
+	s2 := shop.SendMsg(shopConv, "hello", bob, bobPhone)
+	servertest.ExpectNoSessionSync(bob, bobPhone) // member messages do not nudge either
 
 	gateway := func(wantUnread int64, wantLast protocol.Message, mainTotal int64) protocol.Session {
 		t.Helper()
-		main := sessCheckTotal(t, bob, "", mainTotal)
+		main := bob.WantTotalUnread("", mainTotal)
 		for _, conv := range []string{shopConv, shop2Conv} {
 			if s, ok := main[conv]; ok {
-				t.Fatalf("the main list holds the sub-business member %s", sessJSON(s))
+				t.Fatalf("the main list holds the sub-business member %s", servertest.JSON(s))
 			}
 		}
 		g, ok := main[gw]
 		if !ok {
-			t.Fatalf("the main list has no gateway %s: %v", gw, sessConvs(main))
+			t.Fatalf("the main list has no gateway %s: %v", gw, servertest.Convs(main))
 		}
 		if g.Kind != "biz" || g.SubBiz != "" || g.Deleted || g.UnreadCount != wantUnread || g.LastMsg == nil || *g.LastMsg != wantLast {
-			t.Fatalf("gateway %s, want kind biz, unread %d, last_msg %+v", sessJSON(g), wantUnread, wantLast)
+			t.Fatalf("gateway %s, want kind biz, unread %d, last_msg %+v", servertest.JSON(g), wantUnread, wantLast)
 		}
-		nested := sessCheckTotal(t, bob, "shopbiz", wantUnread)
+		nested := bob.WantTotalUnread("shopbiz", wantUnread)
 		var sum int64
 		for _, s := range nested {
 			sum += s.UnreadCount
@@ -1180,34 +862,34 @@ func TestSessionSubBizGateway(t *testing.T) {
 	g1 := gateway(2, s2, 3)
 
 	// A second member: the gateway sums both and carries the newest.
-	t1 := sessSend(t, shop2, shop2Conv, bob, bobPhone)
+	t1 := shop2.SendMsg(shop2Conv, "hello", bob, bobPhone)
 	g2 := gateway(3, t1, 4)
-	sessMoved(t, "gateway on a new member message", g1, g2, true, true)
-	s3 := sessSend(t, shop, shopConv, bob, bobPhone)
+	servertest.WantMoved(t, "gateway on a new member message", g1, g2, true, true)
+	s3 := shop.SendMsg(shopConv, "hello", bob, bobPhone)
 	g3 := gateway(4, s3, 5)
-	sessMoved(t, "gateway on a newer member message", g2, g3, true, true)
+	servertest.WantMoved(t, "gateway on a newer member message", g2, g3, true, true)
 
 	// A member that moves in the list (pin) moves the gateway too, but the
 	// gateway keeps the newest member message, not the pinned member's.
-	pinned := sessOp(t, bob, protocol.SessionOp{Conv: shop2Conv, Op: "pin"})
-	sessExpectSync(t, sessGet(t, bob, "", gw).ActiveTS, bob, bobPhone)
+	pinned := bob.SessionOp(protocol.SessionOp{Conv: shop2Conv, Op: "pin"})
+	servertest.ExpectSessionSync(bob.SessionOf(gw).ActiveTS, bob, bobPhone)
 	g3p := gateway(4, s3, 5)
-	sessMoved(t, "gateway on a member's pin", g3, g3p, true, true)
+	servertest.WantMoved(t, "gateway on a member's pin", g3, g3p, true, true)
 	if pinned.Priority != 1 || g3p.Priority != 0 {
-		t.Fatalf("pin of a member: member %s, gateway %s", sessJSON(pinned), sessJSON(g3p))
+		t.Fatalf("pin of a member: member %s, gateway %s", servertest.JSON(pinned), servertest.JSON(g3p))
 	}
 	g3 = g3p
 
 	// The nested list: the members, filed.
-	nested, _ := sessAll(t, bob, "shopbiz")
-	if got := sessConvs(nested); !slices.Equal(got, []string{shopConv, shop2Conv}) {
+	nested, _ := bob.SyncAll("shopbiz")
+	if got := servertest.Convs(nested); !slices.Equal(got, []string{shopConv, shop2Conv}) {
 		t.Fatalf("nested list %v", got)
 	}
-	sessSame(t, "bob's session with shop", nested[shopConv], protocol.Session{
+	servertest.WantSameSession(t, "bob's session with shop", nested[shopConv], protocol.Session{
 		Conv: shopConv, Kind: "direct", Title: "shop", Members: []string{"bob", "shop"},
 		UnreadCount: 3, WriteSeq: 3, Category: "promotions", SubBiz: "shopbiz", LastMsg: &s3,
 	})
-	sessSame(t, "bob's session with shop2", nested[shop2Conv], protocol.Session{
+	servertest.WantSameSession(t, "bob's session with shop2", nested[shop2Conv], protocol.Session{
 		Conv: shop2Conv, Kind: "direct", Title: "shop2", Members: []string{"bob", "shop2"},
 		UnreadCount: 1, WriteSeq: 1, SubBiz: "shopbiz", LastMsg: &t1, Priority: 1,
 	})
@@ -1215,73 +897,73 @@ func TestSessionSubBizGateway(t *testing.T) {
 	// Reading a member lowers the gateway's unread (and the totals); the
 	// gateway does not move in the list; every device is nudged to the
 	// user's newest active_ts.
-	sessRead(t, bobPhone, shopConv, s3.Seq)
+	bobPhone.MarkRead(shopConv, s3.Seq)
 	g4 := gateway(1, s3, 2)
-	sessMoved(t, "gateway on a member read", g3, g4, true, false)
-	read := sessGet(t, bob, "shopbiz", shopConv)
+	servertest.WantMoved(t, "gateway on a member read", g3, g4, true, false)
+	read := bob.SessionIn("shopbiz", shopConv)
 	if read.UnreadCount != 0 || read.ReadSeq != 3 {
-		t.Fatalf("member after the read: %s", sessJSON(read))
+		t.Fatalf("member after the read: %s", servertest.JSON(read))
 	}
-	sessExpectSync(t, max(g4.ActiveTS, read.ActiveTS), bob, bobPhone)
-	sessNoSync(t, shop, shop2, alice)
+	servertest.ExpectSessionSync(max(g4.ActiveTS, read.ActiveTS), bob, bobPhone)
+	servertest.ExpectNoSessionSync(shop, shop2, alice)
 
 	// Session ops apply to the gateway like to any session: muting it
 	// takes its unread out of the main total.
-	gm := sessOp(t, bob, protocol.SessionOp{Conv: gw, Op: "mute"})
+	gm := bob.SessionOp(protocol.SessionOp{Conv: gw, Op: "mute"})
 	if !gm.Muted || gm.UnreadCount != 1 {
-		t.Fatalf("muted gateway: %s", sessJSON(gm))
+		t.Fatalf("muted gateway: %s", servertest.JSON(gm))
 	}
-	sessExpectSync(t, gm.ActiveTS, bob, bobPhone)
-	sessCheckTotal(t, bob, "", 1)
-	sessCheckTotal(t, bob, "shopbiz", 1)
+	servertest.ExpectSessionSync(gm.ActiveTS, bob, bobPhone)
+	bob.WantTotalUnread("", 1)
+	bob.WantTotalUnread("shopbiz", 1)
 
 	// Shop's own session of the chat is not filed: the filing is for the
 	// other member.
-	shopMain, _ := sessAll(t, shop, "")
-	if got := sessConvs(shopMain); !slices.Equal(got, []string{shopConv}) {
+	shopMain, _ := shop.SyncAll("")
+	if got := servertest.Convs(shopMain); !slices.Equal(got, []string{shopConv}) {
 		t.Fatalf("shop's main list %v, want only %s", got, shopConv)
 	}
 	if s := shopMain[shopConv]; s.SubBiz != "" || s.Category != "" || s.Title != "bob" {
-		t.Fatalf("shop's own session is filed: %s", sessJSON(s))
+		t.Fatalf("shop's own session is filed: %s", servertest.JSON(s))
 	}
-	if n, _ := sessAll(t, shop, "shopbiz"); len(n) != 0 {
-		t.Fatalf("shop's nested list: %v", sessConvs(n))
+	if n, _ := shop.SyncAll("shopbiz"); len(n) != 0 {
+		t.Fatalf("shop's nested list: %v", servertest.Convs(n))
 	}
 }
 
 // E. A category-only account files the other member's session under that
 // category in the main list; the user's own set_category overrides it.
 func TestSessionAccountCategory(t *testing.T) {
-	env, _ := sessStart(t)
+	env, _ := servertest.StartClocked(t)
 	if err := env.Server.Store().SetAccount(context.Background(), "news", "promotions", ""); err != nil {
 		t.Fatal(err)
 	}
-	news := sessDial(t, env, "news", "laptop")
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	sessSend(t, news, "d:bob:news", bob)
-	sessSend(t, alice, sessAB, bob)
+	news := env.DialOnline(t, "news", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	news.SendMsg("d:bob:news", "hello", bob)
+	alice.SendMsg(sessAB, "hello", bob)
 
-	main := sessCheckTotal(t, bob, "", 2)
+	main := bob.WantTotalUnread("", 2)
 	if s := main["d:bob:news"]; s.Category != "promotions" || s.SubBiz != "" {
-		t.Fatalf("bob's session with news: %s, want category promotions in the main list", sessJSON(s))
+		t.Fatalf("bob's session with news: %s, want category promotions in the main list", servertest.JSON(s))
 	}
 	if s := main[sessAB]; s.Category != "" {
-		t.Fatalf("bob's session with alice is filed: %s", sessJSON(s))
+		t.Fatalf("bob's session with alice is filed: %s", servertest.JSON(s))
 	}
-	if s := sessGet(t, news, "", "d:bob:news"); s.Category != "" {
-		t.Fatalf("news's own session is filed: %s", sessJSON(s))
+	if s := news.SessionOf("d:bob:news"); s.Category != "" {
+		t.Fatalf("news's own session is filed: %s", servertest.JSON(s))
 	}
 
 	for _, cat := range []string{"", "work"} {
-		got := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:news", Op: "set_category", Category: cat})
+		got := bob.SessionOp(protocol.SessionOp{Conv: "d:bob:news", Op: "set_category", Category: cat})
 		if got.Category != cat {
-			t.Fatalf("set_category %q: %s", cat, sessJSON(got))
+			t.Fatalf("set_category %q: %s", cat, servertest.JSON(got))
 		}
-		sessExpectSync(t, got.ActiveTS, bob)
+		servertest.ExpectSessionSync(got.ActiveTS, bob)
 		// The account's category does not come back with new messages.
-		sessSend(t, news, "d:bob:news", bob)
-		if s := sessGet(t, bob, "", "d:bob:news"); s.Category != cat {
+		news.SendMsg("d:bob:news", "hello", bob)
+		if s := bob.SessionOf("d:bob:news"); s.Category != cat {
 			t.Fatalf("after set_category %q and a new message: category %q", cat, s.Category)
 		}
 	}
@@ -1291,32 +973,32 @@ func TestSessionAccountCategory(t *testing.T) {
 // neither muted nor deleted, through a mix of operations, in the main list
 // (with a gateway) and a nested one.
 func TestSessionTotalUnread(t *testing.T) {
-	env, clk := sessStart(t)
+	env, clk := servertest.StartClocked(t)
 	if err := env.Server.Store().SetAccount(context.Background(), "shop", "", "shopbiz"); err != nil {
 		t.Fatal(err)
 	}
-	alice := sessDial(t, env, "alice", "laptop")
-	carol := sessDial(t, env, "carol", "laptop")
-	dave := sessDial(t, env, "dave", "laptop")
-	shop := sessDial(t, env, "shop", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
+	alice := env.DialOnline(t, "alice", "laptop")
+	carol := env.DialOnline(t, "carol", "laptop")
+	dave := env.DialOnline(t, "dave", "laptop")
+	shop := env.DialOnline(t, "shop", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
 	const ac, bc, bd, bs, gw = sessAB, "d:bob:carol", "d:bob:dave", "d:bob:shop", "biz:shopbiz"
 
 	send := func(c *servertest.Client, conv string, n int) {
 		t.Helper()
 		for range n {
-			sessSend(t, c, conv, bob)
+			c.SendMsg(conv, "hello", bob)
 		}
 	}
 	op := func(conv, name string, until int64) {
 		t.Helper()
-		sessOp(t, bob, protocol.SessionOp{Conv: conv, Op: name, Until: until})
+		bob.SessionOp(protocol.SessionOp{Conv: conv, Op: name, Until: until})
 	}
 	check := func(step string, main, nested int64) {
 		t.Helper()
 		t.Logf("step: %s", step)
-		sessCheckTotal(t, bob, "", main)
-		sessCheckTotal(t, bob, "shopbiz", nested)
+		bob.WantTotalUnread("", main)
+		bob.WantTotalUnread("shopbiz", nested)
 	}
 
 	send(alice, ac, 3)
@@ -1331,7 +1013,7 @@ func TestSessionTotalUnread(t *testing.T) {
 	op(ac, "mark_unread", 0)
 	op(ac, "pin", 0)
 	check("mark_unread and pin alice", 5, 2)
-	sessRead(t, bob, ac, 1)
+	bob.MarkRead(ac, 1)
 	check("read alice to 1", 4, 2) // alice 2 + gateway 2
 	send(carol, bc, 1)
 	check("message to muted carol", 4, 2)
@@ -1355,49 +1037,49 @@ func TestSessionTotalUnread(t *testing.T) {
 	check("delete alice", 8, 3)
 	op(gw, "delete", 0)
 	check("delete the gateway (its members stay unread)", 5, 3)
-	sessRead(t, bob, bs, 1)
+	bob.MarkRead(bs, 1)
 	check("read a member of the deleted gateway", 5, 2)
 	send(shop, bs, 1)
 	check("a member message brings the gateway back", 8, 3) // carol 3 + dave 2 + gateway 3
-	sessRead(t, bob, bs, 100)
+	bob.MarkRead(bs, 100)
 	check("read shop (clamped)", 5, 0)
 }
 
 // A. The session read clears marked_unread even in a chat with no message
 // yet (the read clamps to 0 but is still the user's read).
 func TestSessionReadClearsMarkUnreadWithoutMessages(t *testing.T) {
-	env, _ := sessStart(t)
-	bob := sessDial(t, env, "bob", "laptop")
-	marked := sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:carol", Op: "mark_unread"})
-	sessExpectSync(t, marked.ActiveTS, bob)
-	sessRead(t, bob, "d:bob:carol", 0)
-	got := sessGet(t, bob, "", "d:bob:carol")
+	env, _ := servertest.StartClocked(t)
+	bob := env.DialOnline(t, "bob", "laptop")
+	marked := bob.SessionOp(protocol.SessionOp{Conv: "d:bob:carol", Op: "mark_unread"})
+	servertest.ExpectSessionSync(marked.ActiveTS, bob)
+	bob.MarkRead("d:bob:carol", 0)
+	got := bob.SessionOf("d:bob:carol")
 	if got.MarkedUnread || got.ActiveTS <= marked.ActiveTS {
-		t.Fatalf("read of a marked-unread chat with no message: %s; want marked_unread false, active_ts above %d", sessJSON(got), marked.ActiveTS)
+		t.Fatalf("read of a marked-unread chat with no message: %s; want marked_unread false, active_ts above %d", servertest.JSON(got), marked.ActiveTS)
 	}
-	sessExpectSync(t, got.ActiveTS, bob)
+	servertest.ExpectSessionSync(got.ActiveTS, bob)
 }
 
 // Timestamps are per user strictly increasing, even when the server's
 // clock stands still or steps back.
 func TestSessionTimestampsNeverGoBack(t *testing.T) {
-	env, clk := sessStart(t)
-	alice := sessDial(t, env, "alice", "laptop")
-	bob := sessDial(t, env, "bob", "laptop")
-	sessSend(t, alice, sessAB, bob)
-	prev := sessGet(t, bob, "", sessAB)
+	env, clk := servertest.StartClocked(t)
+	alice := env.DialOnline(t, "alice", "laptop")
+	bob := env.DialOnline(t, "bob", "laptop")
+	alice.SendMsg(sessAB, "hello", bob)
+	prev := bob.SessionOf(sessAB)
 	if prev.ActiveTS != clk.Ms() {
 		t.Fatalf("active_ts %d, want the server clock %d", prev.ActiveTS, clk.Ms())
 	}
 	for i, step := range []func(){
-		func() { sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "pin"}) },
-		func() { clk.Advance(-time.Hour); sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "mark_unread"}) },
-		func() { sessSend(t, alice, sessAB, bob) },
-		func() { clk.Advance(-time.Hour); sessSend(t, alice, sessAB, bob) },
-		func() { sessOp(t, bob, protocol.SessionOp{Conv: "d:bob:carol", Op: "pin"}) },
+		func() { bob.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "pin"}) },
+		func() { clk.Advance(-time.Hour); bob.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "mark_unread"}) },
+		func() { alice.SendMsg(sessAB, "hello", bob) },
+		func() { clk.Advance(-time.Hour); alice.SendMsg(sessAB, "hello", bob) },
+		func() { bob.SessionOp(protocol.SessionOp{Conv: "d:bob:carol", Op: "pin"}) },
 	} {
 		step()
-		all, _ := sessAll(t, bob, "") // strictly ascending, so all distinct
+		all, _ := bob.SyncAll("") // strictly ascending, so all distinct
 		cur := all[sessAB]
 		if c, ok := all["d:bob:carol"]; ok {
 			cur = c
@@ -1410,46 +1092,21 @@ func TestSessionTimestampsNeverGoBack(t *testing.T) {
 	}
 	// Once the clock is ahead again, timestamps follow it.
 	clk.Advance(3 * time.Hour)
-	got := sessOp(t, bob, protocol.SessionOp{Conv: sessAB, Op: "unpin"})
+	got := bob.SessionOp(protocol.SessionOp{Conv: sessAB, Op: "unpin"})
 	if got.ActiveTS != clk.Ms() {
 		t.Fatalf("active_ts %d after the clock moved ahead, want %d", got.ActiveTS, clk.Ms())
 	}
 }
 
-// sessAsync lets a client be driven from a goroutine other than the
-// test's: a fatal failure marks the test failed and ends that goroutine.
-type sessAsync struct{ testing.TB }
-
-func (a sessAsync) Fatal(args ...any) {
-	a.TB.Helper()
-	a.TB.Error(args...)
-	runtime.Goexit()
-}
-
-func (a sessAsync) Fatalf(format string, args ...any) {
-	a.TB.Helper()
-	a.TB.Errorf(format, args...)
-	runtime.Goexit()
-}
-
-func (a sessAsync) FailNow() {
-	a.TB.Fail()
-	runtime.Goexit()
-}
-
 // F. Counts never drift when messages, reads and operations on one user's
 // sessions run at once from several devices and senders.
 func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
-	env, _ := sessStart(t)
+	env, _ := servertest.StartClocked(t)
 	if err := env.Server.Store().SetAccount(context.Background(), "shop", "", "shopbiz"); err != nil {
 		t.Fatal(err)
 	}
-	async := sessAsync{t}
-	dial := func(user, device string) *servertest.Client {
-		c := env.Dial(async, user, device)
-		c.Request(&protocol.History{Conv: "-"})
-		return c
-	}
+	async := servertest.Async{TB: t}
+	dial := func(user, device string) *servertest.Client { return env.DialOnline(async, user, device) }
 	const n = 25
 	const ac, bc, bd, bs, gw = sessAB, "d:bob:carol", "d:bob:dave", "d:bob:shop", "biz:shopbiz"
 	senders := map[string]*servertest.Client{ac: dial("alice", "x"), bc: dial("carol", "x"), bs: dial("shop", "x")}
@@ -1501,8 +1158,8 @@ func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
 
 	check := func() map[string]protocol.Session {
 		t.Helper()
-		main := sessCheckTotal(t, bob1, "", -1)
-		nested := sessCheckTotal(t, bob1, "shopbiz", -1)
+		main := bob1.WantTotalUnread("", -1)
+		nested := bob1.WantTotalUnread("shopbiz", -1)
 		for conv, want := range map[string]int64{ac: n, bc: n, bd: n} {
 			if s := main[conv]; s.WriteSeq != want {
 				t.Fatalf("%s: write_seq %d, want %d", conv, s.WriteSeq, want)
@@ -1511,7 +1168,7 @@ func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
 		if s := nested[bs]; s.WriteSeq != n {
 			t.Fatalf("%s: write_seq %d, want %d", bs, s.WriteSeq, n)
 		}
-		_, page := sessAll(t, bob1, "shopbiz")
+		_, page := bob1.SyncAll("shopbiz")
 		if g := main[gw]; g.UnreadCount != page.TotalUnread {
 			t.Fatalf("gateway unread %d, nested total %d", g.UnreadCount, page.TotalUnread)
 		}
@@ -1520,15 +1177,15 @@ func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
 	check()
 	// Unmute everything and read everything: every count is 0.
 	for _, conv := range []string{ac, bc, bd, bs, gw} {
-		sessOp(t, bob2, protocol.SessionOp{Conv: conv, Op: "unmute"})
+		bob2.SessionOp(protocol.SessionOp{Conv: conv, Op: "unmute"})
 	}
-	sessMark(t, bob2, &protocol.Read{Marks: []protocol.Mark{{Conv: ac, Seq: n}, {Conv: bc, Seq: n}, {Conv: bd, Seq: n}, {Conv: bs, Seq: n}}})
+	bob2.MarkOK(&protocol.Read{Marks: []protocol.Mark{{Conv: ac, Seq: n}, {Conv: bc, Seq: n}, {Conv: bd, Seq: n}, {Conv: bs, Seq: n}}})
 	main := check()
 	for conv, s := range main {
 		if s.UnreadCount != 0 || s.Muted {
-			t.Fatalf("after unmuting and reading all: %s", sessJSON(main[conv]))
+			t.Fatalf("after unmuting and reading all: %s", servertest.JSON(main[conv]))
 		}
 	}
-	sessCheckTotal(t, bob1, "", 0)
-	sessCheckTotal(t, bob1, "shopbiz", 0)
+	bob1.WantTotalUnread("", 0)
+	bob1.WantTotalUnread("shopbiz", 0)
 }

@@ -34,7 +34,7 @@ func TestMalformedFramesGetBadFrameAndKeepTheConnection(t *testing.T) {
 	}
 	for _, tc := range cases {
 		alice.WriteRaw([]byte(tc.frame))
-		f := alice.Expect("error for "+tc.name, func(f protocol.Frame) bool { return f.FrameType() == "error" })
+		f := alice.Expect("error for "+tc.name, servertest.OfType("error"))
 		e := f.(*protocol.ErrorFrame)
 		if e.Code != protocol.CodeBadFrame || e.ID != tc.wantID || e.Message == "" {
 			t.Errorf("%s: got %+v, want bad_frame with id %q and a message", tc.name, e, tc.wantID)

@@ -4,12 +4,14 @@ package servertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,6 +52,12 @@ const StoreEnv = "IM_TEST_STORE"
 // first. The server stops when the test ends.
 func Start(t testing.TB, options ...func(*server.Config)) *Env {
 	t.Helper()
+	return StartWith(t, config(t, options...))
+}
+
+// config is the configuration Start starts a server with.
+func config(t testing.TB, options ...func(*server.Config)) server.Config {
+	t.Helper()
 	cfg := server.Config{
 		DataDir: t.TempDir(),
 		Auth:    server.AuthDev,
@@ -60,7 +68,7 @@ func Start(t testing.TB, options ...func(*server.Config)) *Env {
 	for _, o := range options {
 		o(&cfg)
 	}
-	return StartWith(t, cfg)
+	return cfg
 }
 
 // TestBackend returns the backend IM_TEST_STORE asks for: a fresh
@@ -86,6 +94,56 @@ func OnSQLite(cfg *server.Config) { cfg.Backend = nil }
 // StartWith starts a server with exactly cfg.
 func StartWith(t testing.TB, cfg server.Config) *Env {
 	t.Helper()
+	e, ln := listen(t, cfg)
+	served := make(chan error, 1)
+	go func() { served <- e.Server.Serve(ln) }()
+	t.Cleanup(func() {
+		e.Stop()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return e
+}
+
+// StartDetached is Start for a test that may leave the server deadlocked:
+// its cleanup gives the graceful shutdown Timeout and, should it hang,
+// reports it and leaves the server behind instead of blocking the whole
+// test binary.
+func StartDetached(t testing.TB, options ...func(*server.Config)) *Env {
+	t.Helper()
+	e, ln := listen(t, config(t, options...))
+	go e.Server.Serve(ln)
+	t.Cleanup(func() {
+		if e.stopped.Swap(true) {
+			return
+		}
+		// A failed test may have left the server stuck: say so soon.
+		grace := Timeout + 5*time.Second
+		if t.Failed() {
+			grace = 3 * time.Second
+		}
+		stopped := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+			defer cancel()
+			stopped <- e.Server.Shutdown(ctx)
+		}()
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+		case <-time.After(grace):
+			t.Errorf("shutdown still blocked after %v: the server is stuck (left running)", grace)
+		}
+	})
+	return e
+}
+
+// listen makes a server of cfg and a loopback listener for it to serve.
+func listen(t testing.TB, cfg server.Config) (*Env, net.Listener) {
+	t.Helper()
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
@@ -94,16 +152,7 @@ func StartWith(t testing.TB, cfg server.Config) *Env {
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	e := &Env{T: t, Server: srv, Config: cfg, Addr: ln.Addr().String(), URL: "ws://" + ln.Addr().String() + "/ws"}
-	t.Cleanup(func() {
-		e.Stop()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return e
+	return &Env{T: t, Server: srv, Config: cfg, Addr: ln.Addr().String(), URL: "ws://" + ln.Addr().String() + "/ws"}, ln
 }
 
 // Stop shuts the server down gracefully (once).
@@ -342,6 +391,11 @@ func (c *Client) ExpectStatus(conv string) *protocol.Status {
 	return f.(*protocol.Status)
 }
 
+// OfType matches the frames of type typ, for Expect and ExpectNone.
+func OfType(typ string) func(protocol.Frame) bool {
+	return func(f protocol.Frame) bool { return f.FrameType() == typ }
+}
+
 // Barrier makes a round trip to the server and returns every frame that
 // arrived before its answer and was not yet taken. Because a connection's
 // frames are written in order, a push the server queued for this device
@@ -414,6 +468,25 @@ func setID(f protocol.Frame, id string) string {
 		panic(fmt.Sprintf("%s carries no id", f.FrameType()))
 	}
 	return id
+}
+
+// DescribeAll renders frames for a failure message, separated by spaces.
+func DescribeAll(fs []protocol.Frame) string {
+	var parts []string
+	for _, f := range fs {
+		parts = append(parts, Describe(f))
+	}
+	return strings.Join(parts, " ")
+}
+
+// JSON renders any value as JSON for a failure message, or with %+v if it
+// cannot be.
+func JSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%+v", v)
+	}
+	return string(b)
 }
 
 // Describe renders a frame for a failure message.
