@@ -149,8 +149,10 @@ func New(cfg Config, svc *chat.Service, h *hub.Hub, a auth.Authenticator, log *s
 		stop:       make(chan struct{}),
 	}
 	g.upgrader = websocket.Upgrader{
-		ReadBufferSize:   4096,
-		WriteBufferSize:  4096,
+		// An idle connection should cost little: it reads through the
+		// HTTP server's own buffer (a read buffer size of 0 reuses it),
+		// and holds a write buffer only while it writes.
+		WriteBufferPool:  &sync.Pool{},
 		HandshakeTimeout: cfg.WriteTimeout,
 		CheckOrigin:      g.checkOrigin,
 	}
@@ -189,7 +191,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	g.conns.Add(1)
 	g.mu.Unlock()
-	defer g.conns.Done()
+	served := false // handed to the connection's goroutine
+	defer func() {
+		if !served {
+			g.conns.Done()
+		}
+	}()
 
 	ip, proxied := g.cfg.Proxies.OfRequest(r)
 	if proxied && g.Penalized(ip) {
@@ -208,16 +215,25 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var handshakeOnce sync.Once
 	handshakeDone := func() { handshakeOnce.Do(func() { g.endHandshake(ip) }) }
-	defer handshakeDone()
 
 	ws, err := g.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		handshakeDone()
 		return // the upgrader has answered the HTTP error
 	}
 	g.metrics.Connections.Inc()
-	defer g.metrics.Connections.Dec()
 	c := newConn(g, ws, ip)
-	c.run(started, handshakeDone)
+	// The connection runs on a goroutine of its own and this one returns,
+	// so that the HTTP server lets go of what it kept for the request (its
+	// write buffer, the request, a deep stack): an idle connection keeps
+	// only what it uses.
+	served = true
+	go func() {
+		defer g.conns.Done()
+		defer g.metrics.Connections.Dec()
+		defer handshakeDone()
+		c.run(started, handshakeDone)
+	}()
 }
 
 // Penalized reports whether an address (its clientaddr key) has spent its
