@@ -95,7 +95,15 @@ type Options struct {
 	// SkipRepair leaves Repair to the caller (tests that inspect the state
 	// a crash left).
 	SkipRepair bool
+	// FlushGather is how long the writer of derived rows waits, once woken
+	// after being idle, for more rows to join the first: under light load
+	// a message's rows and its receipts' rows then share one write. 0
+	// means DefaultFlushGather; below 0, no wait.
+	FlushGather time.Duration
 }
+
+// DefaultFlushGather is the default Options.FlushGather.
+const DefaultFlushGather = time.Millisecond
 
 // New returns an engine over be, after repairing what a crash may have
 // cut short (see Repair).
@@ -109,6 +117,9 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 200_000
 	}
+	if opts.FlushGather == 0 {
+		opts.FlushGather = DefaultFlushGather
+	}
 	e := &Engine{
 		be:    be,
 		now:   opts.Now,
@@ -116,7 +127,7 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		users: newUserTable(opts.MaxSessions),
 		convs: newConvTable(),
 	}
-	e.flush = newFlusher(be, opts.Logger)
+	e.flush = newFlusher(be, opts.Logger, opts.FlushGather)
 	if !opts.SkipRepair {
 		if err := e.Repair(ctx); err != nil {
 			e.flush.close()

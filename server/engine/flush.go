@@ -23,8 +23,9 @@ const flushRetry = 100 * time.Millisecond
 // batch to Backend.Apply, while the next one fills. A batch the backend
 // refuses is merged back under the rows put since and written again.
 type flusher struct {
-	be  store.Backend
-	log *slog.Logger
+	be     store.Backend
+	log    *slog.Logger
+	gather time.Duration // see Options.FlushGather
 
 	mu      sync.Mutex
 	cur     *batch
@@ -39,10 +40,11 @@ type flusher struct {
 	closed  bool
 }
 
-func newFlusher(be store.Backend, log *slog.Logger) *flusher {
+func newFlusher(be store.Backend, log *slog.Logger, gather time.Duration) *flusher {
 	f := &flusher{
 		be:      be,
 		log:     log,
+		gather:  gather,
 		cur:     newBatch(),
 		gen:     1,
 		changed: make(chan struct{}),
@@ -125,6 +127,14 @@ func (f *flusher) loop() {
 			for f.writeOne() {
 			}
 			return
+		}
+		if f.gather > 0 {
+			// Woken after being idle: let the rows that follow the first
+			// join it. Busy, the writes follow one another at once below.
+			select {
+			case <-time.After(f.gather):
+			case <-f.closing:
+			}
 		}
 		for f.writeOne() {
 		}
