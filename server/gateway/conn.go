@@ -28,6 +28,9 @@ type conn struct {
 	q          *outQueue
 	done       chan struct{} // closed when the connection starts closing
 	writerDone chan struct{}
+	writing    atomic.Bool // a writer runs, or has finished (writer.go)
+	pingDue    atomic.Bool
+	pingTimer  *time.Timer
 	drained    chan struct{} // the writer reached a drain barrier (see waitDrained)
 	cut        atomic.Bool   // cut off as a slow consumer
 
@@ -54,7 +57,7 @@ type conn struct {
 var _ hub.Device = (*conn)(nil)
 
 func newConn(g *Gateway, ws *websocket.Conn, ip string) *conn {
-	return &conn{
+	c := &conn{
 		g:          g,
 		ws:         ws,
 		ip:         ip,
@@ -63,6 +66,8 @@ func newConn(g *Gateway, ws *websocket.Conn, ip string) *conn {
 		writerDone: make(chan struct{}),
 		drained:    make(chan struct{}, 1),
 	}
+	c.q.onReady = c.wakeWriter
+	return c
 }
 
 // User implements hub.Device.
@@ -76,6 +81,7 @@ func (c *conn) close(code int, text string) {
 		c.closeCode, c.closeText = code, text
 		close(c.done)
 		c.q.close(false)
+		c.wakeWriter() // to say goodbye
 	})
 }
 
@@ -85,7 +91,7 @@ func (c *conn) close(code int, text string) {
 func (c *conn) run(started time.Time, handshakeDone func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go c.writeLoop()
+	c.startWriter()
 	c.ws.SetReadLimit(c.g.cfg.MaxHelloFrame)
 	c.ws.SetPingHandler(c.ping)
 

@@ -16,6 +16,9 @@ type outQueue struct {
 	// onBytes, when set, is told of every change of the bytes held (for
 	// the queue-bytes gauge).
 	onBytes func(delta int)
+	// onReady, when set, is called (under the queue's lock; it must not
+	// block) whenever a frame is queued: it wakes the writer.
+	onReady func()
 
 	mu     sync.Mutex
 	frames [][]byte
@@ -54,6 +57,9 @@ func (q *outQueue) appendLocked(frame []byte) {
 	select {
 	case q.ready <- struct{}{}:
 	default:
+	}
+	if q.onReady != nil {
+		q.onReady()
 	}
 }
 

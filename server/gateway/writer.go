@@ -120,31 +120,104 @@ func (c *conn) sendWait(ctx context.Context, frame []byte) error {
 	return c.q.pushWait(ctx, frame)
 }
 
-// writeLoop is the connection's only data writer. It drains the queue,
-// gathering the frames already waiting into one corked write, and pings.
-func (c *conn) writeLoop() {
-	defer close(c.writerDone)
-	ping := time.NewTicker(c.g.cfg.PingInterval)
-	defer ping.Stop()
+// The writer runs only while something is due — queued frames, a ping,
+// the goodbye — so that an idle connection has no goroutine of its own
+// for writing: a frame queued, the ping timer and close wake it
+// (wakeWriter), and it returns once nothing is left. writing is set while
+// one runs, and for good once it has finished the connection.
+
+// startWriter arms the ping timer; run calls it before anything can be
+// queued.
+func (c *conn) startWriter() {
+	c.pingTimer = time.AfterFunc(c.g.cfg.PingInterval, func() {
+		c.pingDue.Store(true)
+		c.wakeWriter()
+	})
+}
+
+// wakeWriter starts the writer unless one runs (or has finished).
+func (c *conn) wakeWriter() {
+	if c.writing.CompareAndSwap(false, true) {
+		go c.writeRun()
+	}
+}
+
+// writeRun writes what is due until nothing is, then returns; a wake
+// between its last look and its return is its own to serve, unless a new
+// writer has already started for it.
+func (c *conn) writeRun() {
 	for {
-		select {
-		case <-c.q.ready:
-			if err := c.writeQueued(time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
-				c.close(websocket.CloseAbnormalClosure, "")
-				c.ws.Close()
-				return
-			}
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
-				c.close(websocket.CloseAbnormalClosure, "")
-				c.ws.Close()
-				return
-			}
-		case <-c.done:
-			c.goodbye()
+		if c.writeDue() {
+			return // the connection is over; writing stays set
+		}
+		c.writing.Store(false)
+		if !c.due() || !c.writing.CompareAndSwap(false, true) {
 			return
 		}
 	}
+}
+
+// due reports whether the writer has something to do.
+func (c *conn) due() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+	}
+	return len(c.q.ready) > 0 || c.pingDue.Load()
+}
+
+// writeDue writes the queued frames, gathering those already waiting into
+// one corked write, and a due ping, until nothing is due; it reports
+// whether the writer has finished for good: the connection closed (it
+// said goodbye) or a write failed.
+func (c *conn) writeDue() (finished bool) {
+	for {
+		select {
+		case <-c.done:
+			c.stopPings()
+			c.goodbye()
+			close(c.writerDone)
+			return true
+		default:
+		}
+		wrote := false
+		select {
+		case <-c.q.ready:
+			if err := c.writeQueued(time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
+				c.writeFailed()
+				return true
+			}
+			wrote = true
+		default:
+		}
+		if c.pingDue.Swap(false) {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.g.cfg.WriteTimeout)); err != nil {
+				c.writeFailed()
+				return true
+			}
+			c.pingTimer.Reset(c.g.cfg.PingInterval)
+			wrote = true
+		}
+		if !wrote {
+			return false
+		}
+	}
+}
+
+// stopPings stops the ping timer, if it was armed.
+func (c *conn) stopPings() {
+	if c.pingTimer != nil {
+		c.pingTimer.Stop()
+	}
+}
+
+// writeFailed ends a connection whose socket no longer takes writes.
+func (c *conn) writeFailed() {
+	c.stopPings()
+	c.close(websocket.CloseAbnormalClosure, "")
+	c.ws.Close()
+	close(c.writerDone)
 }
 
 // writeQueued writes up to writeBatch queued frames, with one system call
