@@ -35,6 +35,7 @@ type flusher struct {
 	err     error         // the failure reported to that generation's waiters
 	changed chan struct{} // closed and replaced when done or failed moves
 	kick    chan struct{}
+	hurry   chan struct{} // a barrier waits: cut the gather short
 	closing chan struct{}
 	stopped chan struct{}
 	closed  bool
@@ -49,6 +50,7 @@ func newFlusher(be store.Backend, log *slog.Logger, gather time.Duration) *flush
 		gen:     1,
 		changed: make(chan struct{}),
 		kick:    make(chan struct{}, 1),
+		hurry:   make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -78,8 +80,13 @@ func (f *flusher) written() uint64 {
 }
 
 // barrier returns once every row put before the call is written, or the
-// write that carried them failed.
+// write that carried them failed. A read waits on it, so the writer does
+// not gather first.
 func (f *flusher) barrier(ctx context.Context) error {
+	select {
+	case f.hurry <- struct{}{}:
+	default:
+	}
 	return f.wait(ctx, f.current())
 }
 
@@ -133,6 +140,7 @@ func (f *flusher) loop() {
 			// join it. Busy, the writes follow one another at once below.
 			select {
 			case <-time.After(f.gather):
+			case <-f.hurry:
 			case <-f.closing:
 			}
 		}
