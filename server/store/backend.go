@@ -176,7 +176,6 @@ type GroupRecordResult struct {
 	Msg      protocol.Message // the stored system message
 }
 
-
 // QueuedAppender is a Backend that can queue an append and be waited on
 // later: appends queued one after another take their seqs in that order
 // (per conversation), and each happens whether or not its wait is called.
