@@ -80,7 +80,7 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		if kind != store.MarkRead {
 			return nil, false, nil
 		}
-		changed, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, false)
+		changed, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, false, nil)
 		return nil, changed, err
 	}
 	mm := cs.members[user]
@@ -89,15 +89,20 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		return nil, false, nil // the caller checks membership
 	}
 	target := min(m.Seq, cs.maxSeq)
-	r := e.moveBoundary(cs, user, mm, kind, target)
+	r, rows := e.moveBoundary(cs, user, mm, kind, target)
 	ticks, members := cs.ticks, slices.Clone(cs.sorted)
 	cs.mu.Unlock()
 
 	sessionChanged := false
 	if kind == store.MarkRead {
-		if sessionChanged, err = e.readSession(ctx, now, user, m.Conv, ticks, target, true); err != nil {
+		// The boundary's rows go with the session read, in one write: a
+		// crash between two writes would leave the boundary moved and
+		// the session not, and a retried read finds nothing to move.
+		if sessionChanged, err = e.readSession(ctx, now, user, m.Conv, ticks, target, true, rows); err != nil {
 			return nil, false, err
 		}
+	} else if rows != nil {
+		e.flush.put(rows)
 	}
 	if r == nil {
 		return nil, sessionChanged, nil
@@ -110,8 +115,9 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 
 // moveBoundary max-merges user's boundary of kind with target, clears its
 // pending row once it holds the newest seq, and returns the rise of the
-// tick minimum it caused (nil for none); the caller holds cs.mu.
-func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store.MarkKind, target int64) *rise {
+// tick minimum it caused (nil for none) and the rows to write (nil for
+// none); the caller holds cs.mu.
+func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store.MarkKind, target int64) (*rise, func(b *batch)) {
 	cur := protocol.Ticks{DeliveredSeq: mm.delivered, ReadSeq: mm.read}
 	var next protocol.Ticks
 	if kind == store.MarkDelivered {
@@ -120,7 +126,7 @@ func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store
 		next = cur.Merge(protocol.Ticks{ReadSeq: target})
 	}
 	if next == cur {
-		return nil
+		return nil, nil
 	}
 	mm.delivered, mm.read = next.DeliveredSeq, next.ReadSeq
 	clear := int64(0)
@@ -130,19 +136,18 @@ func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store
 	r := cs.raiseTicks()
 	row := store.BoundaryRow{User: user, Conv: cs.conv, DeliveredSeq: mm.delivered, ReadSeq: mm.read}
 	head := cs.head()
-	e.flush.put(func(b *batch) {
+	return r, func(b *batch) {
 		b.boundary(row)
 		if clear > 0 {
 			b.clearPending(user, cs.conv, clear)
 		}
 		b.conv(head)
-	})
-	return r
+	}
 }
 
 // readSession is the session read of user in conv up to seq, with the
-// conversation's ticks as they are.
-func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, create bool) (bool, error) {
+// conversation's ticks as they are; rows, when set, are written with it.
+func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, create bool, rows func(b *batch)) (bool, error) {
 	var changed bool
 	err := e.retryMissing(ctx, []need{{user, conv}}, func() error {
 		return e.withUsers([]string{user}, func(u *userState) error {
@@ -150,9 +155,18 @@ func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, 
 			_, changed, err = e.changeSession(u, now, conv, ticks, create, func(st *session.State) session.Moves {
 				return st.OnRead(seq)
 			})
+			if err == nil && rows != nil {
+				// Staged in the session's critical section: one write.
+				var gen uint64
+				u.shard.stage(&gen, rows)
+				rows = nil
+			}
 			return err
 		})
 	})
+	if rows != nil {
+		e.flush.put(rows) // the session read failed: the boundary still moved
+	}
 	return changed, err
 }
 
