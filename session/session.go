@@ -85,6 +85,12 @@ func (s *State) IsGateway() bool {
 // for the sender it is an implicit read.
 func (s *State) OnMessage(seq int64, sender string) Moves {
 	if seq <= s.WriteSeq {
+		if sender == s.User && seq > s.ReadSeq {
+			// One's own message applied after a later one (messages can
+			// reach the session out of seq order): sending still implies
+			// reading up to it.
+			return s.OnRead(seq)
+		}
 		return Moves{}
 	}
 	s.WriteSeq = seq

@@ -169,11 +169,18 @@ func TestOnMessage(t *testing.T) {
 			moves: none,
 		},
 		{
-			name: "a stale seq is ignored",
+			name: "a stale seq from another is ignored",
 			in:   base(),
-			seq:  3, sender: bob,
+			seq:  3, sender: alice,
 			want:  base(),
 			moves: none,
+		},
+		{
+			name: "one's own stale seq still reads up to it",
+			in:   base(),
+			seq:  3, sender: bob,
+			want:  with(func(s *session.State) { s.ReadSeq, s.UnreadCount = 3, 2 }),
+			moves: session.Moves{Active: true},
 		},
 		{
 			name: "a stale seq does not undelete",
