@@ -265,3 +265,18 @@ type FormerRow struct {
 	Title      string
 	Delete     bool // the user is a member again
 }
+
+// Archiver is a Backend that moves old message bodies to cold storage (a
+// blob.Store it was opened with), keeping each message's seq, sender and
+// timestamps in its log and recording where the body went (s3_ref). Every
+// read of the Backend (History, Message, Pending's replay, a session's
+// last message) returns archived bodies as if they had never moved.
+type Archiver interface {
+	// Archive moves the bodies of the messages whose server timestamp is
+	// before cutoff (Unix milliseconds) and returns how many it moved. A
+	// body is written to the blob store before the log stops holding it,
+	// so a crash between the two loses nothing; a message archived before
+	// is not moved again. progress, when not nil, is called now and then
+	// with the count so far.
+	Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error)
+}

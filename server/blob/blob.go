@@ -1,0 +1,23 @@
+// Package blob is cold storage for message bodies (seed 002's s3_ref): a
+// directory when embedded, an S3 bucket when scaled out. A backend that
+// archives keeps a message's seq, sender and timestamps in its table and
+// its body here, under a key it records with the message.
+package blob
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotFound says no object is stored under a key.
+var ErrNotFound = errors.New("blob: not found")
+
+// Store keeps objects by key. Put of a key already stored replaces it with
+// the same bytes (archiving a body twice is harmless). Safe for concurrent
+// use.
+type Store interface {
+	// Put stores body under key; durable when it returns.
+	Put(ctx context.Context, key string, body []byte) error
+	// Get returns the object under key, or ErrNotFound.
+	Get(ctx context.Context, key string) ([]byte, error)
+}
