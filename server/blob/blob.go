@@ -7,6 +7,8 @@ package blob
 import (
 	"context"
 	"errors"
+	"net/url"
+	"strconv"
 )
 
 // ErrNotFound says no object is stored under a key.
@@ -20,4 +22,10 @@ type Store interface {
 	Put(ctx context.Context, key string, body []byte) error
 	// Get returns the object under key, or ErrNotFound.
 	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// Key is where a message's body is archived: one object per message, under
+// its conversation.
+func Key(conv string, seq int64) string {
+	return "bodies/" + url.PathEscape(conv) + "/" + strconv.FormatInt(seq, 10)
 }
