@@ -19,10 +19,11 @@ func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.App
 	if err != nil {
 		return store.AppendResult{}, err
 	}
-	cs, err := e.convs.get(ctx, e.be, req.Msg.Conv)
+	cs, sec, err := e.enterConv(ctx, req.Msg.Conv)
 	if err != nil {
 		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
 	}
+	defer sec.leave(dctx)
 	if cs.isGroup() {
 		// Shared with other sends, exclusive of membership changes: the
 		// members checked here are the members when the message is stored.
@@ -42,6 +43,15 @@ func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.App
 	if err != nil {
 		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
 	}
+	if !res.Duplicate {
+		cs.mu.Lock()
+		members := slices.Clone(cs.sorted)
+		cs.mu.Unlock()
+		if err := e.lockUsers(dctx, sec, members); err != nil {
+			// Stored: the next operation on the conversation derives it.
+			return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
+		}
+	}
 	return e.afterAppend(dctx, cs, res)
 }
 
@@ -56,7 +66,7 @@ func (e *Engine) StartAppend(ctx context.Context, req store.AppendRequest) func(
 		return func() (store.AppendResult, error) { return res, err }
 	}
 	qa, queues := e.be.(store.QueuedAppender)
-	if conv, _ := protocol.ParseConv(req.Msg.Conv); !queues || conv.Kind != protocol.ConvDirect {
+	if conv, _ := protocol.ParseConv(req.Msg.Conv); !queues || conv.Kind != protocol.ConvDirect || e.shared() {
 		return done(e.Append(ctx, req))
 	}
 	dctx, err := e.begin(ctx)

@@ -21,10 +21,12 @@ const maxOwnSeqs = 4096
 // convTable holds the conversations the engine has touched.
 type convTable struct {
 	seed   maphash.Seed
-	shards [convShards]struct {
-		mu sync.Mutex
-		m  map[string]*convState
-	}
+	shards [convShards]convShard
+}
+
+type convShard struct {
+	mu sync.Mutex
+	m  map[string]*convState
 }
 
 func newConvTable() *convTable {
@@ -68,13 +70,28 @@ type member struct {
 
 // get returns conv's state, hydrated from the backend on first use.
 func (t *convTable) get(ctx context.Context, be store.Backend, conv string) (*convState, error) {
-	sh := &t.shards[maphash.String(t.seed, conv)%convShards]
+	sh := t.shard(conv)
 	sh.mu.Lock()
 	cs := sh.m[conv]
 	sh.mu.Unlock()
 	if cs != nil {
 		return cs, nil
 	}
+	fresh, err := t.read(ctx, be, conv)
+	if err != nil {
+		return nil, err
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if cs := sh.m[conv]; cs != nil {
+		return cs, nil // hydrated meanwhile by another request
+	}
+	sh.m[conv] = fresh
+	return fresh, nil
+}
+
+// read returns conv's state as the backend holds it, without keeping it.
+func (t *convTable) read(ctx context.Context, be store.Backend, conv string) (*convState, error) {
 	parsed, ok := protocol.ParseConv(conv)
 	if !ok || parsed.Kind == protocol.ConvBiz {
 		return nil, errors.New("not a conversation id: " + conv)
@@ -90,13 +107,19 @@ func (t *convTable) get(ctx context.Context, be store.Backend, conv string) (*co
 		fresh.load(rec)
 		fresh.exists = true
 	}
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if cs := sh.m[conv]; cs != nil {
-		return cs, nil // hydrated meanwhile by another request
-	}
-	sh.m[conv] = fresh
 	return fresh, nil
+}
+
+// forget drops conv's state: the next get reads it again.
+func (t *convTable) forget(conv string) {
+	sh := t.shard(conv)
+	sh.mu.Lock()
+	delete(sh.m, conv)
+	sh.mu.Unlock()
+}
+
+func (t *convTable) shard(conv string) *convShard {
+	return &t.shards[maphash.String(t.seed, conv)%convShards]
 }
 
 // load fills the state from a record. A direct chat's members are its two

@@ -81,6 +81,7 @@ type Engine struct {
 	users  *userTable
 	convs  *convTable
 	flush  *flusher
+	locker Locker // nil in one process
 }
 
 // Options tune an Engine. The zero value is the production setting.
@@ -100,6 +101,9 @@ type Options struct {
 	// a message's rows and its receipts' rows then share one write. 0
 	// means DefaultFlushGather; below 0, no wait.
 	FlushGather time.Duration
+	// Locker, when set, makes the engine one of several sharing the
+	// backend (see Locker); nil for one process.
+	Locker Locker
 }
 
 // DefaultFlushGather is the default Options.FlushGather.
@@ -121,11 +125,12 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		opts.FlushGather = DefaultFlushGather
 	}
 	e := &Engine{
-		be:    be,
-		now:   opts.Now,
-		log:   opts.Logger,
-		users: newUserTable(opts.MaxSessions),
-		convs: newConvTable(),
+		be:     be,
+		now:    opts.Now,
+		log:    opts.Logger,
+		users:  newUserTable(opts.MaxSessions),
+		convs:  newConvTable(),
+		locker: opts.Locker,
 	}
 	e.flush = newFlusher(be, opts.Logger, opts.FlushGather)
 	if !opts.SkipRepair {

@@ -48,7 +48,7 @@ func (e *Engine) group(ctx context.Context, conv string) (*convState, error) {
 	if c, ok := protocol.ParseConv(conv); !ok || c.Kind != protocol.ConvGroup {
 		return nil, store.ErrNotFound
 	}
-	cs, err := e.convs.get(ctx, e.be, conv)
+	cs, err := e.peekConv(ctx, conv)
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", conv, err)
 	}
@@ -70,8 +70,26 @@ func (e *Engine) ChangeGroup(ctx context.Context, req store.GroupChange) (store.
 }
 
 func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.GroupResult, error) {
-	cs, err := e.group(ctx, req.Conv)
+	if e.closed.Load() {
+		return store.GroupResult{}, store.ErrClosed
+	}
+	if c, ok := protocol.ParseConv(req.Conv); !ok || c.Kind != protocol.ConvGroup {
+		return store.GroupResult{}, store.ErrNotFound
+	}
+	dctx := context.WithoutCancel(ctx)
+	cs, sec, err := e.enterConv(ctx, req.Conv)
 	if err != nil {
+		return store.GroupResult{}, err
+	}
+	defer sec.leave(dctx)
+	cs.mu.Lock()
+	users := append(slices.Clone(cs.sorted), req.Add...)
+	users = append(users, req.Remove...)
+	if req.Create {
+		users = append(users, req.Creator)
+	}
+	cs.mu.Unlock()
+	if err := e.lockUsers(ctx, sec, users); err != nil {
 		return store.GroupResult{}, err
 	}
 	cs.gate.Lock()
@@ -97,7 +115,7 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 		return store.GroupResult{Group: rec.Group, Existing: true}, nil
 	}
 	// Recorded: its derivation goes to its end whatever the caller does.
-	d, err := e.deriveChange(context.WithoutCancel(ctx), cs, change, rec.Msg)
+	d, err := e.deriveChange(dctx, cs, change, rec.Msg)
 	if err != nil {
 		return store.GroupResult{}, err
 	}

@@ -66,8 +66,15 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 // newest seq, and a rise of the tick minimum; then the session read (a
 // read) and the rise in every member's session.
 func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, error) {
-	cs, err := e.convs.get(ctx, e.be, m.Conv)
+	cs, sec, err := e.enterConv(ctx, m.Conv)
 	if err != nil {
+		return nil, false, err
+	}
+	defer sec.leave(ctx)
+	cs.mu.Lock()
+	members := append(slices.Clone(cs.sorted), user)
+	cs.mu.Unlock()
+	if err := e.lockUsers(ctx, sec, members); err != nil {
 		return nil, false, err
 	}
 	cs.mu.Lock()
@@ -90,7 +97,8 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 	}
 	target := min(m.Seq, cs.maxSeq)
 	r, rows := e.moveBoundary(cs, user, mm, kind, target)
-	ticks, members := cs.ticks, slices.Clone(cs.sorted)
+	ticks := cs.ticks
+	members = slices.Clone(cs.sorted)
 	cs.mu.Unlock()
 
 	sessionChanged := false

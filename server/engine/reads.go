@@ -30,7 +30,7 @@ func (e *Engine) Receipts(ctx context.Context, conv string) ([]protocol.MemberRe
 	if e.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	cs, err := e.convs.get(ctx, e.be, conv)
+	cs, err := e.peekConv(ctx, conv)
 	if err != nil {
 		return nil, fmt.Errorf("receipts of %s: %w", conv, err)
 	}

@@ -15,6 +15,11 @@ func (e *Engine) SessionOp(ctx context.Context, user, conv string, op session.Op
 	if err != nil {
 		return store.SessionResult{}, err
 	}
+	sec, err := e.enterUsers(ctx, user)
+	if err != nil {
+		return store.SessionResult{}, fmt.Errorf("session op %s on %s for %s: %w", op, conv, user, err)
+	}
+	defer sec.leave(ctx)
 	now := e.nowMS()
 	c, _ := protocol.ParseConv(conv)
 	ticks, err := e.ticksOf(ctx, conv)
@@ -53,7 +58,7 @@ func (e *Engine) ticksOf(ctx context.Context, conv string) (protocol.Ticks, erro
 	if c, _ := protocol.ParseConv(conv); c.Kind == protocol.ConvBiz {
 		return protocol.Ticks{}, nil
 	}
-	cs, err := e.convs.get(ctx, e.be, conv)
+	cs, err := e.peekConv(ctx, conv)
 	if err != nil {
 		return protocol.Ticks{}, err
 	}
@@ -77,7 +82,7 @@ func (e *Engine) renderState(ctx context.Context, st session.State, now int64) (
 	if c.Kind == protocol.ConvBiz {
 		return render(row, now), nil
 	}
-	cs, err := e.convs.get(ctx, e.be, st.Conv)
+	cs, err := e.peekConv(ctx, st.Conv)
 	if err != nil {
 		return protocol.Session{}, err
 	}
@@ -148,6 +153,11 @@ func (e *Engine) expireMutes(ctx context.Context, now int64, user string) error 
 	if err != nil || len(convs) == 0 {
 		return err
 	}
+	sec, err := e.enterUsers(ctx, user)
+	if err != nil {
+		return err
+	}
+	defer sec.leave(ctx)
 	ticks := make(map[string]protocol.Ticks, len(convs))
 	for _, conv := range convs {
 		if ticks[conv], err = e.ticksOf(ctx, conv); err != nil {

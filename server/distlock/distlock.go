@@ -1,0 +1,117 @@
+// Package distlock holds critical sections that span the engines sharing
+// one backend (engine.Locker): Redis for the nodes of a scaled-out
+// deployment, memory for several engines in one process (tests).
+package distlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultTTL is how long a Redis lock outlives a holder that died: the
+// longest another node waits for a conversation or a user whose holder
+// crashed.
+const DefaultTTL = 10 * time.Second
+
+// Redis takes locks in Redis, one key per lock, with bsm/redislock: a lock
+// is a key set if absent with an expiry and a token, released only by its
+// holder.
+type Redis struct {
+	client *redislock.Client
+	prefix string
+	ttl    time.Duration
+}
+
+// NewRedis returns a Locker on rdb; keys are named prefix+"lock/"+key and
+// expire after ttl (DefaultTTL when zero) if not released.
+func NewRedis(rdb redis.UniversalClient, prefix string, ttl time.Duration) *Redis {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	return &Redis{client: redislock.New(rdb), prefix: prefix, ttl: ttl}
+}
+
+// retry is how a lock held by another is waited for: soon, then every few
+// milliseconds, until the context ends.
+var retry = redislock.ExponentialBackoff(time.Millisecond, 20*time.Millisecond)
+
+// Lock implements engine.Locker.
+func (r *Redis) Lock(ctx context.Context, keys []string) (func(), error) {
+	held := make([]*redislock.Lock, 0, len(keys))
+	release := func() {
+		// Released with a context of its own: a caller gone must not
+		// leave its locks to expire.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for i := len(held) - 1; i >= 0; i-- {
+			_ = held[i].Release(ctx) // an expired lock is someone else's now
+		}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*r.ttl)
+		defer cancel()
+	}
+	for _, key := range keys {
+		l, err := r.client.Obtain(ctx, r.prefix+"lock/"+key, r.ttl, &redislock.Options{RetryStrategy: retry})
+		if err != nil {
+			release()
+			if errors.Is(err, redislock.ErrNotObtained) {
+				err = fmt.Errorf("%w (held elsewhere)", context.DeadlineExceeded)
+			}
+			return nil, fmt.Errorf("lock %s: %w", key, err)
+		}
+		held = append(held, l)
+	}
+	return release, nil
+}
+
+// Memory takes locks in this process: several engines in one process
+// sharing a backend, as nodes would.
+type Memory struct {
+	mu   sync.Mutex
+	held map[string]chan struct{} // closed when released
+}
+
+// NewMemory returns an empty Memory locker.
+func NewMemory() *Memory { return &Memory{held: map[string]chan struct{}{}} }
+
+// Lock implements engine.Locker.
+func (m *Memory) Lock(ctx context.Context, keys []string) (func(), error) {
+	var mine []string
+	release := func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, k := range mine {
+			close(m.held[k])
+			delete(m.held, k)
+		}
+		mine = nil
+	}
+	for _, key := range keys {
+		for {
+			m.mu.Lock()
+			ch, busy := m.held[key]
+			if !busy {
+				m.held[key] = make(chan struct{})
+				m.mu.Unlock()
+				mine = append(mine, key)
+				break
+			}
+			m.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				release()
+				return nil, fmt.Errorf("lock %s: %w", key, ctx.Err())
+			}
+		}
+	}
+	return release, nil
+}
