@@ -1,0 +1,35 @@
+package server
+
+import (
+	"context"
+
+	"github.com/imcore/im/server/engine"
+	"github.com/imcore/im/server/hub"
+)
+
+// Cluster makes a server one node of several that share its Backend (the
+// scaled-out deployment; see OpenScaledOut). Nil for the embedded server.
+type Cluster struct {
+	// Locker holds the critical sections of conversations and users
+	// across the nodes (engine.Locker).
+	Locker engine.Locker
+	// Devices returns the registry that reaches every user's devices on
+	// every node, around local, the devices of this node.
+	Devices func(local *hub.Hub) (Devices, error)
+	// Check reports whether the node reaches what it shares (Redis,
+	// DynamoDB); /healthz answers 503 while it fails.
+	Check func(ctx context.Context) error
+	// Close releases the connections to what the nodes share, after the
+	// store is closed.
+	Close func() error
+}
+
+// Devices registers the devices of this node and pushes frames to the
+// devices of users wherever they are connected: *hub.Hub in one process.
+type Devices interface {
+	Register(d hub.Device)
+	Unregister(d hub.Device)
+	Push(user string, p hub.Push, skip hub.Device) int
+}
+
+var _ Devices = (*hub.Hub)(nil)

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/imcore/im/server/blob"
+	"github.com/imcore/im/server/distlock"
+	"github.com/imcore/im/server/hub"
+	"github.com/imcore/im/server/relay"
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/server/store/dynamostore"
+	"github.com/imcore/im/server/store/rediscache"
+)
+
+// ScaleOut names what the nodes of the scaled-out deployment share:
+// DynamoDB tables, a Redis, and optionally a blob store for archived
+// bodies.
+type ScaleOut struct {
+	// DynamoDBEndpoint is a local or compatible engine's URL; empty for
+	// AWS's endpoint of Region.
+	DynamoDBEndpoint, Region string
+	// TablePrefix prefixes every table name and Redis key.
+	TablePrefix string
+	// RedisURL is a redis:// or rediss:// URL (password and TLS through
+	// it).
+	RedisURL string
+	// NodeID names this node in presence; unique per process.
+	NodeID string
+	// Blob is "" (no archive), a directory or s3://BUCKET; S3Endpoint a
+	// compatible server's URL (path-style addressing).
+	Blob, S3Endpoint string
+}
+
+// OpenBlobs opens the blob store so names (nil when Blob is empty).
+func (so ScaleOut) OpenBlobs(ctx context.Context) (blob.Store, error) {
+	if so.Blob == "" {
+		return nil, nil
+	}
+	return blob.Open(ctx, so.Blob, so.S3Endpoint, so.Region)
+}
+
+// Migrate creates what the deployment needs and is missing — the tables
+// and, for an s3:// blob store, the bucket — and returns what it created.
+// Running it again creates nothing.
+func (so ScaleOut) Migrate(ctx context.Context) ([]string, error) {
+	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region)
+	if err != nil {
+		return nil, err
+	}
+	created, err := dynamostore.Migrate(ctx, db, so.TablePrefix)
+	if err != nil {
+		return created, err
+	}
+	if strings.HasPrefix(so.Blob, "s3://") {
+		blobs, err := so.OpenBlobs(ctx)
+		if err != nil {
+			return created, err
+		}
+		if b, ok := blobs.(interface{ EnsureBucket(context.Context) error }); ok {
+			if err := b.EnsureBucket(ctx); err != nil {
+				return created, err
+			}
+		}
+	}
+	return created, nil
+}
+
+// OpenScaledOut connects to what the nodes share and returns the backend
+// and the cluster a node runs with (Config.Backend, Config.Cluster). The
+// tables must exist: ErrNoTables says to run migrate.
+func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Backend, *Cluster, error) {
+	if so.RedisURL == "" {
+		return nil, nil, errors.New("the scaled-out store needs -redis (a redis:// URL)")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	opts, err := redis.ParseURL(so.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-redis: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	fail := func(err error) (store.Backend, *Cluster, error) {
+		rdb.Close()
+		return nil, nil, err
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return fail(fmt.Errorf("redis %s: %w", opts.Addr, err))
+	}
+	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region)
+	if err != nil {
+		return fail(err)
+	}
+	blobs, err := so.OpenBlobs(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	dyn, err := dynamostore.Open(ctx, dynamostore.Options{DynamoDB: db, Redis: rdb, Prefix: so.TablePrefix, Blobs: blobs})
+	if err != nil {
+		return fail(err)
+	}
+	be := rediscache.New(dyn, rdb, so.TablePrefix)
+	nodeID := so.NodeID
+	if nodeID == "" {
+		nodeID = relay.DefaultNodeID()
+	}
+	table := dynamostore.TableNames(so.TablePrefix)[0]
+	cluster := &Cluster{
+		Locker: distlock.NewRedis(rdb, so.TablePrefix, 0),
+		Devices: func(local *hub.Hub) (Devices, error) {
+			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log})
+		},
+		Check: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("redis: %w", err)
+			}
+			if _, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
+				return fmt.Errorf("dynamodb: %w", err)
+			}
+			return nil
+		},
+		Close: rdb.Close,
+	}
+	return be, cluster, nil
+}
