@@ -110,7 +110,7 @@ func DefaultConfig() Config {
 type Gateway struct {
 	cfg      Config
 	svc      *chat.Service
-	hub      *hub.Hub
+	hub      Registry
 	auth     auth.Authenticator
 	log      *slog.Logger
 	metrics  *metrics.Metrics
@@ -129,15 +129,32 @@ type Gateway struct {
 	stop       chan struct{} // closed by Shutdown
 }
 
-// New returns a Gateway dispatching to svc and registering devices in h.
-func New(cfg Config, svc *chat.Service, h *hub.Hub, a auth.Authenticator, log *slog.Logger) *Gateway {
+// Registry is where the gateway registers its connected devices and finds
+// them again. *hub.Hub is the in-process registry; a registry shared
+// between nodes (package relay) also makes them reachable from other
+// nodes. Devices and DevicesOf list only this process's devices.
+type Registry interface {
+	// Register makes d reachable by pushes to its user.
+	Register(d hub.Device)
+	// Unregister removes d; once it returns, no push reaches d any more.
+	Unregister(d hub.Device)
+	// Devices returns every device registered in this process.
+	Devices() []hub.Device
+	// DevicesOf returns user's devices registered in this process.
+	DevicesOf(user string) []hub.Device
+}
+
+var _ Registry = (*hub.Hub)(nil)
+
+// New returns a Gateway dispatching to svc and registering devices in r.
+func New(cfg Config, svc *chat.Service, r Registry, a auth.Authenticator, log *slog.Logger) *Gateway {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}
 	g := &Gateway{
 		cfg:        cfg,
 		svc:        svc,
-		hub:        h,
+		hub:        r,
 		auth:       a,
 		log:        log,
 		metrics:    cfg.Metrics,

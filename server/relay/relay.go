@@ -1,0 +1,328 @@
+// Package relay makes every device of a user reachable from every node when
+// imserver runs as several nodes sharing one Redis. It wraps the node's own
+// hub: a device registers locally and the node records in Redis that it
+// holds devices of that user (presence, with expiry); a push is delivered
+// to the local devices at once and published, through Redis pub/sub, to
+// every other node presence lists for the user, which delivers it to its
+// own devices.
+//
+// Pushes are hints (DESIGN.md, principle 2): what a push fails to deliver
+// is still pending in the store and reaches the device by a pull path. So
+// the relay never makes a caller wait on Redis for a push: the remote part
+// goes through a bounded queue, and a full queue drops it and counts.
+//
+// Redis keys, under Options.Prefix:
+//
+//	presence:<user>    sorted set: member node id, score expiry (Unix ms)
+//	node:<id>:users    set: the users this node has recorded presence for
+//	push:<id>          pub/sub channel of node id
+//
+// Expiry scores use each node's clock: clocks must agree to well within
+// PresenceTTL.
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/imcore/im/server/chat"
+	"github.com/imcore/im/server/hub"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix      = "im:"
+	DefaultPresenceTTL = 30 * time.Second
+	DefaultQueueLen    = 8192
+)
+
+// redisTimeout bounds one Redis exchange the relay makes (a presence
+// write, a batch of lookups and publishes, the cleanup at Close).
+const redisTimeout = 5 * time.Second
+
+// Options configure a Relay.
+type Options struct {
+	// Redis is shared by every node. Required.
+	Redis redis.UniversalClient
+	// NodeID names this process among the nodes; DefaultNodeID() when
+	// empty. A process started with the NodeID of one that is gone takes
+	// over (and first clears) what that one recorded.
+	NodeID string
+	// Prefix starts every Redis key and channel name; DefaultPrefix when
+	// empty. Nodes that push to each other share it.
+	Prefix string
+	// Local is this process's registry of devices. Required.
+	Local *hub.Hub
+	// Logger receives the relay's errors; slog.Default() when nil.
+	Logger *slog.Logger
+	// PresenceTTL is how long a node stays listed for a user without
+	// refreshing; it refreshes every PresenceTTL/3. DefaultPresenceTTL
+	// when zero.
+	PresenceTTL time.Duration
+	// QueueLen bounds the pushes waiting to be published to other nodes;
+	// DefaultQueueLen when zero.
+	QueueLen int
+
+	// now is the clock of presence expiry (time.Now when nil), and
+	// afterRefresh is called after each refresh pass: for tests.
+	now          func() time.Time
+	afterRefresh func()
+}
+
+// Relay is the device registry and pusher of one node among several. It
+// implements chat.Pusher and the gateway's registry.
+type Relay struct {
+	rdb     redis.UniversalClient
+	node    string
+	prefix  string
+	local   *hub.Hub
+	log     *slog.Logger
+	ttl     time.Duration
+	now     func() time.Time
+	refresh func() // afterRefresh, or nothing
+
+	// userLocks serialise the presence writes of one user, so that a
+	// register and an unregister racing reach Redis in the order they
+	// changed the local hub.
+	userLocks [64]sync.Mutex
+
+	queue  chan outgoing
+	pubsub *redis.PubSub
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	published, received, dropped, routed atomic.Int64
+}
+
+var _ chat.Pusher = (*Relay)(nil)
+
+// New starts the relay of node opts.NodeID: it clears the presence a
+// previous process with the same id left behind, subscribes to the node's
+// channel and starts refreshing presence. ctx bounds only the start; the
+// relay runs until Close.
+func New(ctx context.Context, opts Options) (*Relay, error) {
+	if opts.Redis == nil || opts.Local == nil {
+		return nil, errors.New("relay: Redis and Local are required")
+	}
+	r := &Relay{
+		rdb:     opts.Redis,
+		node:    opts.NodeID,
+		prefix:  opts.Prefix,
+		local:   opts.Local,
+		log:     opts.Logger,
+		ttl:     opts.PresenceTTL,
+		now:     opts.now,
+		refresh: opts.afterRefresh,
+		stop:    make(chan struct{}),
+	}
+	if r.node == "" {
+		r.node = DefaultNodeID()
+	}
+	if r.prefix == "" {
+		r.prefix = DefaultPrefix
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	r.log = r.log.With("node", r.node)
+	if r.ttl <= 0 {
+		r.ttl = DefaultPresenceTTL
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.refresh == nil {
+		r.refresh = func() {}
+	}
+	queueLen := opts.QueueLen
+	if queueLen <= 0 {
+		queueLen = DefaultQueueLen
+	}
+	r.queue = make(chan outgoing, queueLen)
+
+	if err := r.clearNode(ctx, nil); err != nil {
+		return nil, fmt.Errorf("relay: clear the presence of a previous %s: %w", r.node, err)
+	}
+	r.pubsub = r.rdb.Subscribe(ctx, r.channel(r.node))
+	if _, err := r.pubsub.Receive(ctx); err != nil {
+		r.pubsub.Close()
+		return nil, fmt.Errorf("relay: subscribe to %s: %w", r.channel(r.node), err)
+	}
+	r.wg.Add(3)
+	go r.subscribeLoop()
+	go r.publishLoop()
+	go r.refreshLoop()
+	return r, nil
+}
+
+// DefaultNodeID returns an id no other process has: host name, process id
+// and a random suffix.
+func DefaultNodeID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "node"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// NodeID returns the id this relay runs as.
+func (r *Relay) NodeID() string { return r.node }
+
+// Register makes d reachable by pushes to its user from every node. The
+// first device of a user on this node records the node's presence before
+// Register returns, so that a push sent after it reaches d from any node
+// (when Redis answers; otherwise the next refresh records it).
+func (r *Relay) Register(d hub.Device) {
+	user := d.User()
+	mu := r.userLock(user)
+	mu.Lock()
+	defer mu.Unlock()
+	r.local.Register(d)
+	if r.closed.Load() || len(r.local.DevicesOf(user)) != 1 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancel()
+	if err := r.assertPresence(ctx, []string{user}); err != nil {
+		r.log.Warn("relay: presence not recorded; the next refresh retries", "user", user, "err", err)
+	}
+}
+
+// Unregister removes d; once it returns, no push reaches d. The last
+// device of a user on this node withdraws the node's presence.
+func (r *Relay) Unregister(d hub.Device) {
+	user := d.User()
+	mu := r.userLock(user)
+	mu.Lock()
+	defer mu.Unlock()
+	had := len(r.local.DevicesOf(user))
+	r.local.Unregister(d)
+	if r.closed.Load() || had == 0 || len(r.local.DevicesOf(user)) != 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancel()
+	if err := r.withdrawPresence(ctx, []string{user}); err != nil {
+		r.log.Warn("relay: presence not withdrawn; it expires", "user", user, "err", err)
+	}
+}
+
+// Devices returns every device registered on this node.
+func (r *Relay) Devices() []hub.Device { return r.local.Devices() }
+
+// DevicesOf returns user's devices registered on this node.
+func (r *Relay) DevicesOf(user string) []hub.Device { return r.local.DevicesOf(user) }
+
+// Push delivers p to every device of user on this node but skip, and
+// queues it for every other node presence lists for the user, without
+// waiting for Redis. It returns how many devices of this node took it:
+// deliveries on other nodes happen later and are not counted (see Stats).
+func (r *Relay) Push(user string, p hub.Push, skip hub.Device) int {
+	n := r.local.Push(user, p, skip)
+	if r.closed.Load() {
+		return n
+	}
+	select {
+	case r.queue <- outgoing{user: user, push: p}:
+	default:
+		r.dropped.Add(1)
+	}
+	return n
+}
+
+// Stats counts what crossed between nodes since New.
+type Stats struct {
+	// Routed is the pushes whose nodes were looked up in presence.
+	Routed int64
+	// Published is the messages published to other nodes (one per push
+	// and node).
+	Published int64
+	// Received is the pushes received from other nodes.
+	Received int64
+	// Dropped is what this node failed to pass on: pushes that found the
+	// queue full or whose presence lookup failed, and messages whose
+	// publish failed.
+	Dropped int64
+}
+
+// Stats returns the counters.
+func (r *Relay) Stats() Stats {
+	return Stats{
+		Routed:    r.routed.Load(),
+		Published: r.published.Load(),
+		Received:  r.received.Load(),
+		Dropped:   r.dropped.Load(),
+	}
+}
+
+// Close publishes what is queued, stops the relay and withdraws this
+// node's presence. Call it after the gateway has closed its connections;
+// pushes after Close reach only local devices.
+func (r *Relay) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancel()
+	if err := r.flush(ctx); err != nil {
+		r.log.Warn("relay: pushes still queued at close are dropped", "err", err)
+	}
+	r.stopLoops()
+	if err := r.clearNode(ctx, usersOf(r.local.Devices())); err != nil {
+		return fmt.Errorf("relay: withdraw presence of %s: %w", r.node, err)
+	}
+	return nil
+}
+
+// abandon stops the relay without touching Redis, as a crash would.
+func (r *Relay) abandon() {
+	r.closed.Store(true)
+	r.stopLoops()
+}
+
+func (r *Relay) stopLoops() {
+	close(r.stop)
+	if err := r.pubsub.Close(); err != nil {
+		r.log.Warn("relay: close subscription", "err", err)
+	}
+	r.wg.Wait()
+}
+
+func (r *Relay) userLock(user string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	return &r.userLocks[h.Sum32()%uint32(len(r.userLocks))]
+}
+
+func (r *Relay) presenceKey(user string) string { return r.prefix + "presence:" + user }
+func (r *Relay) nodeUsersKey(node string) string {
+	return r.prefix + "node:" + node + ":users"
+}
+func (r *Relay) channel(node string) string { return r.prefix + "push:" + node }
+
+// usersOf returns the distinct users of devices.
+func usersOf(devices []hub.Device) []string {
+	seen := make(map[string]struct{}, len(devices))
+	var users []string
+	for _, d := range devices {
+		if _, ok := seen[d.User()]; !ok {
+			seen[d.User()] = struct{}{}
+			users = append(users, d.User())
+		}
+	}
+	return users
+}
