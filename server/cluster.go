@@ -3,13 +3,17 @@ package server
 import (
 	"context"
 
+	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/engine"
+	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
 )
 
 // Cluster makes a server one node of several that share its Backend (the
 // scaled-out deployment; see OpenScaledOut). Nil for the embedded server.
 type Cluster struct {
+	// ScaleOut is what the cluster was opened from (OpenScaledOut).
+	ScaleOut ScaleOut
 	// Locker holds the critical sections of conversations and users
 	// across the nodes (engine.Locker).
 	Locker engine.Locker
@@ -27,9 +31,8 @@ type Cluster struct {
 // Devices registers the devices of this node and pushes frames to the
 // devices of users wherever they are connected: *hub.Hub in one process.
 type Devices interface {
-	Register(d hub.Device)
-	Unregister(d hub.Device)
-	Push(user string, p hub.Push, skip hub.Device) int
+	gateway.Registry
+	chat.Pusher
 }
 
 var _ Devices = (*hub.Hub)(nil)

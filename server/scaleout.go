@@ -115,7 +115,8 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 	}
 	table := dynamostore.TableNames(so.TablePrefix)[0]
 	cluster := &Cluster{
-		Locker: distlock.NewRedis(rdb, so.TablePrefix, 0),
+		ScaleOut: so,
+		Locker:   distlock.NewRedis(rdb, so.TablePrefix, 0),
 		Devices: func(local *hub.Hub) (Devices, error) {
 			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log})
 		},

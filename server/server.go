@@ -74,6 +74,12 @@ type Config struct {
 	// StoreMaxPages caps the database's size in pages (see
 	// sqlitestore.Options.MaxPages); for tests of a full disk.
 	StoreMaxPages int
+	// Cluster, when set, makes the server one node of several sharing
+	// Backend (see OpenScaledOut); nil for the embedded server.
+	Cluster *Cluster
+	// TokenSecretFile, when set, holds the token signing secret every
+	// node shares (auth.LoadSecretFile); otherwise it is kept in DataDir.
+	TokenSecretFile string
 }
 
 // Server is a running imserver.
@@ -84,6 +90,7 @@ type Server struct {
 	store   *engine.Engine
 	be      store.Backend
 	hub     *hub.Hub
+	devices Devices // hub, or a registry spanning the nodes
 	gw      *gateway.Gateway
 	metrics *metrics.Metrics
 	http    *http.Server
@@ -135,10 +142,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, unlock: unlock, hub: hub.New(), metrics: metrics.New()}
 	if err := s.build(); err != nil {
+		if c, ok := s.devices.(interface{ Close() error }); ok {
+			c.Close()
+		}
 		if s.store != nil {
 			s.store.Close()
 		} else if s.be != nil {
 			s.be.Close()
+		}
+		if cfg.Cluster != nil && cfg.Cluster.Close != nil {
+			cfg.Cluster.Close()
 		}
 		unlock()
 		return nil, err
@@ -161,14 +174,30 @@ func (s *Server) build() error {
 		}
 		s.be = db
 	}
-	eng, err := engine.New(context.Background(), s.be, engine.Options{Now: cfg.Now, Logger: cfg.Logger})
+	engOpts := engine.Options{Now: cfg.Now, Logger: cfg.Logger}
+	s.devices = s.hub
+	if cfg.Cluster != nil {
+		engOpts.Locker = cfg.Cluster.Locker
+		devices, err := cfg.Cluster.Devices(s.hub)
+		if err != nil {
+			return err
+		}
+		s.devices = devices
+	}
+	eng, err := engine.New(context.Background(), s.be, engOpts)
 	if err != nil {
 		return err
 	}
 	s.store = eng
 	var authn auth.Authenticator = auth.Dev{}
 	if cfg.Auth == AuthToken {
-		secret, err := auth.LoadOrCreateSecret(cfg.DataDir)
+		var secret []byte
+		var err error
+		if cfg.TokenSecretFile != "" {
+			secret, err = auth.LoadSecretFile(cfg.TokenSecretFile)
+		} else {
+			secret, err = auth.LoadOrCreateSecret(cfg.DataDir)
+		}
 		if err != nil {
 			return err
 		}
@@ -184,11 +213,11 @@ func (s *Server) build() error {
 			Help: "Pending-delivery rows: (user, conversation) pairs with messages no device of the user acknowledged.",
 		}, s.pendingRows))
 	}
-	svc := chat.New(eng, s.hub, cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
+	svc := chat.New(eng, s.devices, cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
 	gwCfg := cfg.Gateway
 	gwCfg.Metrics = s.metrics
 	gwCfg.DevAuth = cfg.Auth == AuthDev
-	s.gw = gateway.New(gwCfg, svc, s.hub, authn, cfg.Logger)
+	s.gw = gateway.New(gwCfg, svc, s.devices, authn, cfg.Logger)
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", s.gw)
@@ -240,9 +269,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	errHTTP := s.http.Shutdown(ctx)
 	errGW := s.gw.Shutdown(ctx)
+	var errRelay, errCluster error
+	if c, ok := s.devices.(interface{ Close() error }); ok {
+		errRelay = c.Close()
+	}
 	errStore := s.store.Close()
+	if s.cfg.Cluster != nil && s.cfg.Cluster.Close != nil {
+		errCluster = s.cfg.Cluster.Close()
+	}
 	s.unlock()
-	return errors.Join(errHTTP, errGW, errStore)
+	return errors.Join(errHTTP, errGW, errRelay, errStore, errCluster)
 }
 
 // Store returns the server's store, for tests and tools that inspect it.
@@ -301,11 +337,18 @@ func (s *Server) pendingRows() float64 {
 	return c.value
 }
 
-// healthz answers whether the process serves (liveness).
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+// healthz answers whether the process serves (liveness) and, on a node of
+// a cluster, reaches what the nodes share.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if !s.ready.Load() {
 		http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
 		return
+	}
+	if c := s.cfg.Cluster; c != nil && c.Check != nil {
+		if err := c.Check(r.Context()); err != nil {
+			http.Error(w, "unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	fmt.Fprintln(w, "ok")

@@ -20,6 +20,8 @@ Usage:
                                     while the server runs
   imserver restore [flags] BACKUP   put a backup in place of the database
                                     (with the server stopped)
+  imserver migrate [store flags]    create the DynamoDB tables and the S3 bucket
+                                    of the scaled-out deployment (-store dynamodb)
 
 Run "imserver COMMAND -help" for a command's flags.
 Every flag can also be set by an environment variable: -listen is IM_LISTEN,
@@ -38,6 +40,8 @@ func main() {
 		err = serve(args)
 	case "token":
 		err = token(args)
+	case "migrate":
+		err = migrate(args)
 	case "account":
 		err = account(args)
 	case "backup":

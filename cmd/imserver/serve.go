@@ -63,6 +63,10 @@ func serve(args []string) error {
 	fs.DurationVar(&cfg.MaxTokenTTL, "max-token-ttl", 30*24*time.Hour, "tokens expiring further ahead are refused (token auth)")
 	proxies := fs.String("trusted-proxies", "", `comma-separated addresses or networks of reverse proxies (e.g. "10.0.0.0/8"): limits per address count the client each forwards for (X-Forwarded-For)`)
 	origins := fs.String("allowed-origins", "", `comma-separated web origins (e.g. "https://app.example.com", or "*") allowed to open a WebSocket besides the server's own host`)
+	storage := addStoreFlags(fs)
+	redisURL := fs.String("redis", "", "Redis URL of the scaled-out deployment (redis://[user:pass@]host:port/db, rediss:// for TLS); -store dynamodb needs it")
+	nodeID := fs.String("node-id", "", "this node's name in presence, unique per process (empty: host name, process id and a random suffix); a node restarted with the same id takes over its presence")
+	fs.StringVar(&cfg.TokenSecretFile, "token-secret-file", "", "file holding the token signing secret every node shares (hex; -auth token); empty: kept in the data directory")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	fs.Usage = flagUsage(fs, "imserver [serve] [flags]")
@@ -93,6 +97,17 @@ func serve(args []string) error {
 		return err
 	}
 	cfg.DataDir, cfg.Auth, cfg.AllowRemoteDev, cfg.Logger = *dataDir, *authMode, *allowRemote, logger
+	if err := storage.check(); err != nil {
+		return err
+	}
+	if storage.scaledOut() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cfg.Backend, cfg.Cluster, err = server.OpenScaledOut(ctx, storage.scaleOut(*redisURL, *nodeID), logger)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/imcore/im/internal/testengines"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/gateway"
@@ -42,7 +43,8 @@ type Env struct {
 }
 
 // StoreEnv names the environment variable that chooses the storage of the
-// servers Start runs: "memory" for the in-memory backend (memstore), empty
+// servers Start runs: "memory" for the in-memory backend (memstore),
+// "dynamodb" for a node of the scaled-out deployment (DynamoDB + Redis), empty
 // or "sqlite" for the embedded default. scripts/test.sh runs the suites
 // that use this package once with each.
 const StoreEnv = "IM_TEST_STORE"
@@ -63,17 +65,59 @@ func config(t testing.TB, options ...func(*server.Config)) server.Config {
 		Auth:    server.AuthDev,
 		Gateway: gateway.DefaultConfig(),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Backend: TestBackend(t),
 	}
+	cfg.Backend, cfg.Cluster = TestStorage(t)
+	be, cluster := cfg.Backend, cfg.Cluster
 	for _, o := range options {
 		o(&cfg)
+	}
+	if cluster != nil && cfg.Cluster != cluster {
+		// An option pinned other storage: let go of the shared engines.
+		be.Close()
+		cluster.Close()
 	}
 	return cfg
 }
 
-// TestBackend returns the backend IM_TEST_STORE asks for: a fresh
-// memstore for "memory", nil (the server's SQLite default) otherwise. An
-// unknown value fails the test.
+// TestStorage returns the storage IM_TEST_STORE asks for: a backend, and
+// the cluster a server on it is one node of ("dynamodb": DynamoDB tables
+// of their own, Redis, the engines named by package testengines).
+func TestStorage(t testing.TB) (store.Backend, *server.Cluster) {
+	t.Helper()
+	if os.Getenv(StoreEnv) != "dynamodb" {
+		return TestBackend(t), nil
+	}
+	so := ScaledOut(t)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	be, cluster, err := server.OpenScaledOut(ctx, so, nil)
+	if err != nil {
+		t.Fatalf("open the scaled-out storage: %v", err)
+	}
+	return be, cluster
+}
+
+// ScaledOut returns the shared engines of a scaled-out deployment of the
+// test's own (fresh tables and keys), its tables created.
+func ScaledOut(t testing.TB) server.ScaleOut {
+	t.Helper()
+	so := server.ScaleOut{
+		DynamoDBEndpoint: testengines.DynamoDB(t),
+		Region:           "us-east-1",
+		TablePrefix:      testengines.Prefix(t),
+		RedisURL:         testengines.Redis(t),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if _, err := so.Migrate(ctx); err != nil {
+		t.Fatalf("create the tables: %v", err)
+	}
+	return so
+}
+
+// TestBackend returns the backend IM_TEST_STORE asks for when it is not
+// shared by nodes: a fresh memstore for "memory", nil (the server's
+// SQLite default) for "" or "sqlite". An unknown value fails the test.
 func TestBackend(t testing.TB) store.Backend {
 	switch v := os.Getenv(StoreEnv); v {
 	case "", "sqlite":
@@ -81,7 +125,7 @@ func TestBackend(t testing.TB) store.Backend {
 	case "memory":
 		return memstore.New()
 	default:
-		t.Fatalf("%s=%q: want memory or sqlite", StoreEnv, v)
+		t.Fatalf("%s=%q: want memory, sqlite or dynamodb", StoreEnv, v)
 		return nil
 	}
 }
@@ -89,7 +133,7 @@ func TestBackend(t testing.TB) store.Backend {
 // OnSQLite is an option of Start for tests of the SQLite store itself
 // (its files, its restarts): the server runs on it whatever IM_TEST_STORE
 // says.
-func OnSQLite(cfg *server.Config) { cfg.Backend = nil }
+func OnSQLite(cfg *server.Config) { cfg.Backend, cfg.Cluster = nil, nil }
 
 // StartWith starts a server with exactly cfg.
 func StartWith(t testing.TB, cfg server.Config) *Env {
@@ -169,7 +213,7 @@ func (e *Env) Stop() {
 
 // Restart stops the server (if it runs) and starts another on the same
 // data: the same data directory, and the same in-memory data when the
-// server runs on memstore. Each option may change the configuration
+// server runs on memstore, or the same tables and Redis when scaled out. Each option may change the configuration
 // first.
 func (e *Env) Restart(t testing.TB, options ...func(*server.Config)) *Env {
 	t.Helper()
@@ -177,6 +221,14 @@ func (e *Env) Restart(t testing.TB, options ...func(*server.Config)) *Env {
 	cfg := e.Config
 	if mem, ok := cfg.Backend.(*memstore.Store); ok {
 		cfg.Backend = mem.Reopen()
+	}
+	if cfg.Cluster != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+		defer cancel()
+		var err error
+		if cfg.Backend, cfg.Cluster, err = server.OpenScaledOut(ctx, cfg.Cluster.ScaleOut, nil); err != nil {
+			t.Fatalf("reopen the scaled-out storage: %v", err)
+		}
 	}
 	for _, o := range options {
 		o(&cfg)
