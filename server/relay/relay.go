@@ -276,12 +276,14 @@ func (r *Relay) Close() error {
 	if r.closed.Swap(true) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
-	defer cancel()
-	if err := r.flush(ctx); err != nil {
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancelFlush()
+	if err := r.flush(flushCtx); err != nil {
 		r.log.Warn("relay: pushes still queued at close are dropped", "err", err)
 	}
 	r.stopLoops()
+	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancel()
 	if err := r.clearNode(ctx, usersOf(r.local.Devices())); err != nil {
 		return fmt.Errorf("relay: withdraw presence of %s: %w", r.node, err)
 	}
