@@ -328,6 +328,21 @@ func TestFullQueueDropsAndCounts(t *testing.T) {
 	}
 }
 
+func TestQueueBytesBoundDropsAndCounts(t *testing.T) {
+	c := newCluster(t)
+	a := c.node("a", func(o *Options) { o.QueueBytes = 10 })
+	a.Register(newDevice("alice"))
+	a.stopLoops() // nothing takes from the queue any more
+	defer a.closed.Store(true)
+
+	a.Push("alice", hub.Push{Frame: make([]byte, 6)}, nil)
+	a.Push("alice", hub.Push{Frame: make([]byte, 6)}, nil) // over the bound
+	a.Push("alice", hub.Push{Frame: make([]byte, 4)}, nil) // fits again
+	if s := a.Stats(); s.Dropped != 1 || len(a.queue) != 2 {
+		t.Fatalf("stats %+v with %d queued, want one push dropped and two queued", s, len(a.queue))
+	}
+}
+
 func TestDefaultNodeIDsDiffer(t *testing.T) {
 	if a, b := DefaultNodeID(), DefaultNodeID(); a == b || a == "" {
 		t.Fatalf("DefaultNodeID gave %q and %q", a, b)
