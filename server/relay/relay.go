@@ -56,7 +56,8 @@ const redisTimeout = 5 * time.Second
 type Options struct {
 	// Redis is shared by every node. Required.
 	Redis redis.UniversalClient
-	// NodeID names this process among the nodes; DefaultNodeID() when
+	// NodeID names this process among the live nodes (two live processes
+	// must never share one); DefaultNodeID() when
 	// empty. A process started with the NodeID of one that is gone takes
 	// over (and first clears) what that one recorded.
 	NodeID string
