@@ -83,7 +83,10 @@ func (r *Relay) clearNode(ctx context.Context, also []string) error {
 
 // refreshLoop re-records the presence of every user with a device on this
 // node every TTL/3: it keeps the entries from expiring and restores them
-// after Redis lost them (a restart without persistence, FLUSHALL).
+// after Redis lost them (a restart without persistence, FLUSHALL). A user
+// whose last device leaves while a pass runs may be recorded again by it;
+// that entry expires within the TTL, and a push it draws meanwhile finds
+// no device here.
 func (r *Relay) refreshLoop() {
 	defer r.wg.Done()
 	tick := time.NewTicker(r.ttl / 3)

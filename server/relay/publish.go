@@ -41,6 +41,9 @@ func (r *Relay) publishLoop() {
 				break more
 			}
 		}
+		for _, o := range batch {
+			r.queuedBytes.Add(-int64(len(o.push.Frame)))
+		}
 		r.route(batch)
 		clear(batch)
 		batch = batch[:0]

@@ -45,6 +45,7 @@ const (
 	DefaultPrefix      = "im:"
 	DefaultPresenceTTL = 30 * time.Second
 	DefaultQueueLen    = 8192
+	DefaultQueueBytes  = 16 << 20
 )
 
 // redisTimeout bounds one Redis exchange the relay makes (a presence
@@ -55,7 +56,8 @@ const redisTimeout = 5 * time.Second
 type Options struct {
 	// Redis is shared by every node. Required.
 	Redis redis.UniversalClient
-	// NodeID names this process among the nodes; DefaultNodeID() when
+	// NodeID names this process among the live nodes (two live processes
+	// must never share one); DefaultNodeID() when
 	// empty. A process started with the NodeID of one that is gone takes
 	// over (and first clears) what that one recorded.
 	NodeID string
@@ -73,6 +75,9 @@ type Options struct {
 	// QueueLen bounds the pushes waiting to be published to other nodes;
 	// DefaultQueueLen when zero.
 	QueueLen int
+	// QueueBytes bounds the frame bytes of those pushes;
+	// DefaultQueueBytes when zero.
+	QueueBytes int
 
 	// now is the clock of presence expiry (time.Now when nil), and
 	// afterRefresh is called after each refresh pass: for tests.
@@ -97,11 +102,13 @@ type Relay struct {
 	// changed the local hub.
 	userLocks [64]sync.Mutex
 
-	queue  chan outgoing
-	pubsub *redis.PubSub
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	closed atomic.Bool
+	queue       chan outgoing
+	queuedBytes atomic.Int64 // frame bytes in queue
+	maxBytes    int64
+	pubsub      *redis.PubSub
+	stop        chan struct{}
+	wg          sync.WaitGroup
+	closed      atomic.Bool
 
 	published, received, dropped, routed atomic.Int64
 }
@@ -151,6 +158,10 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 		queueLen = DefaultQueueLen
 	}
 	r.queue = make(chan outgoing, queueLen)
+	r.maxBytes = int64(opts.QueueBytes)
+	if r.maxBytes <= 0 {
+		r.maxBytes = DefaultQueueBytes
+	}
 
 	if err := r.clearNode(ctx, nil); err != nil {
 		return nil, fmt.Errorf("relay: clear the presence of a previous %s: %w", r.node, err)
@@ -236,9 +247,16 @@ func (r *Relay) Push(user string, p hub.Push, skip hub.Device) int {
 	if r.closed.Load() {
 		return n
 	}
+	size := int64(len(p.Frame))
+	if r.queuedBytes.Add(size) > r.maxBytes {
+		r.queuedBytes.Add(-size)
+		r.dropped.Add(1)
+		return n
+	}
 	select {
 	case r.queue <- outgoing{user: user, push: p}:
 	default:
+		r.queuedBytes.Add(-size)
 		r.dropped.Add(1)
 	}
 	return n
@@ -276,12 +294,14 @@ func (r *Relay) Close() error {
 	if r.closed.Swap(true) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
-	defer cancel()
-	if err := r.flush(ctx); err != nil {
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancelFlush()
+	if err := r.flush(flushCtx); err != nil {
 		r.log.Warn("relay: pushes still queued at close are dropped", "err", err)
 	}
 	r.stopLoops()
+	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancel()
 	if err := r.clearNode(ctx, usersOf(r.local.Devices())); err != nil {
 		return fmt.Errorf("relay: withdraw presence of %s: %w", r.node, err)
 	}

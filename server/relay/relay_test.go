@@ -3,7 +3,9 @@ package relay
 import (
 	"bytes"
 	"context"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/imcore/im/internal/testengines"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
+	"github.com/imcore/im/server/metrics"
 )
 
 var _ gateway.Registry = (*Relay)(nil)
@@ -325,6 +328,21 @@ func TestFullQueueDropsAndCounts(t *testing.T) {
 	}
 }
 
+func TestQueueBytesBoundDropsAndCounts(t *testing.T) {
+	c := newCluster(t)
+	a := c.node("a", func(o *Options) { o.QueueBytes = 10 })
+	a.Register(newDevice("alice"))
+	a.stopLoops() // nothing takes from the queue any more
+	defer a.closed.Store(true)
+
+	a.Push("alice", hub.Push{Frame: make([]byte, 6)}, nil)
+	a.Push("alice", hub.Push{Frame: make([]byte, 6)}, nil) // over the bound
+	a.Push("alice", hub.Push{Frame: make([]byte, 4)}, nil) // fits again
+	if s := a.Stats(); s.Dropped != 1 || len(a.queue) != 2 {
+		t.Fatalf("stats %+v with %d queued, want one push dropped and two queued", s, len(a.queue))
+	}
+}
+
 func TestDefaultNodeIDsDiffer(t *testing.T) {
 	if a, b := DefaultNodeID(), DefaultNodeID(); a == b || a == "" {
 		t.Fatalf("DefaultNodeID gave %q and %q", a, b)
@@ -350,5 +368,87 @@ func TestWireRoundTrip(t *testing.T) {
 	}
 	if _, _, err := decode([]byte{2, 0, 0, 0}); err == nil {
 		t.Fatal("decode accepted an unknown version")
+	}
+}
+
+func TestPushesResumeAfterTheSubscriptionDropped(t *testing.T) {
+	c := newCluster(t)
+	name := strings.TrimSuffix(c.prefix, "-") + "b"
+	a := c.node("a")
+	b := c.node("b", func(o *Options) {
+		opts := *c.rdb.Options()
+		opts.ClientName = name
+		rdb := redis.NewClient(&opts)
+		t.Cleanup(func() { rdb.Close() })
+		o.Redis = rdb
+	})
+	b1 := newDevice("alice")
+	b.Register(b1)
+
+	if killed := killClients(t, c.rdb, name, "pubsub"); killed != 1 {
+		t.Fatalf("killed %d subscriptions of b, want 1", killed)
+	}
+	// Pushes published before b has resubscribed are lost (hints); keep
+	// pushing until one arrives.
+	deadline := time.Now().Add(wait)
+	for {
+		a.Push("alice", hub.Push{Frame: []byte("x")}, nil)
+		select {
+		case <-b1.pushes:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no push reached b within %v of its subscription dropping; stats a %+v, b %+v", wait, a.Stats(), b.Stats())
+		}
+	}
+}
+
+// killClients closes the connections of type kind named name, and returns
+// how many it closed.
+func killClients(t *testing.T, rdb *redis.Client, name, kind string) int {
+	t.Helper()
+	ctx := context.Background()
+	list, err := rdb.Do(ctx, "CLIENT", "LIST", "TYPE", kind).Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for line := range strings.Lines(list) {
+		var id string
+		named := false
+		for field := range strings.FieldsSeq(line) {
+			if v, ok := strings.CutPrefix(field, "id="); ok {
+				id = v
+			}
+			if field == "name="+name {
+				named = true
+			}
+		}
+		if named && id != "" {
+			if err := rdb.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	return killed
+}
+
+func TestMetricsCountWhatStatsCounts(t *testing.T) {
+	c := newCluster(t)
+	a, b := c.node("a"), c.node("b")
+	b.Register(newDevice("alice"))
+	a.Push("alice", hub.Push{Frame: []byte("x")}, nil)
+	flush(t, a)
+
+	m := metrics.New()
+	a.RegisterMetrics(m)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, line := range []string{"im_relay_routed_total 1", "im_relay_published_total 1", "im_relay_dropped_total 0"} {
+		if !strings.Contains(rec.Body.String(), "\n"+line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
 	}
 }
