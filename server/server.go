@@ -183,6 +183,9 @@ func (s *Server) build() error {
 			return err
 		}
 		s.devices = devices
+		if m, ok := devices.(interface{ RegisterMetrics(*metrics.Metrics) }); ok {
+			m.RegisterMetrics(s.metrics)
+		}
 	}
 	eng, err := engine.New(context.Background(), s.be, engOpts)
 	if err != nil {

@@ -1,0 +1,139 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/servertest"
+)
+
+// startNodes starts n servers sharing one scaled-out deployment of the
+// test's own: DynamoDB tables and Redis keys no other test uses.
+func startNodes(t *testing.T, n int) []*servertest.Env {
+	t.Helper()
+	so := servertest.ScaledOut(t)
+	nodes := make([]*servertest.Env, n)
+	for i := range nodes {
+		node := so
+		node.NodeID = string(rune('A' + i))
+		ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
+		be, cluster, err := server.OpenScaledOut(ctx, node, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("node %s: %v", node.NodeID, err)
+		}
+		nodes[i] = servertest.Start(t, func(c *server.Config) { c.Backend, c.Cluster = be, cluster })
+	}
+	return nodes
+}
+
+// expectStatus waits for a status of conv on c with at least ticks.
+func expectStatus(c *servertest.Client, conv string, delivered, read int64) {
+	c.T.Helper()
+	c.Expect("status", func(f protocol.Frame) bool {
+		s, ok := f.(*protocol.Status)
+		return ok && s.Conv == conv && s.DeliveredSeq >= delivered && s.ReadSeq >= read
+	})
+}
+
+// expectSync waits for a session_sync on c.
+func expectSync(c *servertest.Client) {
+	c.T.Helper()
+	c.Expect("session_sync", func(f protocol.Frame) bool {
+		_, ok := f.(*protocol.SessionSync)
+		return ok
+	})
+}
+
+// TestClusterDirectChatAcrossNodes: alice on node A and bob on node B chat
+// with live ticks, status, session sync and typing; bob's second device,
+// on node A, stays in step with his first.
+func TestClusterDirectChatAcrossNodes(t *testing.T) {
+	nodes := startNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	alice := a.DialReplayed(t, "alice", "phone")
+	bob := b.DialReplayed(t, "bob", "phone")
+	bob2 := a.DialReplayed(t, "bob", "laptop")
+	conv := servertest.Direct("alice", "bob")
+
+	m1 := alice.SendMsg(conv, "hello from node A", bob, bob2)
+	bob.MarkDelivered(conv, m1.Seq)
+	expectStatus(alice, conv, m1.Seq, 0)
+	bob.MarkRead(conv, m1.Seq)
+	expectStatus(alice, conv, m1.Seq, m1.Seq)
+	expectSync(bob2) // bob read on his phone: his laptop learns it
+
+	sessions, page := bob2.SyncAll("")
+	if s := sessions[conv]; s.UnreadCount != 0 || s.ReadSeq != m1.Seq || page.TotalUnread != 0 {
+		t.Fatalf("bob's laptop (node A) after reading on his phone (node B): session %+v, total unread %d", s, page.TotalUnread)
+	}
+
+	bob.Write(&protocol.Typing{Conv: conv})
+	alice.Expect("bob typing", func(f protocol.Frame) bool {
+		ty, ok := f.(*protocol.Typing)
+		return ok && ty.Conv == conv && ty.User == "bob"
+	})
+
+	m2 := bob2.SendMsg(conv, "answer from bob's laptop on node A", alice, bob)
+	if m2.Seq != m1.Seq+1 {
+		t.Fatalf("second message seq %d, want %d", m2.Seq, m1.Seq+1)
+	}
+	alice.MarkRead(conv, m2.Seq)
+	expectStatus(bob, conv, m2.Seq, m2.Seq)
+	expectStatus(bob2, conv, m2.Seq, m2.Seq)
+
+	// Each node reads the same history and the same sessions.
+	for _, c := range []*servertest.Client{alice, bob, bob2} {
+		c.WantHistory(servertest.After(conv, 0), false, m1.Seq, m2.Seq)
+	}
+	aliceSessions, alicePage := alice.SyncAll("")
+	if s := aliceSessions[conv]; s.UnreadCount != 0 || s.Ticks.ReadSeq != m1.Seq || alicePage.TotalUnread != 0 {
+		t.Fatalf("alice's session: %+v (total unread %d), want read, her message read", s, alicePage.TotalUnread)
+	}
+}
+
+// TestClusterGroupAcrossNodes: a group whose members are spread over both
+// nodes gets every message and every tick.
+func TestClusterGroupAcrossNodes(t *testing.T) {
+	nodes := startNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	alice := a.DialReplayed(t, "alice", "d")
+	bob := b.DialReplayed(t, "bob", "d")
+	carol := a.DialReplayed(t, "carol", "d")
+	dave := b.DialReplayed(t, "dave", "d")
+	everyone := []*servertest.Client{alice, bob, carol, dave}
+
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "spread", Members: []string{"bob", "carol", "dave"}})
+	for _, c := range everyone[1:] {
+		c.ExpectLive(g.Conv, "alice", 1, 1)
+	}
+	var last protocol.Message
+	for i, c := range everyone {
+		others := append(append([]*servertest.Client{}, everyone[:i]...), everyone[i+1:]...)
+		last = c.SendMsg(g.Conv, "hello from "+c.User, others...)
+	}
+	if last.Seq != 5 {
+		t.Fatalf("last seq %d, want 5 (the system message and 4 messages)", last.Seq)
+	}
+	for _, c := range everyone {
+		c.MarkRead(g.Conv, last.Seq)
+	}
+	// Every sender sees its message read by all, whichever node it is on.
+	for _, c := range everyone {
+		expectStatus(c, g.Conv, last.Seq, last.Seq)
+	}
+	for _, c := range everyone {
+		want := map[string]protocol.MemberReceipt{}
+		for _, u := range []string{"alice", "bob", "carol", "dave"} {
+			want[u] = servertest.Receipt(u, last.Seq, last.Seq)
+		}
+		got := c.Receipts(g.Conv)
+		for u, r := range want {
+			if got[u] != r {
+				t.Fatalf("%s sees %s's receipt %+v, want %+v", c.User, u, got[u], r)
+			}
+		}
+	}
+}
