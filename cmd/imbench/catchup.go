@@ -51,7 +51,7 @@ func newCatchupClient(user string, expect map[string]int64, errs *errorLog) *cat
 
 // run reconnects and waits until the client has stored everything.
 func (cc *catchupClient) run(ctx context.Context, cfg *Config, d *websocket.Dialer, syncList bool) {
-	c, err := dial(ctx, d, cfg.Server, cc.user, "bench", cc.errs)
+	c, err := dial(ctx, d, cfg.serverFor(0), cc.user, "bench", cc.errs)
 	if err != nil {
 		cc.errs.add("dial", err.Error())
 		cc.fail()

@@ -88,7 +88,7 @@ func parseConfig(args []string, out io.Writer) (*Config, error) {
 	cfg := &Config{}
 	fs := flag.NewFlagSet("imbench", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&cfg.Server, "server", "ws://127.0.0.1:7070/ws", "the server's WebSocket URL (dev auth)")
+	fs.StringVar(&cfg.Server, "server", "ws://127.0.0.1:7070/ws", "the server's WebSocket URL (dev auth); several, comma-separated, spread the connections over the nodes of a cluster in turn, in the order they are opened (dm: every sender on the first, its recipient on the second)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measurement length after the warm-up (default: dm, group, sync 10s; idle 3s; echo 5s; catchup: its time limit, 30s)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 0, "load before the measurement, not counted (default: 2s for dm and group, none otherwise)")
 	fs.Int64Var(&cfg.Count, "count", 0, "bound on the run's count (0: none): dm/group messages sent (warm-up included), sync incremental rounds, echo round trips")
@@ -249,4 +249,11 @@ func wrap(s string, width int, indent string) string {
 		line += len(w)
 	}
 	return b.String()
+}
+
+// serverFor returns the server URL of the i-th connection opened: -server
+// may list the nodes of a cluster, which take connections in turn.
+func (c *Config) serverFor(i int) string {
+	servers := strings.Split(c.Server, ",")
+	return strings.TrimSpace(servers[i%len(servers)])
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"slices"
 	"strings"
 	"testing"
 	"time"

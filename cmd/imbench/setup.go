@@ -41,7 +41,7 @@ func dialAll(ctx context.Context, cfg *Config, errs *errorLog, d *websocket.Dial
 			defer wg.Done()
 			defer func() { <-sem }()
 			t := now()
-			c, err := dial(ctx, d, cfg.Server, w.user, w.device, errs)
+			c, err := dial(ctx, d, cfg.serverFor(i), w.user, w.device, errs)
 			if err != nil {
 				mu.Lock()
 				if firstErr == nil {
