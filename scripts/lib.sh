@@ -3,8 +3,9 @@
 #
 #   . "$(dirname "$0")/lib.sh"
 #
-# log, apt_install (Debian packages, as root or with sudo), and the loopback
-# port helpers port_in_use, free_port and wait_tcp. Bash only: nothing here
+# log, die, need_go, apt_install (Debian packages, as root or with sudo),
+# and the loopback port helpers port_in_use, free_port, wait_tcp and
+# http_status. Bash only: nothing here
 # needs more than a bare Debian machine has.
 
 # log prints a progress line on stderr.
@@ -14,6 +15,20 @@ log() { printf '== %s\n' "$*" >&2; }
 die() {
 	printf 'error: %s\n' "$*" >&2
 	exit 1
+}
+
+# need_go makes sure go is on the PATH (Go's default install directory
+# counts) and says which.
+need_go() {
+	if ! command -v go >/dev/null 2>&1; then
+		if [ -x /usr/local/go/bin/go ]; then
+			export PATH="/usr/local/go/bin:$PATH"
+		else
+			echo "Go is not installed: install Go 1.26 or newer (https://go.dev/doc/install)" >&2
+			exit 1
+		fi
+	fi
+	log "$(go version)"
 }
 
 # apt_install installs Debian packages that are missing (as root, or with sudo).
@@ -64,4 +79,15 @@ wait_tcp() {
 		[ "$SECONDS" -lt "$deadline" ] || return 1
 		sleep 0.1
 	done
+}
+
+# http_status prints the status code of a GET http://127.0.0.1:PORT/PATH,
+# or fails when nothing answers there in HTTP. Bash only, no curl.
+http_status() {
+	(
+		exec 3<>"/dev/tcp/127.0.0.1/$1"
+		printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "${2:-/}" >&3
+		IFS=' ' read -r -t 5 version code _ <&3
+		[[ $version == HTTP/* ]] && echo "$code"
+	) 2>/dev/null
 }

@@ -22,18 +22,6 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 
-need_go() {
-	if ! command -v go >/dev/null 2>&1; then
-		if [ -x /usr/local/go/bin/go ]; then
-			export PATH="/usr/local/go/bin:$PATH"
-		else
-			echo "Go is not installed: install Go 1.26 or newer (https://go.dev/doc/install)" >&2
-			exit 1
-		fi
-	fi
-	log "$(go version)"
-}
-
 need_go
 if command -v apt-get >/dev/null 2>&1; then
 	# gcc: the race detector needs cgo.
