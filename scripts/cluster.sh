@@ -100,12 +100,16 @@ log "creating the tables (prefix $table_prefix) and the bucket $bucket"
 "$bin/imserver" migrate "${store_flags[@]}"
 
 # start_node runs node ID on 127.0.0.1:PORT in the background, its data
-# directory (the node's lock and local files) and its log in DIR.
+# directory (the node's lock and local files) and its log in DIR. The node
+# ignores SIGHUP, so that when the terminal goes it shuts down gracefully,
+# on cleanup's SIGTERM, rather than dying on the spot.
 start_node() {
 	local id=$1 port=$2
-	"$bin/imserver" serve -listen "127.0.0.1:$port" "${store_flags[@]}" \
-		-redis "$IM_TEST_REDIS" -node-id "$id" -data "$dir/$id" \
-		</dev/null >"$dir/$id.log" 2>&1 &
+	(
+		trap '' HUP
+		exec "$bin/imserver" serve -listen "127.0.0.1:$port" "${store_flags[@]}" \
+			-redis "$IM_TEST_REDIS" -node-id "$id" -data "$dir/$id"
+	) </dev/null >"$dir/$id.log" 2>&1 &
 	node_pids+=($!)
 }
 
