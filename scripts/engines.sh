@@ -11,7 +11,7 @@
 #   scripts/engines.sh stop DIR    stop what "start DIR" started (a second
 #                                  stop does nothing)
 #
-# DIR/env exports what the tests and imserver read (source it: `. DIR/env`):
+# DIR/env exports what the tests read (source it: `. DIR/env`):
 #   IM_TEST_REDIS=redis://127.0.0.1:PORT/0
 #   IM_TEST_DYNAMODB=http://127.0.0.1:PORT
 #   IM_TEST_S3=http://127.0.0.1:PORT
