@@ -5,64 +5,119 @@
 # second device side by side, the server's log below.
 #
 #   scripts/demo.sh              build, seed and attach
+#   scripts/demo.sh -cluster     the same on two nodes sharing Redis,
+#                                DynamoDB and S3 (scripts/cluster.sh, run in
+#                                the bottom pane): alice and bob's second
+#                                device on node A, bob on node B
 #
-# Environment: IM_DEMO_PORT (default 7070), IM_DEMO_DIR (default a new
-# temporary directory), IM_DEMO_SESSION (tmux session name, default
-# im-demo), IM_DEMO_DETACH=1 to leave the tmux session running detached.
-# Quit with ctrl+c in each imtui, or `tmux kill-session -t im-demo`.
+# Environment: IM_DEMO_PORT (default 7070; with -cluster node A's, node B
+# on the next port), IM_DEMO_DIR (default a new temporary directory),
+# IM_DEMO_SESSION (tmux session name, default im-demo), IM_DEMO_DETACH=1 to
+# leave the tmux session running detached.
+# Quit with ctrl+c in each imtui, or `tmux kill-session -t im-demo` (with
+# -cluster that stops the nodes and the engines too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+
+cluster=
+case "${1:-}" in
+"") ;;
+-cluster | --cluster) cluster=1 ;;
+*)
+	echo "usage: scripts/demo.sh [-cluster]" >&2
+	exit 2
+	;;
+esac
 
 port=${IM_DEMO_PORT:-7070}
+port_b=$((port + 1))
 dir=${IM_DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/im-demo.XXXXXX")}
+dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
 session=${IM_DEMO_SESSION:-im-demo}
 url="ws://127.0.0.1:$port/ws"
-
-log() { printf '== %s\n' "$*" >&2; }
+url_b="ws://127.0.0.1:$port_b/ws"
 
 if ! command -v tmux >/dev/null 2>&1; then
-	if command -v apt-get >/dev/null 2>&1; then
-		log "installing tmux"
-		sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-		$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq tmux >/dev/null
-	else
-		echo "the demo needs tmux: install it with your package manager" >&2
-		exit 1
-	fi
+	command -v apt-get >/dev/null 2>&1 || die "the demo needs tmux: install it with your package manager"
+	apt_install tmux
 fi
 if tmux has-session -t "$session" 2>/dev/null; then
-	echo "a tmux session named $session is running: attach with 'tmux attach -t $session' or end it with 'tmux kill-session -t $session'" >&2
-	exit 1
+	die "a tmux session named $session is running: attach with 'tmux attach -t $session' or end it with 'tmux kill-session -t $session'"
 fi
 
 log "building into $dir/bin"
 mkdir -p "$dir/bin"
 go build -o "$dir/bin/" ./cmd/imserver ./cmd/imtui ./cmd/imdemo
 
-log "filing accounts: news under the folder promotions, shop-orders and shop-support in the sub-business shop"
-"$dir/bin/imserver" account set -data "$dir/server" -category promotions news
-"$dir/bin/imserver" account set -data "$dir/server" -sub-biz shop shop-orders
-"$dir/bin/imserver" account set -data "$dir/server" -sub-biz shop shop-support
+# file_accounts files news under the folder promotions, and shop-orders and
+# shop-support in the sub-business shop; imserver's other flags (the store
+# of a cluster) come from the environment.
+file_accounts() {
+	log "filing accounts: news under the folder promotions, shop-orders and shop-support in the sub-business shop"
+	"$dir/bin/imserver" account set -data "$1" -category promotions news
+	"$dir/bin/imserver" account set -data "$1" -sub-biz shop shop-orders
+	"$dir/bin/imserver" account set -data "$1" -sub-biz shop shop-support
+}
 
-log "starting imserver on 127.0.0.1:$port"
-tmux new-session -d -s "$session" -x 240 -y 60 -n demo \
-	"'$dir/bin/imserver' serve -listen 127.0.0.1:$port -data '$dir/server' 2>&1 | tee '$dir/server.log'"
-for _ in $(seq 100); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-	sleep 0.1
-done
+# demo_failed shows the last lines of LOG, ends the tmux session and exits.
+demo_failed() {
+	log "the last lines of $1:"
+	tail -n 20 "$1" >&2 || true
+	tmux kill-session -t "$session" 2>/dev/null || true
+	die "$2"
+}
 
-log "seeding demo chats"
+if [ -z "$cluster" ]; then
+	file_accounts "$dir/server"
+	log "starting imserver on 127.0.0.1:$port"
+	tmux new-session -d -s "$session" -x 240 -y 60 -n demo \
+		"'$dir/bin/imserver' serve -listen 127.0.0.1:$port -data '$dir/server' 2>&1 | tee '$dir/server.log'"
+	wait_tcp "$port" 10 || demo_failed "$dir/server.log" "imserver did not start"
+else
+	# Installed here, before tmux, so that a first install shows its progress.
+	scripts/engines.sh install
+	log "starting the cluster: the engines, node A on 127.0.0.1:$port, node B on 127.0.0.1:$port_b"
+	# The bottom pane runs the cluster: killing the session (its SIGHUP)
+	# stops the nodes and the engines.
+	tmux new-session -d -s "$session" -x 240 -y 60 -n demo -c "$PWD" \
+		"IM_CLUSTER_DIR='$dir' IM_CLUSTER_BIN='$dir/bin' IM_CLUSTER_PORT_A=$port IM_CLUSTER_PORT_B=$port_b scripts/cluster.sh 2>&1 | tee '$dir/cluster.log'"
+	deadline=$((SECONDS + 120))
+	until [ "$(http_status "$port" /healthz)" = 200 ] && [ "$(http_status "$port_b" /healthz)" = 200 ]; do
+		if ! tmux has-session -t "$session" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+			demo_failed "$dir/cluster.log" "the cluster did not start"
+		fi
+		sleep 0.2
+	done
+	# account set reaches the cluster's store through the IM_ variables
+	# of cluster.env, once it takes the store flags.
+	if "$dir/bin/imserver" account set -help 2>&1 | grep -q -- '-store '; then
+		# shellcheck source=/dev/null
+		(. "$dir/cluster.env" && file_accounts "$dir/admin")
+	else
+		log "this imserver's account set takes no store flags: news, shop-orders and shop-support stay unfiled"
+	fi
+fi
+
+log "seeding demo chats through $url"
 "$dir/bin/imdemo" -server "$url"
 
-tui() { echo "'$dir/bin/imtui' -server $url -data '$dir/clients' -user $1 -profile $2"; }
-# Three clients side by side above the server's log.
-alice=$(tmux split-window -v -b -l 80% -t "$session:demo" -P -F '#{pane_id}' "$(tui alice laptop)")
-bob=$(tmux split-window -h -l 66% -t "$alice" -P -F '#{pane_id}' "$(tui bob phone)")
-tmux split-window -h -l 50% -t "$bob" "$(tui bob tablet)"
+tui() { echo "'$dir/bin/imtui' -server $1 -data '$dir/clients' -user $2 -profile $3"; }
+# Three clients side by side above the server's log (with -cluster, the
+# nodes' logs): bob's phone on node B, the others on node A.
+bob_url=$url
+[ -n "$cluster" ] && bob_url=$url_b
+alice=$(tmux split-window -v -b -l 80% -t "$session:demo" -P -F '#{pane_id}' "$(tui "$url" alice laptop)")
+bob=$(tmux split-window -h -l 66% -t "$alice" -P -F '#{pane_id}' "$(tui "$bob_url" bob phone)")
+tmux split-window -h -l 50% -t "$bob" "$(tui "$url" bob tablet)"
 tmux select-pane -t "$alice"
 
-log "demo ready: alice (left), bob (middle), bob's second device (right), server log below"
+if [ -n "$cluster" ]; then
+	log "demo ready: alice (left, node A), bob (middle, node B), bob's second device (right, node A), the nodes' logs below"
+else
+	log "demo ready: alice (left), bob (middle), bob's second device (right), server log below"
+fi
 log "data in $dir; switch panes with ctrl+b then an arrow key"
 if [ "${IM_DEMO_DETACH:-}" = 1 ]; then
 	log "detached: tmux attach -t $session"

@@ -1,46 +1,26 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: checks the toolchain,
-# installs what the tests need, then gofmt, go vet and go test -race.
+# installs what the tests need, starts the engines of the scaled-out
+# deployment, then gofmt, go vet and go test -race.
 #
 #   scripts/test.sh            the whole suite
 #   scripts/test.sh ./server/  only some packages (passed to go test)
 #
+# The engines (Redis, dynalite for DynamoDB, s3rver for S3: see
+# scripts/engines.sh) are installed when missing and started on free
+# loopback ports for the run, and stopped however it ends. Tests that need
+# one fail rather than skip (IM_TEST_ENGINES_REQUIRED=1).
+#
 # The whole suite runs the server's end-to-end tests, FuzzConnection's
-# corpus and the client's tests a second time on the in-memory backend
-# (IM_TEST_STORE=memory), so the storage contract is proven by two
-# backends.
+# corpus and the client's tests twice more: on the in-memory backend
+# (IM_TEST_STORE=memory) and on DynamoDB and Redis (IM_TEST_STORE=dynamodb),
+# so the storage contract is proven by every backend.
 #
 # Environment: TEST_TIMEOUT (default 25m) bounds go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-log() { printf '== %s\n' "$*" >&2; }
-
-need_go() {
-	if ! command -v go >/dev/null 2>&1; then
-		if [ -x /usr/local/go/bin/go ]; then
-			export PATH="/usr/local/go/bin:$PATH"
-		else
-			echo "Go is not installed: install Go 1.26 or newer (https://go.dev/doc/install)" >&2
-			exit 1
-		fi
-	fi
-	log "$(go version)"
-}
-
-# apt_install installs Debian packages that are missing (as root, or with sudo).
-apt_install() {
-	local missing=()
-	for pkg in "$@"; do
-		dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	local sudo=""
-	[ "$(id -u)" -ne 0 ] && sudo="sudo"
-	log "installing ${missing[*]}"
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 need_go
 if command -v apt-get >/dev/null 2>&1; then
@@ -50,10 +30,14 @@ if command -v apt-get >/dev/null 2>&1; then
 	command -v tmux >/dev/null 2>&1 || apt_install tmux
 fi
 
+# Redis, dynalite and s3rver, when missing.
+scripts/engines.sh install
+
 log "downloading modules"
 go mod download
 
 log "gofmt"
+# shellcheck disable=SC2046 # Go file names have no spaces
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change:" >&2
@@ -64,6 +48,22 @@ fi
 log "go vet"
 go vet ./...
 
+# The engines, for this run only: stopped on every way out (success,
+# failure, ctrl-c), their directory removed.
+engines=$(mktemp -d "${TMPDIR:-/tmp}/im-test-engines.XXXXXX")
+stop_engines() {
+	scripts/engines.sh stop "$engines" || true
+	rm -rf "$engines"
+}
+trap stop_engines EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+scripts/engines.sh start "$engines"
+# shellcheck source=/dev/null
+. "$engines/env"
+export IM_TEST_ENGINES_REQUIRED=1
+
 packages=("$@")
 [ ${#packages[@]} -eq 0 ] && packages=(./...)
 log "go test -race ${packages[*]}"
@@ -72,4 +72,6 @@ go test -race -count=1 -timeout "${TEST_TIMEOUT:-25m}" "${packages[@]}"
 if [ $# -eq 0 ]; then
 	log "go test -race ./server/ ./client/ on the in-memory backend"
 	IM_TEST_STORE=memory go test -race -count=1 -timeout "${TEST_TIMEOUT:-25m}" ./server/ ./client/
+	log "go test -race ./server/ ./client/ on DynamoDB and Redis"
+	IM_TEST_STORE=dynamodb go test -race -count=1 -timeout "${TEST_TIMEOUT:-25m}" ./server/ ./client/
 fi
