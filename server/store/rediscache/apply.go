@@ -22,28 +22,32 @@ import (
 // is made, Redis must follow it.
 func (c *Cache) Apply(ctx context.Context, d store.Derived) error {
 	err := c.inner.Apply(ctx, d)
-	byUser := groupByUser(d)
-	if len(byUser) == 0 {
-		return err
-	}
 	rctx := context.WithoutCancel(ctx)
 	if err != nil {
-		c.drop(rctx, slices.Collect(maps.Keys(byUser)))
+		c.drop(rctx, slices.Collect(maps.Keys(groupByUser(d))))
 		return err
 	}
+	c.merge(rctx, d)
+	return nil
+}
+
+// merge merges d's sessions, totals and clocks into Redis, dropping the
+// entries of each user whose merge fails.
+func (c *Cache) merge(ctx context.Context, d store.Derived) {
+	byUser := groupByUser(d)
 	users := make([]string, 0, len(byUser))
 	calls := make([]scriptCall, 0, len(byUser))
 	for u, rows := range byUser {
-		call, encErr := c.mergeCall(u, rows)
-		if encErr != nil {
-			c.drop(rctx, []string{u})
+		call, err := c.mergeCall(u, rows)
+		if err != nil {
+			c.drop(ctx, []string{u})
 			continue
 		}
 		users = append(users, u)
 		calls = append(calls, call)
 	}
 	var failed []string
-	for i, cmd := range c.runPipelined(rctx, calls) {
+	for i, cmd := range c.runPipelined(ctx, calls) {
 		if err := cmd.Err(); err != nil {
 			c.stats.writeFailures.Add(1)
 			c.failed("merge", err)
@@ -51,11 +55,10 @@ func (c *Cache) Apply(ctx context.Context, d store.Derived) error {
 		}
 	}
 	if len(failed) > 0 {
-		c.drop(rctx, failed)
+		c.drop(ctx, failed)
 	} else if len(calls) > 0 {
 		c.reached()
 	}
-	return nil
 }
 
 // userRows are one user's rows of a Derived that the cache holds.

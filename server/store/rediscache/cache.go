@@ -149,6 +149,9 @@ type scriptCall struct {
 // (EVAL), which loads it. Each result carries its own error.
 func (c *Cache) runPipelined(ctx context.Context, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
+	if len(calls) == 0 {
+		return cmds
+	}
 	pipe := c.rdb.Pipeline()
 	for i, call := range calls {
 		cmds[i] = call.script.EvalSha(ctx, pipe, call.keys, call.args...)

@@ -48,12 +48,19 @@ end
 -- mergeSession merges session value v of conv into the user's sessions
 -- hash and index: a newer active_ts wins; at the same active_ts only the
 -- ticks are max-merged (read never above delivered); "-" (read absent)
--- is written only where nothing is. It returns v's active_ts ("-": nil).
-local function mergeSession(sess, idx, conv, v)
+-- is written only where nothing is. Where nothing is, v is written only
+-- when create is set (a fill under a lease): a merge of a write cannot
+-- tell whether a newer one came before it and was lost with the entry.
+-- It returns v's active_ts ("-": nil), and whether nothing was there.
+local function mergeSession(sess, idx, conv, v, create)
   local old = redis.call('HGET', sess, conv)
+  if not old and not create then
+    if v == '-' then return nil, true end
+    return head(v), true
+  end
   if v == '-' then
     if not old then redis.call('HSET', sess, conv, v) end
-    return nil
+    return nil, not old
   end
   local a, d, r = head(v)
   local put = nil
@@ -74,7 +81,7 @@ local function mergeSession(sess, idx, conv, v)
     redis.call('HSET', sess, conv, put)
     redis.call('ZADD', idx, a, conv)
   end
-  return a
+  return a, not old
 end
 
 -- bump moves the user's generation on: a hydration that took its lease
@@ -106,7 +113,10 @@ end
 //	KEYS  record, sessions, index, gen
 //	ARGV  ttl_ms, fresh, n, n × (conv, session value), m, m × (list, at, total)
 //
-// The clock is max-merged with the sessions' active_ts. A total is written
+// A session is merged only where one is cached (a value or "-"); one that
+// is not moves the generation on, so that no hydration that read before
+// the write fills what it read. The clock is max-merged with the
+// sessions' active_ts. A total is written
 // when newer than the cached one; over a hydrated total (at "?") only when
 // newer than the clock the hydration read, else the record is dropped (the
 // row may be older than what was read: only the table can tell). Totals
@@ -117,9 +127,11 @@ local ttl, fresh = ARGV[1], ARGV[2]
 local i = 3
 local n = tonumber(ARGV[i]); i = i + 1
 local clock = nil
+local breakLeases = false
 for _ = 1, n do
-  local a = mergeSession(KEYS[2], KEYS[3], ARGV[i], ARGV[i + 1]); i = i + 2
+  local a, missing = mergeSession(KEYS[2], KEYS[3], ARGV[i], ARGV[i + 1], false); i = i + 2
   if a and (not clock or cmp(a, clock) > 0) then clock = a end
+  if missing then breakLeases = true end
 end
 if clock then
   local c = redis.call('HGET', KEYS[1], 'c')
@@ -143,9 +155,10 @@ if m > 0 then
     end
     if put then redis.call('HSET', KEYS[1], f, at .. '|' .. total) end
   end
-  bump(KEYS[4], fresh, ttl)
+  breakLeases = true
   if stale then redis.call('DEL', KEYS[1]) end
 end
+if breakLeases then bump(KEYS[4], fresh, ttl) end
 for k = 1, 3 do redis.call('PEXPIRE', KEYS[k], ttl) end
 return 1
 `)
@@ -204,7 +217,7 @@ return {0, lease(KEYS[2], ARGV[2], ARGV[3])}
 //	ARGV  ttl_ms, lease, conv, value
 var fillSessionScript = redis.NewScript(luaLib + `
 if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 0 end
-mergeSession(KEYS[1], KEYS[2], ARGV[3], ARGV[4])
+mergeSession(KEYS[1], KEYS[2], ARGV[3], ARGV[4], true)
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return 1
