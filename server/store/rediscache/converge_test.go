@@ -43,17 +43,17 @@ func convergeRows() []store.Derived {
 	return []store.Derived{
 		{Sessions: []session.State{sess(alice, dAB, big+1, 1, tick(0, 0))},
 			Totals: []store.TotalRow{{User: alice, List: "", Total: 1, At: big + 1}}},
-		{Sessions: []session.State{sess(alice, gTeam, big+2, 1, tick(0, 0)), sess(bob, dAB, 5, 1, tick(0, 0))},
-			Totals: []store.TotalRow{{User: alice, List: "", Total: 2, At: big + 2}, {User: bob, List: "", Total: 1, At: 5}}},
-		{Sessions: []session.State{sess(alice, dAB, big+1, 1, tick(1, 1)), sess(bob, dAB, 5, 1, tick(1, 0))}},
+		{Sessions: []session.State{sess(alice, gTeam, big+2, 1, tick(0, 0)), sess(bob, dAB, 10, 1, tick(0, 0))},
+			Totals: []store.TotalRow{{User: alice, List: "", Total: 2, At: big + 2}, {User: bob, List: "", Total: 1, At: 10}}},
+		{Sessions: []session.State{sess(alice, dAB, big+1, 1, tick(1, 1)), sess(bob, dAB, 10, 1, tick(1, 0))}},
 		{Sessions: []session.State{sess(alice, dAB, big+3, 2, tick(0, 0))},
 			Totals: []store.TotalRow{{User: alice, List: "shop", Total: 4, At: big + 3}, {User: alice, List: "", Total: 0, At: big + 3}}},
 		{Sessions: []session.State{sess(alice, dAB, big+3, 2, tick(0, 2))}},
 		{Sessions: []session.State{sess(alice, dAB, big+3, 2, tick(1, 1))}},
-		{Sessions: []session.State{sess(bob, gTeam, 7, 3, tick(0, 0))},
-			Totals: []store.TotalRow{{User: bob, List: "", Total: 3, At: 7}}},
-		{Sessions: []session.State{sess(bob, dAB, 4, 1, tick(0, 0))},
-			Totals: []store.TotalRow{{User: bob, List: "", Total: 9, At: 4}}},
+		{Sessions: []session.State{sess(bob, gTeam, 12, 3, tick(0, 0))},
+			Totals: []store.TotalRow{{User: bob, List: "", Total: 3, At: 12}}},
+		{Sessions: []session.State{sess(bob, dAB, 9, 1, tick(0, 0))},
+			Totals: []store.TotalRow{{User: bob, List: "", Total: 9, At: 9}}},
 	}
 }
 
