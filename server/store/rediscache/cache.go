@@ -2,15 +2,22 @@
 // deployment: a store.Backend in front of the durable one that serves a
 // user's clock and unread totals (User) and sessions (Sessions) from Redis,
 // hydrating a miss from the durable store, and merges every durable Apply's
-// sessions, totals and clock into Redis after it. Redis also keeps each
-// user's sessions ordered by active_ts (a sorted set).
+// sessions, totals and clock into Redis after it. Each user's cached
+// sessions are also kept in a sorted set by active_ts (the session index;
+// nothing reads it yet).
 //
 // Every change to Redis is a Lua script over one user's keys that merges
 // by the rules of store.Derived, so writers and hydrations on any number
 // of nodes converge in any order; a hydration fills only under a lease
 // (the user's generation) that a write whose effect it may have missed
-// breaks. The durable store stays the truth: a read Redis fails is served
-// from it, and Redis losing everything only costs hydrations.
+// breaks (see scripts.go). The durable store stays the truth: a read Redis
+// fails is served from it, and Redis losing everything (FLUSHALL) only
+// costs hydrations.
+//
+// When a merge after a durable Apply fails, the user's entries are
+// dropped so the next read hydrates; when the drop fails too (Redis
+// unreachable from this node only), the entries may be behind the durable
+// store until they expire (WithTTL), counted in Stats.DropFailures.
 //
 // Everything else, SessionPage included, passes through to the durable
 // store.

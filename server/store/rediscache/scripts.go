@@ -116,12 +116,11 @@ end
 // A session is merged only where one is cached (a value or "-"); one that
 // is not moves the generation on, so that no hydration that read before
 // the write fills what it read. The clock is max-merged with the
-// sessions' active_ts. A total is written
-// when newer than the cached one; over a hydrated total (at "?") only when
-// newer than the clock the hydration read, else the record is dropped (the
-// row may be older than what was read: only the table can tell). Totals
-// move the generation on, so that a hydration read before them does not
-// fill over them.
+// sessions' active_ts. A total is written when newer than the cached one;
+// over a hydrated total (at "?") only when newer than the clock the
+// hydration read, else the record is dropped (the row may be older than
+// what was read: only the table can tell). Totals move the generation on,
+// so that a hydration read before them does not fill over them.
 var applyScript = redis.NewScript(luaLib + `
 local ttl, fresh = ARGV[1], ARGV[2]
 local i = 3
