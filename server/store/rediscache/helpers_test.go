@@ -7,7 +7,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/imcore/im/internal/testengines"
-	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/memstore"
 )
 
@@ -41,5 +40,3 @@ func newTestCache(t testing.TB, opts ...Option) (*Cache, *memstore.Store, *redis
 	t.Cleanup(func() { c.Close() })
 	return c, inner, rdb
 }
-
-var _ store.Backend = (*Cache)(nil)
