@@ -22,7 +22,9 @@ if c < floor then redis.call('SET', KEYS[1], floor) end
 return redis.call('INCR', KEYS[1])`)
 
 // nextSeq returns a fresh seq candidate for conv. A counter that starts
-// again at 1 may have been lost: it is checked against the table.
+// again at 1 may have been lost: when seq 1 is stored already, the counter
+// is re-seeded from the table (a conversation's first appends, racing,
+// find seq 1 free and keep it).
 func (s *Store) nextSeq(ctx context.Context, conv string) (int64, error) {
 	n, err := s.redis.Incr(ctx, s.seqKey(conv)).Result()
 	if err != nil {
@@ -31,11 +33,11 @@ func (s *Store) nextSeq(ctx context.Context, conv string) (int64, error) {
 	if n != 1 {
 		return n, nil
 	}
-	newest, err := s.storedNewest(ctx, conv)
-	if err != nil || newest == 0 {
-		return n, err // a new conversation
+	first, err := s.messageItemAt(ctx, conv, 1)
+	if err != nil || first == nil {
+		return n, err
 	}
-	return s.reseedFrom(ctx, conv, newest)
+	return s.reseed(ctx, conv)
 }
 
 // reseed returns a seq candidate above the newest stored seq of conv (the
