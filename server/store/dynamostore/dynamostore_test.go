@@ -319,3 +319,46 @@ func TestTokenEpochs(t *testing.T) {
 		t.Errorf("RevokedSince(1) = %+v", revs)
 	}
 }
+
+func TestPendingGroupChangeFinishedByReader(t *testing.T) {
+	s, _ := openFresh(t, nil)
+	const conv = "g:team"
+	create := message(conv, "alice", "create")
+	create.Kind = protocol.KindSystem
+	if _, err := s.ChangeGroup(t.Context(), store.GroupRecordChange{Conv: conv, Create: true, Creator: "alice",
+		Title: "team", Add: []string{"alice", "bob"}, Msg: create}); err != nil {
+		t.Fatal(err)
+	}
+	// A crash right after the change was committed on the item: the
+	// system message is not written.
+	ch := store.GroupRecordChange{Conv: conv, Version: 0, Add: []string{"carol"}, Msg: message(conv, "alice", "add-carol")}
+	ch.Msg.Kind, ch.Msg.Seq = protocol.KindSystem, 2
+	seq, err := s.nextSeq(t.Context(), conv)
+	if err != nil || seq != 2 {
+		t.Fatalf("nextSeq = %d, %v", seq, err)
+	}
+	p := fmt.Sprintf(`{"seq":2,"msg":{"conv":%q,"seq":2,"msg_id":"add-carol","from":"alice","body":%q,"client_ts":7,"server_ts":1000,"kind":"system"},"change":{"add":["carol"]}}`, conv, ch.Msg.Body)
+	if ok, err := s.commitChange(t.Context(), ch, true, 2, p); err != nil || !ok {
+		t.Fatalf("commit: %v %v", ok, err)
+	}
+	if got, err := s.Unrepaired(t.Context()); err != nil || !slices.Equal(got, []string{conv}) {
+		t.Errorf("Unrepaired = %v, %v", got, err)
+	}
+	rec, err := s.Conversation(t.Context(), conv)
+	if err != nil || rec.Version != 1 || rec.MaxSeq != 2 || len(rec.Members) != 3 || rec.Members[2].JoinedSeq != 2 {
+		t.Fatalf("Conversation = %+v, %v", rec, err)
+	}
+	if m, err := s.Message(t.Context(), conv, 2); err != nil || m.MsgID != "add-carol" {
+		t.Errorf("system message = %+v, %v", m, err)
+	}
+	if c, err := s.GroupChangeAt(t.Context(), conv, 2); err != nil || !slices.Equal(c.Add, []string{"carol"}) {
+		t.Errorf("GroupChangeAt(2) = %+v, %v", c, err)
+	}
+	raw, err := s.getItem(t.Context(), tConvs, convKey(conv))
+	if err != nil || raw.has(aPendingCh) {
+		t.Errorf("pending change still recorded: %v, %v", raw, err)
+	}
+	if res := mustAppend(t, s, message(conv, "carol", "hello")); res.Msg.Seq != 3 {
+		t.Errorf("next append = %+v, want seq 3", res)
+	}
+}
