@@ -1,0 +1,228 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+)
+
+// maxPlacements bounds how often one append moves to a fresh seq (each
+// move means another writer took the seq, which only a lost Redis
+// counter causes).
+const maxPlacements = 16
+
+// Append implements store.Backend, in the order doc.go explains: reserve
+// (conv, msg_id) at a seq, put the message at that seq, raise the
+// conversation's max seq.
+func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+	if err := s.checkOpen(); err != nil {
+		return store.AppendResult{}, err
+	}
+	parsed, ok := protocol.ParseConv(m.Conv)
+	if !ok || (parsed.Kind != protocol.ConvDirect && parsed.Kind != protocol.ConvGroup) {
+		return store.AppendResult{}, store.ErrNotFound
+	}
+	if parsed.Kind == protocol.ConvGroup {
+		if err := s.checkGroup(ctx, m.Conv); err != nil {
+			return store.AppendResult{}, err
+		}
+	}
+	// A repeat is found before a seq is taken for it: a duplicate
+	// consumes no seq (unless two attempts race past this read).
+	existing, err := s.getItem(ctx, tMessageIDs, msgIDKey(m.Conv, m.MsgID))
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if existing != nil {
+		return s.resume(ctx, m, parsed.Kind)
+	}
+	seq, err := s.nextSeq(ctx, m.Conv)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	reserved, err := s.reserveID(ctx, m, seq)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if !reserved {
+		return s.resume(ctx, m, parsed.Kind)
+	}
+	return s.place(ctx, m, seq, parsed.Kind)
+}
+
+// checkGroup returns ErrNotFound unless group conv exists.
+func (s *Store) checkGroup(ctx context.Context, conv string) error {
+	if _, ok := s.groups.Load(conv); ok {
+		return nil
+	}
+	c, err := s.getItem(ctx, tConvs, convKey(conv))
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return store.ErrNotFound
+	}
+	s.groups.Store(conv, true)
+	return nil
+}
+
+// reserveID puts m's idempotency key at seq; false when the key is
+// already reserved (by an earlier attempt, or another sender).
+func (s *Store) reserveID(ctx context.Context, m protocol.Message, seq int64) (bool, error) {
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                s.table(tMessageIDs),
+		Item:                     item{aConv: strV(m.Conv), aMsgID: strV(m.MsgID), aSeq: numV(seq), aSender: strV(m.From)},
+		ConditionExpression:      aws.String("attribute_not_exists(#c)"),
+		ExpressionAttributeNames: map[string]string{"#c": aConv},
+	})
+	switch {
+	case conditionFailed(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reserve %s/%s: %w", m.Conv, m.MsgID, err)
+	}
+	return true, nil
+}
+
+// moveReservation moves m's reservation from seq old to seq new; false
+// when it is no longer at old (another attempt of the same message moved
+// it).
+func (s *Store) moveReservation(ctx context.Context, m protocol.Message, old, new int64) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table(tMessageIDs),
+		Key:                       msgIDKey(m.Conv, m.MsgID),
+		UpdateExpression:          aws.String("SET #s = :new"),
+		ConditionExpression:       aws.String("#s = :old"),
+		ExpressionAttributeNames:  map[string]string{"#s": aSeq},
+		ExpressionAttributeValues: item{":new": numV(new), ":old": numV(old)},
+	})
+	switch {
+	case conditionFailed(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("move reservation %s/%s to %d: %w", m.Conv, m.MsgID, new, err)
+	}
+	return true, nil
+}
+
+// place writes m at seq, reserved for it, moving to a fresh seq when
+// another message took that one, then raises the conversation's max seq.
+func (s *Store) place(ctx context.Context, m protocol.Message, seq int64, kind protocol.ConvKind) (store.AppendResult, error) {
+	for range maxPlacements {
+		m.Seq = seq
+		it, err := messageItem(m, nil)
+		if err != nil {
+			return store.AppendResult{}, err
+		}
+		err = s.putMessage(ctx, it)
+		if err == nil {
+			if _, err := s.raiseMax(ctx, m.Conv, seq, kind); err != nil {
+				return store.AppendResult{}, err
+			}
+			return store.AppendResult{Msg: m}, nil
+		}
+		if !conditionFailed(err) {
+			return store.AppendResult{}, fmt.Errorf("append %s/%s at %d: %w", m.Conv, m.MsgID, seq, err)
+		}
+		// The seq is taken: by another attempt of this very message, or
+		// by another message after Redis lost the counter.
+		stored, err := s.messageItemAt(ctx, m.Conv, seq)
+		if err != nil {
+			return store.AppendResult{}, err
+		}
+		if stored != nil && stored.str(aMsgID) == m.MsgID {
+			return s.finishStored(ctx, stored, kind)
+		}
+		next, err := s.reseed(ctx, m.Conv)
+		if err != nil {
+			return store.AppendResult{}, err
+		}
+		moved, err := s.moveReservation(ctx, m, seq, next)
+		if err != nil {
+			return store.AppendResult{}, err
+		}
+		if !moved {
+			return s.resume(ctx, m, kind)
+		}
+		seq = next
+	}
+	return store.AppendResult{}, fmt.Errorf("append %s/%s: no free seq after %d attempts", m.Conv, m.MsgID, maxPlacements)
+}
+
+// resume handles an append whose (conv, msg_id) is already reserved: a
+// duplicate, another sender's key, or an earlier attempt cut short
+// (reserved, perhaps written, not finished), which it finishes.
+func (s *Store) resume(ctx context.Context, m protocol.Message, kind protocol.ConvKind) (store.AppendResult, error) {
+	res, err := s.getItem(ctx, tMessageIDs, msgIDKey(m.Conv, m.MsgID))
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if res == nil {
+		return store.AppendResult{}, fmt.Errorf("append %s/%s: reservation vanished", m.Conv, m.MsgID)
+	}
+	if res.str(aSender) != m.From {
+		return store.AppendResult{}, store.ErrMsgIDTaken
+	}
+	seq := res.num(aSeq)
+	stored, err := s.messageItemAt(ctx, m.Conv, seq)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if stored != nil && stored.str(aMsgID) == m.MsgID {
+		return s.finishStored(ctx, stored, kind)
+	}
+	// Reserved, never written: write it now, at its seq if still free.
+	return s.place(ctx, m, seq, kind)
+}
+
+// finishStored returns a message found stored: a duplicate, unless its
+// conversation's max seq had not been raised to it yet (the attempt that
+// wrote it stopped short), in which case this call finishes that append
+// and returns it as new, so that what it implies is derived.
+func (s *Store) finishStored(ctx context.Context, stored item, kind protocol.ConvKind) (store.AppendResult, error) {
+	msgs, err := s.messagesOf(ctx, []item{stored})
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	m := msgs[0]
+	raised, err := s.raiseMax(ctx, m.Conv, m.Seq, kind)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	return store.AppendResult{Msg: m, Duplicate: !raised}, nil
+}
+
+// raiseMax raises conv's max seq to seq (creating a direct chat's item on
+// its first message) and marks it behind its derived state; false when
+// the max seq was already there.
+func (s *Store) raiseMax(ctx context.Context, conv string, seq int64, kind protocol.ConvKind) (bool, error) {
+	cond := "attribute_not_exists(#m) OR #m < :s"
+	if kind == protocol.ConvGroup {
+		cond = "attribute_exists(#m) AND #m < :s"
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table(tConvs),
+		Key:       convKey(conv),
+		UpdateExpression: aws.String("SET #m = :s, #b = :b, #k = if_not_exists(#k, :k), #v = if_not_exists(#v, :0), " +
+			"#d = if_not_exists(#d, :0), #td = if_not_exists(#td, :0), #tr = if_not_exists(#tr, :0)"),
+		ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: map[string]string{"#m": aMaxSeq, "#b": aBehind, "#k": aKind, "#v": aVersion,
+			"#d": aDerivedSeq, "#td": aTickDeliv, "#tr": aTickRead},
+		ExpressionAttributeValues: item{":s": numV(seq), ":b": strV("1"), ":k": numV(int64(kind)), ":0": numV(0)},
+	})
+	switch {
+	case conditionFailed(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("raise the max seq of %s to %d: %w", conv, seq, err)
+	}
+	return true, nil
+}
+
+var errNotGroup = errors.New("not a group")

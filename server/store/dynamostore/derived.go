@@ -1,0 +1,279 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
+)
+
+// applyWorkers bounds the rows Apply writes at once.
+const applyWorkers = 16
+
+// Apply implements store.Backend: every row its own conditional write
+// (see store.Derived for each rule), applyWorkers at a time. A row's
+// condition that does not hold means the stored row is already newer: not
+// an error. The first error is returned; the rows written stay written
+// (they are idempotent).
+func (s *Store) Apply(ctx context.Context, d store.Derived) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyWorkers)
+	// A member's Gone and boundary rows go together, Gone first, as one
+	// task: the same key's writes in the order given.
+	type boundaryTask struct {
+		gone []store.MemberGone
+		rows []store.BoundaryRow
+	}
+	tasks := map[store.MemberKey]*boundaryTask{}
+	var order []store.MemberKey
+	task := func(k store.MemberKey) *boundaryTask {
+		if tasks[k] == nil {
+			tasks[k] = &boundaryTask{}
+			order = append(order, k)
+		}
+		return tasks[k]
+	}
+	for _, gone := range d.Gone {
+		t := task(store.MemberKey{User: gone.User, Conv: gone.Conv})
+		t.gone = append(t.gone, gone)
+	}
+	for _, r := range d.Boundaries {
+		t := task(store.MemberKey{User: r.User, Conv: r.Conv})
+		t.rows = append(t.rows, r)
+	}
+	for _, k := range order {
+		t := tasks[k]
+		g.Go(func() error {
+			for _, gone := range t.gone {
+				if err := s.applyGone(ctx, gone); err != nil {
+					return err
+				}
+			}
+			for _, r := range t.rows {
+				if err := s.applyBoundary(ctx, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	for _, p := range d.Pending {
+		g.Go(func() error { return s.applyPending(ctx, p) })
+	}
+	for _, st := range d.Sessions {
+		g.Go(func() error { return s.applySession(ctx, st) })
+	}
+	for _, t := range d.Totals {
+		g.Go(func() error { return s.applyTotal(ctx, t) })
+	}
+	for _, c := range d.Convs {
+		g.Go(func() error { return s.applyConv(ctx, c) })
+	}
+	for _, f := range d.Former {
+		g.Go(func() error { return s.applyFormer(ctx, f) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("write derived state: %w", err)
+	}
+	return nil
+}
+
+// update runs one conditional UpdateItem; false when its condition did
+// not hold.
+func (s *Store) update(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (bool, error) {
+	in := &dynamodb.UpdateItemInput{
+		TableName: s.table(t), Key: key, UpdateExpression: aws.String(expr),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	}
+	if cond != "" {
+		in.ConditionExpression = aws.String(cond)
+	}
+	_, err := s.db.UpdateItem(ctx, in)
+	switch {
+	case conditionFailed(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("update %s: %w", t, err)
+	}
+	return true, nil
+}
+
+// put runs one conditional PutItem; false when its condition did not hold.
+func (s *Store) put(ctx context.Context, t string, it item, cond string, names map[string]string, values item) (bool, error) {
+	in := &dynamodb.PutItemInput{TableName: s.table(t), Item: it, ExpressionAttributeNames: names}
+	if cond != "" {
+		in.ConditionExpression = aws.String(cond)
+	}
+	if len(values) > 0 {
+		in.ExpressionAttributeValues = values
+	}
+	_, err := s.db.PutItem(ctx, in)
+	switch {
+	case conditionFailed(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("put %s: %w", t, err)
+	}
+	return true, nil
+}
+
+// del runs one conditional DeleteItem.
+func (s *Store) del(ctx context.Context, t string, key item, cond string, names map[string]string, values item) error {
+	in := &dynamodb.DeleteItemInput{TableName: s.table(t), Key: key}
+	if cond != "" {
+		in.ConditionExpression = aws.String(cond)
+		in.ExpressionAttributeNames, in.ExpressionAttributeValues = names, values
+	}
+	_, err := s.db.DeleteItem(ctx, in)
+	if err != nil && !conditionFailed(err) {
+		return fmt.Errorf("delete from %s: %w", t, err)
+	}
+	return nil
+}
+
+// applyGone deletes a member's boundary row if it joined before Before.
+func (s *Store) applyGone(ctx context.Context, g store.MemberGone) error {
+	return s.del(ctx, tStatus, userConvKey(g.User, g.Conv), "#j < :b",
+		map[string]string{"#j": aJoined}, item{":b": numV(g.Before)})
+}
+
+// applyBoundary max-merges a boundary row (read implying delivered); a
+// Join row replaces a row of an earlier joining.
+func (s *Store) applyBoundary(ctx context.Context, r store.BoundaryRow) error {
+	key := userConvKey(r.User, r.Conv)
+	delivered := max(r.DeliveredSeq, r.ReadSeq)
+	names := map[string]string{"#u": aUser, "#d": aDelivered, "#r": aRead}
+	row := item{aUser: strV(r.User), aConv: strV(r.Conv), aDelivered: numV(delivered), aRead: numV(r.ReadSeq), aJoined: numV(r.JoinedSeq)}
+	if r.Join {
+		ok, err := s.put(ctx, tStatus, row, "attribute_not_exists(#u) OR #j < :j", map[string]string{"#u": aUser, "#j": aJoined}, item{":j": numV(r.JoinedSeq)})
+		if err != nil || ok {
+			return err
+		}
+	} else {
+		ok, err := s.put(ctx, tStatus, row, "attribute_not_exists(#u)", map[string]string{"#u": aUser}, nil)
+		if err != nil || ok {
+			return err
+		}
+	}
+	// The row exists: raise each boundary that is lower, both at once
+	// when both are.
+	ok, err := s.update(ctx, tStatus, key, "SET #d = :d, #r = :r", "attribute_exists(#u) AND #d <= :d AND #r <= :r",
+		names, item{":d": numV(delivered), ":r": numV(r.ReadSeq)})
+	if err != nil || ok {
+		return err
+	}
+	for _, f := range []struct {
+		attr string
+		v    int64
+	}{{aDelivered, delivered}, {aRead, r.ReadSeq}} {
+		if f.v == 0 {
+			continue
+		}
+		if _, err := s.update(ctx, tStatus, key, "SET #a = :v", "attribute_exists(#u) AND #a < :v",
+			map[string]string{"#u": aUser, "#a": f.attr}, item{":v": numV(f.v)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyPending clears a pending row at or below Clear, then puts one if
+// absent.
+func (s *Store) applyPending(ctx context.Context, p store.PendingRow) error {
+	key := pendingKey(p.User, p.Conv)
+	if p.Clear > 0 {
+		if err := s.del(ctx, tPending, key, "#f <= :c", map[string]string{"#f": aFirst}, item{":c": numV(p.Clear)}); err != nil {
+			return err
+		}
+	}
+	if p.FirstUndelivered > 0 {
+		row := item{aReceiver: strV(p.User), aConv: strV(p.Conv), aFirst: numV(p.FirstUndelivered)}
+		if _, err := s.put(ctx, tPending, row, "attribute_not_exists(#r)", map[string]string{"#r": aReceiver}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applySession writes a session newer than the stored one; at the same
+// active_ts only its ticks are max-merged.
+func (s *Store) applySession(ctx context.Context, st session.State) error {
+	ok, err := s.put(ctx, tSessions, sessionItem(st), "attribute_not_exists(#u) OR #a < :a",
+		map[string]string{"#u": aUser, "#a": aActiveTS}, item{":a": numV(st.ActiveTS)})
+	if err != nil || ok {
+		return err
+	}
+	key := userConvKey(st.User, st.Conv)
+	for _, f := range []struct {
+		attr string
+		v    int64
+	}{{aTickDeliv, st.Ticks.DeliveredSeq}, {aTickRead, st.Ticks.ReadSeq}} {
+		if f.v == 0 {
+			continue
+		}
+		if _, err := s.update(ctx, tSessions, key, "SET #t = :v", "#a = :a AND #t < :v",
+			map[string]string{"#a": aActiveTS, "#t": f.attr}, item{":a": numV(st.ActiveTS), ":v": numV(f.v)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyTotal writes a total newer than the stored one.
+func (s *Store) applyTotal(ctx context.Context, t store.TotalRow) error {
+	it := userItemKey(t.User, totalItem(t.List))
+	it[aTotal], it[aAt] = numV(t.Total), numV(t.At)
+	_, err := s.put(ctx, tUsers, it, "attribute_not_exists(#u) OR #at < :at",
+		map[string]string{"#u": aUser, "#at": aAt}, item{":at": numV(t.At)})
+	return err
+}
+
+// applyConv max-merges a conversation's tick minimum and raises its
+// derived watermark (all three at once when all rise), then drops the
+// behind marker once the watermark reached the max seq.
+func (s *Store) applyConv(ctx context.Context, c store.ConvDerived) error {
+	key := convKey(c.Conv)
+	names := map[string]string{"#c": aConv, "#d": aDerivedSeq, "#td": aTickDeliv, "#tr": aTickRead}
+	ok, err := s.update(ctx, tConvs, key, "SET #d = :d, #td = :td, #tr = :tr",
+		"attribute_exists(#c) AND #d <= :d AND #td <= :td AND #tr <= :tr", names,
+		item{":d": numV(c.DerivedSeq), ":td": numV(c.Ticks.DeliveredSeq), ":tr": numV(c.Ticks.ReadSeq)})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		for _, f := range []struct {
+			attr string
+			v    int64
+		}{{aDerivedSeq, c.DerivedSeq}, {aTickDeliv, c.Ticks.DeliveredSeq}, {aTickRead, c.Ticks.ReadSeq}} {
+			if f.v == 0 {
+				continue
+			}
+			if _, err := s.update(ctx, tConvs, key, "SET #a = :v", "attribute_exists(#c) AND #a < :v",
+				map[string]string{"#c": aConv, "#a": f.attr}, item{":v": numV(f.v)}); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = s.update(ctx, tConvs, key, "REMOVE #b", "attribute_exists(#b) AND #m <= #d AND attribute_not_exists(#p)",
+		map[string]string{"#b": aBehind, "#m": aMaxSeq, "#d": aDerivedSeq, "#p": aPendingCh}, nil)
+	return err
+}
+
+// applyFormer puts or deletes a former member's view.
+func (s *Store) applyFormer(ctx context.Context, f store.FormerRow) error {
+	if f.Delete {
+		return s.del(ctx, tFormer, userConvKey(f.User, f.Conv), "", nil, nil)
+	}
+	it := userConvKey(f.User, f.Conv)
+	it.setStr(aTitle, f.Title)
+	_, err := s.put(ctx, tFormer, it, "", nil, nil)
+	return err
+}

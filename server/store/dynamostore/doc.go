@@ -1,0 +1,120 @@
+// Package dynamostore is a store.Backend (and store.Archiver, auth.Epochs)
+// on DynamoDB, sequencing through Redis INCR. Many processes may share the
+// tables. No write spans two items (no TransactWriteItems): every write is
+// a conditional PutItem/UpdateItem/DeleteItem, ordered so that a crash
+// between any two loses nothing acknowledged and duplicates nothing
+// visible.
+//
+// # Tables (prefix + name)
+//
+//	messages            PK conversation_id (S), SK seq (N): msg_id, sender, body,
+//	                    client_ts, server_ts, kind; s3_ref once archived (body
+//	                    removed); group_change (JSON) on a group's system message.
+//	message_ids         PK conversation_id, SK msg_id: seq, sender — the
+//	                    idempotency index, owned by its sender.
+//	conversations       PK conversation_id: kind, title, version, members (map
+//	                    user → joined seq, groups only), max_seq, derived_seq,
+//	                    tick_delivered, tick_read, behind (sparse: "1" while
+//	                    derived_seq may be below max_seq; GSI "unrepaired" on
+//	                    it), pending_change (a group change committed whose
+//	                    system message is not written yet).
+//	message_status      PK user_id, SK conversation_id: last_delivered_seq,
+//	                    last_read_seq, joined_seq.
+//	pending_deliveries  PK receiver_id, SK conversation_id: first_undelivered_seq.
+//	sessions            PK user_id, SK conversation_id: the session.State;
+//	                    LSIs: by_active (active_ts: the user's clock), by_list
+//	                    (list_active = sub_biz "#" zero-padded active_ts: a
+//	                    sync page is one key range), by_timed_mute (sparse
+//	                    timed_mute = mute_until of a timed mute).
+//	users               PK user_id, SK item: "total#<list>" (total, at),
+//	                    "account" (category, sub_biz), "epoch" (epoch, rev,
+//	                    rev_part; GSI by_rev); user "#revocations" item
+//	                    "counter" holds the revocation revision.
+//	former_members      PK user_id, SK conversation_id: title.
+//	group_keys          PK creator, SK group_key: conversation_id.
+//
+// Redis holds one counter per conversation, prefix + "seq:" + conv.
+//
+// # Append and its crash points
+//
+//  1. GetItem message_ids: a repeat is answered without taking a seq.
+//  2. INCR the counter → seq. A result of 1 while seq 1 is stored means
+//     Redis lost the counter: it is re-seeded (a Lua script raising it to
+//     the newest stored seq, then INCR) from max(newest message, max_seq).
+//  3. Put message_ids (conv, msg_id) → seq, sender, if absent. Absent →
+//     go on; present → resume (below).
+//  4. Put the message at seq if absent (the guard against reusing a seq).
+//     Taken by another message (a lost or rolled-back counter) → re-seed,
+//     move the reservation to the new seq (conditional on its old seq),
+//     try again.
+//  5. Raise the conversation's max_seq to seq if lower, set behind (a
+//     direct chat's item is created here on its first message).
+//
+// A crash after 2 leaves a seq unused (a gap: history skips it). After 3:
+// a reservation with no message; the client's retry finds it and writes
+// the message at the reserved seq if still free, else at a fresh one
+// (moving the reservation). After 4: the message is stored, max_seq not
+// raised; the retry finds it, raises max_seq and returns it as new (not a
+// duplicate), so that what it implies is derived. If a later message has
+// raised max_seq meanwhile, the message counts as stored; the engine's
+// derived watermark then stops below it and repair at the next start
+// derives it. Resume returns ErrMsgIDTaken when the reservation is
+// another sender's.
+//
+// # ChangeGroup and its crash points
+//
+// Create: put group_keys (creator, key) → conv if absent (present: the
+// key's group is returned, Existing, or — when its item was never written
+// — finished by this call); put the system message at seq 1 with the
+// change; reserve its msg_id; put the conversation's item if absent,
+// which makes the group exist. A crash before the item leaves only rows
+// nothing reads (the group does not exist); a retried create with the same
+// key finishes it, adopting the message already written.
+//
+// Change: read the item (finishing a pending change first), check the
+// version and the members, take a seq (INCR) and reserve the system
+// message's msg_id, then one conditional UpdateItem commits the change on
+// the item: members, version, title, max_seq, behind and pending_change
+// (the seq, message and change), on condition that the version is the one
+// read and no change is pending. Then the system message is put at its
+// seq and pending_change removed. A crash after the commit leaves the
+// change pending: whoever reads the item next (Conversation, ChangeGroup,
+// a keyed create) writes the message and clears it, and Unrepaired lists
+// the conversation. If another message took the seq meanwhile (a lost
+// counter), the pending change moves to a fresh seq with its added
+// members' joined seqs. The change is so atomic for every reader of the
+// item; the system message may appear a moment after the membership.
+//
+// # Derived rows (Apply)
+//
+// Each row of store.Derived is its own conditional write, 16 at a time: a
+// boundary merge puts the row if absent, else raises both boundaries in
+// one update when both rise, else each on its own (condition "< :new");
+// a Join puts the row if absent or of an earlier joining; Gone deletes on
+// joined_seq < Before; pending rows put if absent and clear on
+// first_undelivered_seq <= Clear; sessions and totals put if newer
+// (active_ts, at), ticks max-merged at the same active_ts; a
+// conversation's ticks and derived_seq rise together or each on its own,
+// and behind is removed once max_seq <= derived_seq. A condition that does
+// not hold means "already newer", not an error.
+//
+// # Reads
+//
+// Reads are strongly consistent except the two GSIs: Unrepaired checks
+// each candidate on its item; RevokedSince may lag. Multi-item reads use
+// BatchGetItem (members' rows, sessions, a page's last messages and
+// conversations), ranges use Query. A sync page is not one snapshot: each
+// item is read consistently on its own. Archived bodies (s3_ref) are read
+// back from the blob store in History, Message, Pending's replay (through
+// History) and SessionPage's last message.
+//
+// Archive scans the messages table (a filtered Scan: a batch job, run
+// rarely), puts each old body to the blob store under blob.Key, then sets
+// s3_ref and removes the body on condition that s3_ref is not set.
+//
+// Known limits: a duplicate racing its first attempt, or a crash between
+// INCR and the reservation, leaves a gap in the seqs; a counter rolled
+// back (not lost) onto a gap may fill it with a newer message;
+// RevokeTokens takes its revision before it moves the epoch, so two
+// concurrent revocations may become visible out of revision order.
+package dynamostore

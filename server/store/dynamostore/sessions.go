@@ -1,0 +1,271 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
+)
+
+// Session attributes (besides the keys, active_ts and the ticks).
+const (
+	aReadSeq      = "read_seq"
+	aWriteSeq     = "write_seq"
+	aUnread       = "unread_count"
+	aWriteTS      = "write_ts"
+	aMuted        = "muted"
+	aMuteUntil    = "mute_until"
+	aPriority     = "priority"
+	aDeleted      = "deleted"
+	aMarkedUnread = "marked_unread"
+	aLastConv     = "last_conv"
+	aLastSeq      = "last_seq"
+)
+
+// listActive is the sort key of the by_list index: the session's list,
+// then its active_ts at a fixed width, so that one list's sessions changed
+// after a cursor are one key range.
+func listActive(subBiz string, activeTS int64) string {
+	return fmt.Sprintf("%s#%020d", subBiz, max(activeTS, 0))
+}
+
+// sessionItem is st as stored.
+func sessionItem(st session.State) item {
+	it := item{
+		aUser: strV(st.User), aConv: strV(st.Conv), aReadSeq: numV(st.ReadSeq), aWriteSeq: numV(st.WriteSeq),
+		aUnread: numV(st.UnreadCount), aActiveTS: numV(st.ActiveTS), aWriteTS: numV(st.WriteTS),
+		aMuted: boolV(st.Muted), aMuteUntil: numV(st.MuteUntil), aPriority: numV(st.Priority),
+		aDeleted: boolV(st.Deleted), aMarkedUnread: boolV(st.MarkedUnread), aLastSeq: numV(st.LastSeq),
+		aTickDeliv: numV(st.Ticks.DeliveredSeq), aTickRead: numV(st.Ticks.ReadSeq),
+		aListActive: strV(listActive(st.SubBiz, st.ActiveTS)),
+	}
+	it.setStr(aCategory, st.Category)
+	it.setStr(aSubBiz, st.SubBiz)
+	it.setStr(aLastConv, st.LastConv)
+	if st.Muted && st.MuteUntil > 0 {
+		it[aTimedMute] = numV(st.MuteUntil) // the sparse by_timed_mute index
+	}
+	return it
+}
+
+// sessionOf decodes a stored session.
+func sessionOf(it item) session.State {
+	return session.State{
+		User: it.str(aUser), Conv: it.str(aConv), ReadSeq: it.num(aReadSeq), WriteSeq: it.num(aWriteSeq),
+		UnreadCount: it.num(aUnread), ActiveTS: it.num(aActiveTS), WriteTS: it.num(aWriteTS),
+		Muted: it.boolean(aMuted), MuteUntil: it.num(aMuteUntil), Priority: it.num(aPriority),
+		Deleted: it.boolean(aDeleted), MarkedUnread: it.boolean(aMarkedUnread), Category: it.str(aCategory),
+		SubBiz: it.str(aSubBiz), LastConv: it.str(aLastConv), LastSeq: it.num(aLastSeq),
+		Ticks: protocol.Ticks{DeliveredSeq: it.num(aTickDeliv), ReadSeq: it.num(aTickRead)},
+	}
+}
+
+// User implements store.Backend: the clock is the newest active_ts (the
+// by_active index, one item), the totals the user's total items.
+func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error) {
+	if err := s.checkOpen(); err != nil {
+		return store.UserRecord{}, err
+	}
+	rec := store.UserRecord{Totals: map[string]int64{}}
+	newest, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName: s.table(tSessions), IndexName: aws.String(ixByActive),
+		KeyConditionExpression:    aws.String("#u = :u"),
+		ExpressionAttributeNames:  map[string]string{"#u": aUser},
+		ExpressionAttributeValues: item{":u": strV(user)},
+		ScanIndexForward:          aws.Bool(false),
+	}, 1)
+	if err != nil {
+		return store.UserRecord{}, fmt.Errorf("clock of %s: %w", user, err)
+	}
+	if len(newest) > 0 {
+		rec.Clock = newest[0].num(aActiveTS)
+	}
+	totals, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:                 s.table(tUsers),
+		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#i, :p)"),
+		ExpressionAttributeNames:  map[string]string{"#u": aUser, "#i": aItem},
+		ExpressionAttributeValues: item{":u": strV(user), ":p": strV(totalItem(""))},
+	}, 0)
+	if err != nil {
+		return store.UserRecord{}, fmt.Errorf("totals of %s: %w", user, err)
+	}
+	for _, t := range totals {
+		rec.Totals[strings.TrimPrefix(t.str(aItem), totalItem(""))] = t.num(aTotal)
+	}
+	return rec, nil
+}
+
+// TimedMutes implements store.Backend: the sparse by_timed_mute index.
+func (s *Store) TimedMutes(ctx context.Context, user string, now int64) ([]string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName: s.table(tSessions), IndexName: aws.String(ixTimedMutes),
+		KeyConditionExpression:    aws.String("#u = :u AND #t <= :now"),
+		ExpressionAttributeNames:  map[string]string{"#u": aUser, "#t": aTimedMute},
+		ExpressionAttributeValues: item{":u": strV(user), ":now": numV(now)},
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("timed mutes of %s: %w", user, err)
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.str(aConv))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// SessionPage implements store.Backend: the by_list index for the page (or
+// the one session asked), then one batch read of what the rows show (last
+// messages, conversations), and one of former-member views for the groups
+// the user left. DynamoDB has no snapshot across items: each item is read
+// consistently, the page as a whole is not one snapshot.
+func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, 0, err
+	}
+	if q.Limit <= 0 {
+		return nil, 0, fmt.Errorf("sessions of %s: limit %d must be positive", user, q.Limit)
+	}
+	var items []item
+	if q.Conv != "" {
+		it, err := s.getItem(ctx, tSessions, userConvKey(user, q.Conv))
+		if err != nil {
+			return nil, 0, err
+		}
+		if it != nil {
+			items = append(items, it)
+		}
+	} else {
+		var err error
+		items, err = s.query(ctx, &dynamodb.QueryInput{
+			TableName: s.table(tSessions), IndexName: aws.String(ixByList),
+			KeyConditionExpression:   aws.String("#u = :u AND #l BETWEEN :lo AND :hi"),
+			ExpressionAttributeNames: map[string]string{"#u": aUser, "#l": aListActive},
+			ExpressionAttributeValues: item{":u": strV(user), ":lo": strV(listActive(q.SubBiz, q.Since+1)),
+				":hi": strV(q.SubBiz + "#99999999999999999999")},
+		}, q.Limit+1)
+		if err != nil {
+			return nil, 0, fmt.Errorf("sessions of %s: %w", user, err)
+		}
+	}
+	states := make([]session.State, len(items))
+	keys := []batchKey{{table: tUsers, key: userItemKey(user, totalItem(q.SubBiz)), id: "total"}}
+	for i, it := range items {
+		st := sessionOf(it)
+		states[i] = st
+		keys = append(keys, batchKey{table: tConvs, key: convKey(st.Conv), id: st.Conv})
+		if st.LastSeq > 0 {
+			keys = append(keys, batchKey{table: tMessages, key: msgKey(st.LastConv, st.LastSeq), id: seqID(st.LastConv, st.LastSeq)})
+		}
+	}
+	got, err := s.batchGetByTable(ctx, keys)
+	if err != nil {
+		return nil, 0, fmt.Errorf("sessions of %s: %w", user, err)
+	}
+	rows := make([]store.SessionRow, len(states))
+	var formerKeys []batchKey
+	for i, st := range states {
+		row := store.SessionRow{State: st}
+		if m := got[tMessages][seqID(st.LastConv, st.LastSeq)]; m != nil && st.LastSeq > 0 {
+			msgs, err := s.messagesOf(ctx, []item{m})
+			if err != nil {
+				return nil, 0, err
+			}
+			row.LastMsg = &msgs[0]
+		}
+		if c := got[tConvs][st.Conv]; c != nil {
+			row.Title = c.str(aTitle)
+			if protocol.ConvKind(c.num(aKind)) == protocol.ConvGroup {
+				if _, in := c.numMap(aMembers)[user]; in {
+					row.Members = groupState(st.Conv, c).Members
+				} else {
+					row.Left = true
+					formerKeys = append(formerKeys, batchKey{table: tFormer, key: userConvKey(user, st.Conv), id: st.Conv})
+				}
+			}
+		}
+		rows[i] = row
+	}
+	if len(formerKeys) > 0 {
+		former, err := s.batchGet(ctx, formerKeys)
+		if err != nil {
+			return nil, 0, fmt.Errorf("sessions of %s: %w", user, err)
+		}
+		for i := range rows {
+			if f := former[rows[i].State.Conv]; f != nil && rows[i].Left {
+				rows[i].Title = f.str(aTitle)
+			}
+		}
+	}
+	return rows, got[tUsers]["total"].num(aTotal), nil
+}
+
+// Pending implements store.Backend: the user's pending rows, then one
+// batch read of their boundary rows and conversations.
+func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:                 s.table(tPending),
+		KeyConditionExpression:    aws.String("#u = :u"),
+		ExpressionAttributeNames:  map[string]string{"#u": aReceiver},
+		ExpressionAttributeValues: item{":u": strV(user)},
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pending rows of %s: %w", user, err)
+	}
+	var keys []batchKey
+	for _, it := range items {
+		conv := it.str(aConv)
+		keys = append(keys, batchKey{table: tStatus, key: userConvKey(user, conv), id: conv},
+			batchKey{table: tConvs, key: convKey(conv), id: conv})
+	}
+	got, err := s.batchGetByTable(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("pending rows of %s: %w", user, err)
+	}
+	var out []store.PendingDelivery
+	for _, it := range items {
+		conv := it.str(aConv)
+		out = append(out, store.PendingDelivery{Conv: conv, FirstUndelivered: it.num(aFirst),
+			LastDeliveredSeq: got[tStatus][conv].num(aDelivered), NewestSeq: got[tConvs][conv].num(aMaxSeq)})
+	}
+	return out, nil
+}
+
+// Account implements store.Backend.
+func (s *Store) Account(ctx context.Context, user string) (string, string, error) {
+	if err := s.checkOpen(); err != nil {
+		return "", "", err
+	}
+	it, err := s.getItem(ctx, tUsers, userItemKey(user, "account"))
+	if err != nil {
+		return "", "", fmt.Errorf("account of %s: %w", user, err)
+	}
+	return it.str(aCategory), it.str(aSubBiz), nil
+}
+
+// SetAccount implements store.Backend.
+func (s *Store) SetAccount(ctx context.Context, user, category, subBiz string) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	it := userItemKey(user, "account")
+	it.setStr(aCategory, category)
+	it.setStr(aSubBiz, subBiz)
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table(tUsers), Item: it}); err != nil {
+		return fmt.Errorf("file the account of %s: %w", user, err)
+	}
+	return nil
+}
