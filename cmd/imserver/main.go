@@ -20,6 +20,9 @@ Usage:
                                     while the server runs
   imserver restore [flags] BACKUP   put a backup in place of the database
                                     (with the server stopped)
+  imserver archive -older-than 90d [flags]
+                                    move old message bodies to cold storage
+                                    (-blob), while the server runs
 
 Run "imserver COMMAND -help" for a command's flags.
 Every flag can also be set by an environment variable: -listen is IM_LISTEN,
@@ -44,6 +47,8 @@ func main() {
 		err = backup(args)
 	case "restore":
 		err = restore(args)
+	case "archive":
+		err = archive(args)
 	case "help":
 		fmt.Print(usage)
 		return

@@ -65,6 +65,7 @@ func serve(args []string) error {
 	origins := fs.String("allowed-origins", "", `comma-separated web origins (e.g. "https://app.example.com", or "*") allowed to open a WebSocket besides the server's own host`)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
+	archiving := addServeArchiving(fs)
 	fs.Usage = flagUsage(fs, "imserver [serve] [flags]")
 	if err := parseFlags(fs, args); err != nil {
 		if err == flag.ErrHelp {
@@ -93,6 +94,9 @@ func serve(args []string) error {
 		return err
 	}
 	cfg.DataDir, cfg.Auth, cfg.AllowRemoteDev, cfg.Logger = *dataDir, *authMode, *allowRemote, logger
+	if err := archiving.configure(context.Background(), &cfg, *dataDir); err != nil {
+		return err
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

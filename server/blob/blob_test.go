@@ -76,6 +76,9 @@ func TestBlobDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Fatalf("NewDir created %s before any Put: %v", root, err)
+	}
 	storeContract(t, d)
 	// Every file and directory stays under the root, private, and no
 	// temporary file is left behind.

@@ -21,15 +21,16 @@ type Dir struct {
 
 var _ Store = (*Dir)(nil)
 
-// NewDir returns a Store under path, creating the directory if needed.
+// NewDir returns a Store under path. The directory (and its parents) is
+// created at the first Put: a server that never archives leaves none.
 func NewDir(path string) (*Dir, error) {
 	if path == "" {
 		return nil, errors.New("blob: empty directory path")
 	}
-	if err := os.MkdirAll(path, 0o700); err != nil {
-		return nil, fmt.Errorf("blob: create %s: %w", path, err)
+	if info, err := os.Stat(path); err == nil && !info.IsDir() {
+		return nil, fmt.Errorf("blob: %s is not a directory", path)
 	}
-	return &Dir{root: path}, nil
+	return &Dir{root: filepath.Clean(path)}, nil
 }
 
 // Put implements Store.
@@ -89,13 +90,10 @@ func (d *Dir) path(key string) (string, error) {
 	return filepath.Join(elems...), nil
 }
 
-// mkdirs creates dir (under the root) and its missing parents, 0700,
-// syncing the parent of each one it creates so that the new entries are
-// durable with the file written into them.
+// mkdirs creates dir and its missing parents, 0700, syncing the parent of
+// each one it creates so that the new entries are durable with the file
+// written into them.
 func (d *Dir) mkdirs(dir string) error {
-	if dir == d.root {
-		return nil
-	}
 	if info, err := os.Stat(dir); err == nil && info.IsDir() {
 		return nil
 	}
