@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/imcore/im/server/auth"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/gateway"
@@ -80,6 +81,14 @@ type Config struct {
 	// TokenSecretFile, when set, holds the token signing secret every
 	// node shares (auth.LoadSecretFile); otherwise it is kept in DataDir.
 	TokenSecretFile string
+	// Blobs is the cold storage of archived message bodies, which the
+	// SQLite database in DataDir reads them back from (and archives to).
+	// Without it a read of an archived message fails.
+	Blobs blob.Store
+	// ArchiveOlderThan, when positive, has the server move the bodies of
+	// messages older than it to cold storage at start and every hour
+	// (when its backend is a store.Archiver).
+	ArchiveOlderThan time.Duration
 }
 
 // Server is a running imserver.
@@ -99,6 +108,9 @@ type Server struct {
 
 	probedAt atomic.Int64 // unix ns of the last probe write /readyz made
 	pending  pendingCache
+
+	// stopArchiving ends the periodic archival (see archive.go).
+	stopArchiving func()
 }
 
 // pendingCache keeps the pending-row count read for /metrics for a while:
@@ -156,6 +168,7 @@ func New(cfg Config) (*Server, error) {
 		unlock()
 		return nil, err
 	}
+	s.stopArchiving = s.startArchiving()
 	return s, nil
 }
 
@@ -168,6 +181,7 @@ func (s *Server) build() error {
 		db, err := sqlitestore.Open(filepath.Join(cfg.DataDir, DatabaseFile), sqlitestore.Options{
 			MaxPages: cfg.StoreMaxPages,
 			OnCommit: s.observeCommit,
+			Blobs:    cfg.Blobs,
 		})
 		if err != nil {
 			return err
@@ -270,6 +284,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // releases the data directory.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.ready.Store(false)
+	s.stopArchiving()
 	errHTTP := s.http.Shutdown(ctx)
 	errGW := s.gw.Shutdown(ctx)
 	var errRelay, errCluster error

@@ -22,6 +22,9 @@ Usage:
                                     (with the server stopped)
   imserver migrate [store flags]    create the DynamoDB tables and the S3 bucket
                                     of the scaled-out deployment (-store dynamodb)
+  imserver archive -older-than 90d [flags]
+                                    move old message bodies to cold storage
+                                    (-blob), while the server runs
 
 Run "imserver COMMAND -help" for a command's flags.
 Every flag can also be set by an environment variable: -listen is IM_LISTEN,
@@ -48,6 +51,8 @@ func main() {
 		err = backup(args)
 	case "restore":
 		err = restore(args)
+	case "archive":
+		err = archive(args)
 	case "help":
 		fmt.Print(usage)
 		return

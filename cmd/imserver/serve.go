@@ -69,6 +69,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.TokenSecretFile, "token-secret-file", "", "file holding the token signing secret every node shares (hex; -auth token); empty: kept in the data directory")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
+	archiving := addServeArchiving(fs, storage.blobs)
 	fs.Usage = flagUsage(fs, "imserver [serve] [flags]")
 	if err := parseFlags(fs, args); err != nil {
 		if err == flag.ErrHelp {
@@ -107,6 +108,9 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := archiving.configure(context.Background(), &cfg, *dataDir, storage); err != nil {
+		return err
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

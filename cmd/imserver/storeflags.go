@@ -20,8 +20,7 @@ type storeFlags struct {
 	dynamoEndpoint string
 	region         string
 	tablePrefix    string
-	blob           string
-	s3Endpoint     string
+	blobs          *blobFlags
 }
 
 // addStoreFlags registers the storage flags on fs.
@@ -31,8 +30,7 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 	fs.StringVar(&f.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint URL for a local or compatible engine (empty: AWS's for -region)")
 	fs.StringVar(&f.region, "region", "us-east-1", "AWS region of the DynamoDB tables and the S3 bucket (credentials from the standard AWS chain)")
 	fs.StringVar(&f.tablePrefix, "table-prefix", "im_", "prefix of every DynamoDB table name (and of the Redis keys), so deployments can share an account")
-	fs.StringVar(&f.blob, "blob", "", `cold storage for archived bodies: a directory, or s3://BUCKET (empty: DATA/blobs embedded; archiving is off when scaled out)`)
-	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL for a compatible server (path-style addressing); empty: AWS's")
+	f.blobs = addBlobFlags(fs)
 	return f
 }
 
@@ -55,7 +53,7 @@ func (f *storeFlags) scaleOut(redisURL, nodeID string) server.ScaleOut {
 		TablePrefix:      f.tablePrefix,
 		RedisURL:         redisURL,
 		NodeID:           nodeID,
-		Blob:             f.blob,
-		S3Endpoint:       f.s3Endpoint,
+		Blob:             f.blobs.spec,
+		S3Endpoint:       f.blobs.endpoint,
 	}
 }

@@ -12,13 +12,17 @@ import (
 	"testing"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/session"
 )
 
 // Run runs the suite, one subtest per promise, each against a fresh empty
 // backend from open, which arranges to close it when the subtest ends.
-func Run(t *testing.T, open func(t *testing.T) store.Backend) {
+// open is given a fresh, empty blob store of the subtest: a backend that
+// archives (store.Archiver) must be opened on it, as the Archive case
+// reads what was moved there; other backends ignore it.
+func Run(t *testing.T, open func(t *testing.T, blobs blob.Store) store.Backend) {
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T, b store.Backend)
@@ -39,8 +43,22 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"Accounts", testAccounts},
 		{"Closed", testClosed},
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t, newBlobs(t))) })
 	}
+	t.Run("Archive", func(t *testing.T) {
+		blobs := newBlobs(t)
+		testArchive(t, open(t, blobs), blobs)
+	})
+}
+
+// newBlobs returns an empty blob store in a directory of the test.
+func newBlobs(t *testing.T) blob.Store {
+	t.Helper()
+	blobs, err := blob.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blobs
 }
 
 const (

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/session"
 )
@@ -41,6 +42,7 @@ type data struct {
 	totals     map[[2]string]total
 	former     map[store.MemberKey]store.FormerRow
 	accounts   map[string][2]string
+	blobs      blob.Store // archived bodies (see archive.go); nil when none
 }
 
 type conv struct {
@@ -50,6 +52,9 @@ type conv struct {
 	derived int64
 	ticks   protocol.Ticks
 	msgs    []protocol.Message // msgs[i].Seq == i+1
+	// archived maps the seq of each message whose body was archived
+	// (its Body in msgs emptied) to the body's blob key.
+	archived map[int64]string
 }
 
 type boundary struct{ delivered, read, joined int64 }
@@ -93,13 +98,21 @@ func (s *Store) lock() (*data, error) {
 }
 
 // Append implements store.Backend.
-func (s *Store) Append(_ context.Context, m protocol.Message) (store.AppendResult, error) {
+func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.AppendResult{}, err
 	}
-	defer d.mu.Unlock()
-	return d.append(m, false)
+	res, err := d.append(m, false)
+	var archived []archivedBody
+	if err == nil && res.Duplicate {
+		archived = d.archivedIn(&res.Msg, nil)
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return res, err
+	}
+	return res, d.loadBodies(ctx, archived)
 }
 
 func (d *data) append(m protocol.Message, system bool) (store.AppendResult, error) {
@@ -129,7 +142,7 @@ func (d *data) append(m protocol.Message, system bool) (store.AppendResult, erro
 }
 
 // History implements store.Backend.
-func (s *Store) History(_ context.Context, convID string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
+func (s *Store) History(ctx context.Context, convID string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
 	if q.Limit <= 0 {
 		return nil, false, fmt.Errorf("history of %s: limit %d must be positive", convID, q.Limit)
 	}
@@ -137,9 +150,9 @@ func (s *Store) History(_ context.Context, convID string, q store.HistoryQuery) 
 	if err != nil {
 		return nil, false, err
 	}
-	defer d.mu.Unlock()
 	c := d.convs[convID]
 	if c == nil {
+		d.mu.Unlock()
 		return []protocol.Message{}, false, nil
 	}
 	// The candidates in the order they are read: from the bound asked
@@ -164,6 +177,14 @@ func (s *Store) History(_ context.Context, convID string, q store.HistoryQuery) 
 			}
 		}
 	}
+	var archived []archivedBody
+	for i := range cands {
+		archived = d.archivedIn(&cands[i], archived)
+	}
+	d.mu.Unlock()
+	if err := d.loadBodies(ctx, archived); err != nil {
+		return nil, false, fmt.Errorf("history of %s: %w", convID, err)
+	}
 	out := make([]protocol.Message, 0, len(cands))
 	bytes, cut := 0, false
 	for _, m := range cands {
@@ -184,17 +205,23 @@ func (s *Store) History(_ context.Context, convID string, q store.HistoryQuery) 
 }
 
 // Message implements store.Backend.
-func (s *Store) Message(_ context.Context, convID string, seq int64) (protocol.Message, error) {
+func (s *Store) Message(ctx context.Context, convID string, seq int64) (protocol.Message, error) {
 	d, err := s.lock()
 	if err != nil {
 		return protocol.Message{}, err
 	}
-	defer d.mu.Unlock()
 	c := d.convs[convID]
 	if c == nil || seq < 1 || seq > int64(len(c.msgs)) {
+		d.mu.Unlock()
 		return protocol.Message{}, store.ErrNotFound
 	}
-	return c.msgs[seq-1], nil
+	m := c.msgs[seq-1]
+	archived := d.archivedIn(&m, nil)
+	d.mu.Unlock()
+	if err := d.loadBodies(ctx, archived); err != nil {
+		return protocol.Message{}, err
+	}
+	return m, nil
 }
 
 // Senders implements store.Backend.
@@ -490,7 +517,7 @@ func (s *Store) TimedMutes(_ context.Context, user string, now int64) ([]string,
 }
 
 // SessionPage implements store.Backend.
-func (s *Store) SessionPage(_ context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
+func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
 	if q.Limit <= 0 {
 		return nil, 0, fmt.Errorf("sessions of %s: limit %d must be positive", user, q.Limit)
 	}
@@ -498,7 +525,6 @@ func (s *Store) SessionPage(_ context.Context, user string, q store.SyncQuery) (
 	if err != nil {
 		return nil, 0, err
 	}
-	defer d.mu.Unlock()
 	var states []session.State
 	for k, st := range d.sessions {
 		if k.User != user {
@@ -517,10 +543,20 @@ func (s *Store) SessionPage(_ context.Context, user string, q store.SyncQuery) (
 	slices.SortFunc(states, func(a, b session.State) int { return cmp.Compare(a.ActiveTS, b.ActiveTS) })
 	states = states[:min(len(states), q.Limit+1)]
 	rows := make([]store.SessionRow, 0, len(states))
+	var archived []archivedBody
 	for _, st := range states {
-		rows = append(rows, d.row(st))
+		row := d.row(st)
+		if row.LastMsg != nil {
+			archived = d.archivedIn(row.LastMsg, archived)
+		}
+		rows = append(rows, row)
 	}
-	return rows, d.totals[[2]string{user, q.SubBiz}].value, nil
+	total := d.totals[[2]string{user, q.SubBiz}].value
+	d.mu.Unlock()
+	if err := d.loadBodies(ctx, archived); err != nil {
+		return nil, 0, fmt.Errorf("sessions of %s: %w", user, err)
+	}
+	return rows, total, nil
 }
 
 // row is a session with what it shows of its conversation.

@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"testing"
 
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/backendtest"
@@ -11,7 +12,7 @@ import (
 )
 
 func TestBackendConformance(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T) store.Backend { return memstore.New() })
+	backendtest.Run(t, func(t *testing.T, blobs blob.Store) store.Backend { return memstore.NewWithBlobs(blobs) })
 }
 
 func TestConformance(t *testing.T) {

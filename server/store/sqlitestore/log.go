@@ -36,6 +36,14 @@ func (s *Store) QueueAppend(ctx context.Context, msg protocol.Message) (func() (
 		if err := <-op.done; err != nil {
 			return store.AppendResult{}, fmt.Errorf("append to %s: %w", msg.Conv, err)
 		}
+		if res.Duplicate && res.Msg.Body == "" {
+			// The original may be archived: read it whole.
+			orig, err := s.Message(ctx, res.Msg.Conv, res.Msg.Seq)
+			if err != nil {
+				return store.AppendResult{}, fmt.Errorf("append to %s: original of %s: %w", msg.Conv, msg.MsgID, err)
+			}
+			res.Msg = orig
+		}
 		return res, nil
 	}), nil
 }
@@ -52,7 +60,10 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, sy
 		if system {
 			return store.AppendResult{}, fmt.Errorf("system message id %s is taken", m.MsgID)
 		}
-		orig, err := scanMessage(s.queryRowTx(ctx, tx, qMessageAt, m.Conv, seq))
+		// An archived original comes back with an empty body: the wait
+		// of QueueAppend reads it from the blob store, after the commit,
+		// so that the writer never waits on one.
+		orig, _, err := scanMessage(s.queryRowTx(ctx, tx, qMessageAt, m.Conv, seq))
 		if err != nil {
 			return store.AppendResult{}, fmt.Errorf("read original of %s: %w", m.MsgID, err)
 		}
@@ -116,23 +127,43 @@ func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) 
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", conv, err)
 	}
-	defer rows.Close()
+	// The rows first, the archived bodies after (no blob read holds a
+	// reader), then the byte budget counted on whole messages.
 	msgs := make([]protocol.Message, 0, min(q.Limit+1, 64))
-	bytes, cut := 0, false
+	var archived []int // indexes in msgs of archived messages
+	var refs []string  // and their bodies' keys
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		m, ref, err := scanMessage(rows)
 		if err != nil {
+			rows.Close()
 			return nil, false, fmt.Errorf("history of %s: %w", conv, err)
 		}
-		// Rows come from the bound asked from: stop at the byte budget.
-		if bytes += m.EncodedLen() + 1; q.MaxBytes > 0 && bytes > q.MaxBytes && len(msgs) > 0 {
-			cut = true
-			break
+		if ref != "" {
+			archived, refs = append(archived, len(msgs)), append(refs, ref)
 		}
 		msgs = append(msgs, m)
 	}
-	if err := rows.Err(); err != nil {
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", conv, err)
+	}
+	if len(archived) > 0 {
+		load := make([]archivedBody, len(archived))
+		for i, at := range archived {
+			load[i] = archivedBody{msg: &msgs[at], ref: refs[i]}
+		}
+		if err := s.loadBodies(ctx, load); err != nil {
+			return nil, false, fmt.Errorf("history of %s: %w", conv, err)
+		}
+	}
+	// Rows come from the bound asked from: stop at the byte budget.
+	bytes, cut := 0, false
+	for i, m := range msgs {
+		if bytes += m.EncodedLen() + 1; q.MaxBytes > 0 && bytes > q.MaxBytes && i > 0 {
+			msgs, cut = msgs[:i], true
+			break
+		}
 	}
 	hasMore := cut || len(msgs) > q.Limit
 	if len(msgs) > q.Limit {
@@ -155,11 +186,17 @@ func (s *Store) Message(ctx context.Context, conv string, seq int64) (protocol.M
 	if err != nil {
 		return protocol.Message{}, err
 	}
-	m, err := scanMessage(st.QueryRowContext(ctx, conv, seq))
+	m, ref, err := scanMessage(st.QueryRowContext(ctx, conv, seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, store.ErrNotFound
 	}
-	return m, err
+	if err != nil || ref == "" {
+		return m, err
+	}
+	if err := s.loadBodies(ctx, []archivedBody{{msg: &m, ref: ref}}); err != nil {
+		return protocol.Message{}, err
+	}
+	return m, nil
 }
 
 // Senders implements store.Backend.
@@ -191,8 +228,9 @@ func (s *Store) strings(ctx context.Context, query string, args ...any) ([]strin
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
-func scanMessage(sc scanner) (protocol.Message, error) {
-	var m protocol.Message
-	err := sc.Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind)
-	return m, err
+// scanMessage reads a row of messageReadColumns: the message and, when
+// its body is archived, the body's blob key (its Body then empty).
+func scanMessage(sc scanner) (m protocol.Message, ref string, err error) {
+	err = sc.Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind, &ref)
+	return m, ref, err
 }

@@ -14,6 +14,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/imcore/im/internal/sqliteconn"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
 )
 
@@ -38,6 +39,7 @@ type Store struct {
 		ops     atomic.Int64
 	}
 	onCommit func(ops int, took time.Duration, err error)
+	blobs    blob.Store            // archived bodies; nil when none were configured
 	fault    atomic.Pointer[error] // the last commit's storage fault, nil when it succeeded
 }
 
@@ -52,6 +54,11 @@ type Options struct {
 	// OnCommit, when set, is told of every commit of the writer: the
 	// writes it carried, how long it took and its error.
 	OnCommit func(ops int, took time.Duration, err error)
+	// Blobs is the cold storage of archived bodies: Archive moves bodies
+	// there and every read of an archived message reads its body back.
+	// Without it Archive fails, as does a read of a message archived
+	// before.
+	Blobs blob.Store
 }
 
 // Open opens (creating if needed) the database at path and brings its
@@ -107,6 +114,7 @@ func Open(path string, opts Options) (*Store, error) {
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 		onCommit:   opts.OnCommit,
+		blobs:      opts.Blobs,
 	}
 	go s.writeLoop()
 	return s, nil

@@ -7,6 +7,10 @@ package sqlitestore
 
 const messageColumns = `conv, seq, msg_id, sender, body, client_ts, server_ts, kind`
 
+// messageReadColumns are what a read of messages scans (scanMessage):
+// the columns of a message and where its body went when archived.
+const messageReadColumns = messageColumns + `, s3_ref`
+
 // The writer's transaction control.
 const (
 	qSavepoint   = `SAVEPOINT op`
@@ -17,15 +21,15 @@ const (
 // The log.
 const (
 	qSeqOfMsgID    = `SELECT seq FROM message_ids WHERE conv = ? AND msg_id = ?`
-	qMessageAt     = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq = ?`
+	qMessageAt     = `SELECT ` + messageReadColumns + ` FROM messages WHERE conv = ? AND seq = ?`
 	qSenders       = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
 	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertMsgID   = `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`
 	qSetMaxSeq     = `UPDATE conversations SET max_seq = ? WHERE conv = ?`
 	qConvHead      = `SELECT kind, max_seq, members_version FROM conversations WHERE conv = ?`
 	qInsertConv    = `INSERT INTO conversations (conv, kind, created_ts) VALUES (?, ?, ?)`
-	qHistoryAfter  = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
-	qHistoryBefore = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`
+	qHistoryAfter  = `SELECT ` + messageReadColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
+	qHistoryBefore = `SELECT ` + messageReadColumns + ` FROM messages WHERE conv = ? AND seq < ? AND seq >= ? ORDER BY seq DESC LIMIT ?`
 )
 
 // Conversations and groups.
@@ -122,7 +126,7 @@ const (
 // qSessionRows reads sessions with each one's last message and what it
 // shows of its conversation; qSyncPage and qOneSession complete it.
 const qSessionRows = `SELECT ` + sessionColumnsS + `,
-		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind,
+		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind, m.s3_ref,
 		COALESCE(c.title, '')
 	FROM sessions s
 	LEFT JOIN messages m ON m.conv = s.last_conv AND m.seq = s.last_seq
@@ -131,6 +135,14 @@ const qSessionRows = `SELECT ` + sessionColumnsS + `,
 const (
 	qSyncPage   = qSessionRows + ` WHERE s.user_id = ? AND s.sub_biz = ? AND s.active_ts > ? ORDER BY s.active_ts LIMIT ?`
 	qOneSession = qSessionRows + ` WHERE s.user_id = ? AND s.conv = ?`
+)
+
+// Archival (Archive): the messages to move, walked in rowid order, and
+// the update that records one moved unless another run did first.
+const (
+	qArchiveCandidates = `SELECT rowid, conv, seq, body FROM messages
+		WHERE rowid > ? AND server_ts < ? AND s3_ref = '' ORDER BY rowid LIMIT ?`
+	qArchiveMark = `UPDATE messages SET body = '', s3_ref = ? WHERE conv = ? AND seq = ? AND s3_ref = ''`
 )
 
 // Token revocation and operations.
@@ -155,6 +167,7 @@ var writerQueries = []string{
 	qBoundaryMerge, qBoundaryJoin, qBoundaryGone, qPendingPut, qPendingClear,
 	qSessionPut, qTotalPut, qConvDerived, qFormerPut, qFormerDelete,
 	qAccountPut, qRevokeTokens, qProbeInsert, qProbeDelete,
+	qArchiveMark,
 }
 
 // readerQueries are prepared on the reader pool at open.
@@ -164,4 +177,5 @@ var readerQueries = []string{
 	qLastActive, qTotalsOf, qTotalGet, qAccountGet, qExpiredMutes, qPendingOf, qFormerOf, qMemberNames,
 	qSyncPage, qOneSession,
 	qTokenEpoch, qRevokedSince, qPendingCount,
+	qArchiveCandidates,
 }

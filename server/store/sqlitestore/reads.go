@@ -102,11 +102,15 @@ func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery)
 		return nil, 0, fmt.Errorf("sessions of %s: %w", user, err)
 	}
 	var out []store.SessionRow
+	var archived []archivedBody // last messages whose bodies are archived
 	for rows.Next() {
-		row, err := scanSessionRow(rows)
+		row, ref, err := scanSessionRow(rows)
 		if err != nil {
 			rows.Close()
 			return nil, 0, err
+		}
+		if ref != "" {
+			archived = append(archived, archivedBody{msg: row.LastMsg, ref: ref})
 		}
 		out = append(out, row)
 	}
@@ -114,6 +118,9 @@ func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery)
 	rows.Close()
 	if err != nil {
 		return nil, 0, err
+	}
+	if err := s.loadBodies(ctx, archived); err != nil {
+		return nil, 0, fmt.Errorf("sessions of %s: %w", user, err)
 	}
 	for i := range out {
 		if c, _ := protocol.ParseConv(out[i].State.Conv); c.Kind == protocol.ConvGroup {
@@ -170,21 +177,22 @@ func (s *Store) showGroup(ctx context.Context, tx *sql.Tx, row *store.SessionRow
 	return nil
 }
 
-// scanSessionRow reads a row of qSessionRows.
-func scanSessionRow(rows *sql.Rows) (store.SessionRow, error) {
+// scanSessionRow reads a row of qSessionRows, and the blob key of its last
+// message's body when that is archived (the message's Body then empty).
+func scanSessionRow(rows *sql.Rows) (store.SessionRow, string, error) {
 	var (
-		seq, clientTS, serverTS   sql.NullInt64
-		msgID, sender, body, kind sql.NullString
-		row                       store.SessionRow
+		seq, clientTS, serverTS        sql.NullInt64
+		msgID, sender, body, kind, ref sql.NullString
+		row                            store.SessionRow
 	)
-	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind, &row.Title)
+	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind, &ref, &row.Title)
 	row.State = st
 	if err != nil || !seq.Valid {
-		return row, err
+		return row, "", err
 	}
 	row.LastMsg = &protocol.Message{Conv: st.LastConv, Seq: seq.Int64, MsgID: msgID.String, From: sender.String,
 		Body: body.String, ClientTS: clientTS.Int64, ServerTS: serverTS.Int64, Kind: kind.String}
-	return row, nil
+	return row, ref.String, nil
 }
 
 func scanSession(sc scanner, extra ...any) (session.State, error) {

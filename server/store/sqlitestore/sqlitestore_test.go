@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/backendtest"
@@ -72,8 +73,8 @@ func TestConformanceDefaults(t *testing.T) {
 
 // TestBackendConformance runs the storage contract's own suite.
 func TestBackendConformance(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T) store.Backend {
-		return openAt(t, filepath.Join(t.TempDir(), "im.db"), Options{})
+	backendtest.Run(t, func(t *testing.T, blobs blob.Store) store.Backend {
+		return openAt(t, filepath.Join(t.TempDir(), "im.db"), Options{Blobs: blobs})
 	})
 }
 

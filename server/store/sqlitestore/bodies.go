@@ -1,0 +1,65 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/imcore/im/protocol"
+)
+
+// archivedBody is a message read with its body archived: where it is in
+// the read's result and the blob key its row recorded (s3_ref).
+type archivedBody struct {
+	msg *protocol.Message
+	ref string
+}
+
+// bodyFetches bounds the blob reads one read of the store runs at once.
+const bodyFetches = 8
+
+// loadBodies fills the bodies of archived messages from the blob store.
+// Reads call it after their rows are closed, and only when a row had an
+// s3_ref: a read of nothing archived costs nothing more.
+func (s *Store) loadBodies(ctx context.Context, archived []archivedBody) error {
+	if len(archived) == 0 {
+		return nil
+	}
+	if s.blobs == nil {
+		return fmt.Errorf("message %s/%d is archived (%s) but no blob store is configured",
+			archived[0].msg.Conv, archived[0].msg.Seq, archived[0].ref)
+	}
+	if len(archived) == 1 {
+		return s.loadBody(ctx, archived[0])
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, bodyFetches)
+	)
+	for _, a := range archived {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := s.loadBody(ctx, a); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// loadBody reads one archived body into its message.
+func (s *Store) loadBody(ctx context.Context, a archivedBody) error {
+	body, err := s.blobs.Get(ctx, a.ref)
+	if err != nil {
+		return fmt.Errorf("archived body of %s/%d: %w", a.msg.Conv, a.msg.Seq, err)
+	}
+	a.msg.Body = string(body)
+	return nil
+}
