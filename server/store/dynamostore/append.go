@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -33,27 +34,38 @@ func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendRes
 			return store.AppendResult{}, err
 		}
 	}
-	// A repeat is found before a seq is taken for it: a duplicate
-	// consumes no seq (unless two attempts race past this read).
-	existing, err := s.getItem(ctx, tMessageIDs, msgIDKey(m.Conv, m.MsgID))
-	if err != nil {
-		return store.AppendResult{}, err
-	}
-	if existing != nil {
-		return s.resume(ctx, m, parsed.Kind)
-	}
-	seq, err := s.nextSeq(ctx, m.Conv)
-	if err != nil {
-		return store.AppendResult{}, err
-	}
-	reserved, err := s.reserveID(ctx, m, seq)
+	// The key first, then a seq for it: a repeat, even one racing its
+	// first attempt, takes no seq.
+	reserved, err := s.reserveID(ctx, m, 0)
 	if err != nil {
 		return store.AppendResult{}, err
 	}
 	if !reserved {
 		return s.resume(ctx, m, parsed.Kind)
 	}
+	seq, err := s.nextSeq(ctx, m.Conv)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	claimed, err := s.claimSeq(ctx, m, seq)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if !claimed {
+		return s.resume(ctx, m, parsed.Kind) // taken over meanwhile
+	}
 	return s.place(ctx, m, seq, parsed.Kind)
+}
+
+// claimWait is how long an attempt that finds the key reserved without a
+// seq waits for the attempt that reserved it before taking it over (that
+// attempt stopped short).
+const claimWait = 2 * time.Second
+
+// claimSeq records seq on m's reservation, unless one is recorded.
+func (s *Store) claimSeq(ctx context.Context, m protocol.Message, seq int64) (bool, error) {
+	return s.update(ctx, tMessageIDs, msgIDKey(m.Conv, m.MsgID), "SET #s = :s", "attribute_exists(#c) AND attribute_not_exists(#s)",
+		map[string]string{"#s": aSeq, "#c": aConv}, item{":s": numV(seq)})
 }
 
 // checkGroup returns ErrNotFound unless group conv exists.
@@ -72,12 +84,15 @@ func (s *Store) checkGroup(ctx context.Context, conv string) error {
 	return nil
 }
 
-// reserveID puts m's idempotency key at seq; false when the key is
-// already reserved (by an earlier attempt, or another sender).
+// reserveID puts m's idempotency key (at seq when not 0); false when the
+// key is already reserved (by an earlier attempt, or another sender).
 func (s *Store) reserveID(ctx context.Context, m protocol.Message, seq int64) (bool, error) {
+	it := item{aConv: strV(m.Conv), aMsgID: strV(m.MsgID), aSender: strV(m.From), aReservedAt: numV(time.Now().UnixMilli())}
+	if seq > 0 {
+		it[aSeq] = numV(seq)
+	}
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                s.table(tMessageIDs),
-		Item:                     item{aConv: strV(m.Conv), aMsgID: strV(m.MsgID), aSeq: numV(seq), aSender: strV(m.From)},
+		TableName: s.table(tMessageIDs), Item: it,
 		ConditionExpression:      aws.String("attribute_not_exists(#c)"),
 		ExpressionAttributeNames: map[string]string{"#c": aConv},
 	})
@@ -159,26 +174,52 @@ func (s *Store) place(ctx context.Context, m protocol.Message, seq int64, kind p
 // duplicate, another sender's key, or an earlier attempt cut short
 // (reserved, perhaps written, not finished), which it finishes.
 func (s *Store) resume(ctx context.Context, m protocol.Message, kind protocol.ConvKind) (store.AppendResult, error) {
-	res, err := s.getItem(ctx, tMessageIDs, msgIDKey(m.Conv, m.MsgID))
-	if err != nil {
-		return store.AppendResult{}, err
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		res, err := s.getItem(ctx, tMessageIDs, msgIDKey(m.Conv, m.MsgID))
+		if err != nil {
+			return store.AppendResult{}, err
+		}
+		if res == nil {
+			return store.AppendResult{}, fmt.Errorf("append %s/%s: reservation vanished", m.Conv, m.MsgID)
+		}
+		if res.str(aSender) != m.From {
+			return store.AppendResult{}, store.ErrMsgIDTaken
+		}
+		if res.has(aSeq) {
+			seq := res.num(aSeq)
+			stored, err := s.messageItemAt(ctx, m.Conv, seq)
+			if err != nil {
+				return store.AppendResult{}, err
+			}
+			if stored != nil && stored.str(aMsgID) == m.MsgID {
+				return s.finishStored(ctx, stored, kind)
+			}
+			// Reserved, never written: write it now, at its seq if still
+			// free.
+			return s.place(ctx, m, seq, kind)
+		}
+		// Reserved without a seq: the attempt that reserved it is taking
+		// one, or stopped short; past claimWait, this one takes over.
+		if time.Now().UnixMilli() >= res.num(aReservedAt)+claimWait.Milliseconds() {
+			seq, err := s.nextSeq(ctx, m.Conv)
+			if err != nil {
+				return store.AppendResult{}, err
+			}
+			claimed, err := s.claimSeq(ctx, m, seq)
+			if err != nil {
+				return store.AppendResult{}, err
+			}
+			if claimed {
+				return s.place(ctx, m, seq, kind)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return store.AppendResult{}, ctx.Err()
+		case <-time.After(wait):
+		}
 	}
-	if res == nil {
-		return store.AppendResult{}, fmt.Errorf("append %s/%s: reservation vanished", m.Conv, m.MsgID)
-	}
-	if res.str(aSender) != m.From {
-		return store.AppendResult{}, store.ErrMsgIDTaken
-	}
-	seq := res.num(aSeq)
-	stored, err := s.messageItemAt(ctx, m.Conv, seq)
-	if err != nil {
-		return store.AppendResult{}, err
-	}
-	if stored != nil && stored.str(aMsgID) == m.MsgID {
-		return s.finishStored(ctx, stored, kind)
-	}
-	// Reserved, never written: write it now, at its seq if still free.
-	return s.place(ctx, m, seq, kind)
 }
 
 // finishStored returns a message found stored: a duplicate, unless its

@@ -37,12 +37,14 @@
 //
 // # Append and its crash points
 //
-//  1. GetItem message_ids: a repeat is answered without taking a seq.
+//  1. Put message_ids (conv, msg_id) → sender, reserved_at, if absent.
+//     Present → resume (below). The key comes before the seq, so that a
+//     repeat — even one racing its first attempt — takes no seq.
 //  2. INCR the counter → seq. A result of 1 while seq 1 is stored means
 //     Redis lost the counter: it is re-seeded (a Lua script raising it to
 //     the newest stored seq, then INCR) from max(newest message, max_seq).
-//  3. Put message_ids (conv, msg_id) → seq, sender, if absent. Absent →
-//     go on; present → resume (below).
+//  3. Record seq on the reservation if it has none (else resume: another
+//     attempt took it over).
 //  4. Put the message at seq if absent (the guard against reusing a seq).
 //     Taken by another message (a lost or rolled-back counter) → re-seed,
 //     move the reservation to the new seq (conditional on its old seq),
@@ -50,16 +52,20 @@
 //  5. Raise the conversation's max_seq to seq if lower, set behind (a
 //     direct chat's item is created here on its first message).
 //
-// A crash after 2 leaves a seq unused (a gap: history skips it). After 3:
-// a reservation with no message; the client's retry finds it and writes
-// the message at the reserved seq if still free, else at a fresh one
-// (moving the reservation). After 4: the message is stored, max_seq not
-// raised; the retry finds it, raises max_seq and returns it as new (not a
-// duplicate), so that what it implies is derived. If a later message has
-// raised max_seq meanwhile, the message counts as stored; the engine's
-// derived watermark then stops below it and repair at the next start
-// derives it. Resume returns ErrMsgIDTaken when the reservation is
-// another sender's.
+// Resume reads the reservation: another sender's → ErrMsgIDTaken; with a
+// seq → as below; without one → the first attempt is between 1 and 3: wait
+// for it (polling) until reserved_at + 2 s, then take it over (INCR, record
+// the seq conditionally).
+//
+// A crash after 1 or 2: a reservation without a seq (and after 2 an unused
+// seq: a gap, history skips it); the retry takes it over. After 3: a
+// reservation with no message; the retry writes the message at the
+// reserved seq if still free, else at a fresh one (moving the
+// reservation). After 4: the message is stored, max_seq not raised; the
+// retry finds it, raises max_seq and returns it as new (not a duplicate),
+// so that what it implies is derived. If a later message has raised
+// max_seq meanwhile, the message counts as stored; the engine's derived
+// watermark then stops below it and repair at the next start derives it.
 //
 // # ChangeGroup and its crash points
 //
@@ -112,8 +118,8 @@
 // rarely), puts each old body to the blob store under blob.Key, then sets
 // s3_ref and removes the body on condition that s3_ref is not set.
 //
-// Known limits: a duplicate racing its first attempt, or a crash between
-// INCR and the reservation, leaves a gap in the seqs; a counter rolled
+// Known limits: a crash (or a failed write) after INCR leaves a gap in the
+// seqs; a counter rolled
 // back (not lost) onto a gap may fill it with a newer message;
 // RevokeTokens takes its revision before it moves the epoch, so two
 // concurrent revocations may become visible out of revision order.

@@ -48,6 +48,8 @@ const (
 	aS3Ref    = "s3_ref"
 	aChange   = "group_change"
 
+	aReservedAt = "reserved_at"
+
 	aTitle      = "title"
 	aVersion    = "version"
 	aMaxSeq     = "max_seq"
