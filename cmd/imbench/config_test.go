@@ -51,3 +51,15 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("a bad command line exits %d", code)
 	}
 }
+
+func TestServerListSpreadsConnections(t *testing.T) {
+	c := &Config{Server: "ws://a/ws, ws://b/ws"}
+	got := []string{c.serverFor(0), c.serverFor(1), c.serverFor(2)}
+	want := []string{"ws://a/ws", "ws://b/ws", "ws://a/ws"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("serverFor: %v, want %v", got, want)
+	}
+	if one := (&Config{Server: "ws://only/ws"}); one.serverFor(5) != "ws://only/ws" {
+		t.Fatalf("one server: %q", one.serverFor(5))
+	}
+}

@@ -99,8 +99,8 @@ func deleteTables(db *dynamodb.Client, prefix string) {
 }
 
 func TestBackendConformance(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T) store.Backend {
-		s, _ := openFresh(t, &memBlobs{})
+	backendtest.Run(t, func(t *testing.T, blobs blob.Store) store.Backend {
+		s, _ := openFresh(t, blobs)
 		return s
 	})
 }

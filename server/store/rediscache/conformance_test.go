@@ -3,6 +3,7 @@ package rediscache
 import (
 	"testing"
 
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/backendtest"
@@ -10,7 +11,7 @@ import (
 )
 
 func TestBackendConformance(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T) store.Backend {
+	backendtest.Run(t, func(t *testing.T, _ blob.Store) store.Backend {
 		c, _, _ := newTestCache(t)
 		return c
 	})

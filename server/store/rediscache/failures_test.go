@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/backendtest"
 	"github.com/imcore/im/server/store/memstore"
@@ -187,7 +188,7 @@ func TestRedisDownServesFromDurableStore(t *testing.T) {
 }
 
 func TestBackendConformanceRedisDown(t *testing.T) {
-	backendtest.Run(t, func(t *testing.T) store.Backend {
+	backendtest.Run(t, func(t *testing.T, _ blob.Store) store.Backend {
 		c := New(memstore.New(), downRedis(t), "down-", quiet)
 		t.Cleanup(func() { c.Close() })
 		return c
