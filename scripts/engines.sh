@@ -26,6 +26,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
+root=$(cd "$(dirname "$0")/.." && pwd)
 npm_dir=${IM_ENGINES_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/im-engines}
 dynalite_bin="$npm_dir/node_modules/.bin/dynalite"
 s3rver_bin="$npm_dir/node_modules/.bin/s3rver"
@@ -67,9 +68,10 @@ launch_redis() {
 	exec redis-server --bind 127.0.0.1 --port "$1" --daemonize no \
 		--save '' --appendonly no --dir "$dir" --logfile ''
 }
+# dynalite runs through scripts/dynalite.js, which keeps it up when a
+# client abandons a request (dynalite alone exits on it).
 launch_dynamodb() {
-	exec "$dynalite_bin" --host 127.0.0.1 --port "$1" \
-		--createTableMs 0 --deleteTableMs 0 --updateTableMs 0
+	NODE_PATH="$npm_dir/node_modules" exec node "$root/scripts/dynalite.js" "$1"
 }
 launch_s3() {
 	exec "$s3rver_bin" --address 127.0.0.1 --port "$1" --directory "$dir/s3" --silent
