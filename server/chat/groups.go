@@ -186,9 +186,14 @@ func (s *Service) systemMessage(actor, words string) protocol.Message {
 	return protocol.Message{MsgID: "sys-" + newID(), From: actor, Body: words, Kind: protocol.KindSystem, ClientTS: time.Now().UnixMilli()}
 }
 
-// groupFrame is the group frame answering a request.
+// groupFrame is the group frame answering a request: members is a list,
+// empty once the last member left, never null.
 func groupFrame(ref protocol.Ref, g store.GroupState) *protocol.Group {
-	return &protocol.Group{Ref: ref, Conv: g.Conv, Title: g.Title, Members: g.Members}
+	members := g.Members
+	if members == nil {
+		members = []string{}
+	}
+	return &protocol.Group{Ref: ref, Conv: g.Conv, Title: g.Title, Members: members}
 }
 
 // maxNamesInSystemMessage bounds the names a system message spells out.

@@ -23,7 +23,7 @@ func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 	var res store.MarkResult
 	now := e.nowMS()
 	for _, m := range highestPerConv(marks) {
-		change, sessionChanged, err := e.markOne(ctx, now, user, kind, m)
+		change, sessionChanged, clock, err := e.markOne(ctx, now, user, kind, m)
 		if err != nil {
 			return store.MarkResult{}, fmt.Errorf("mark %s: %w", m.Conv, err)
 		}
@@ -31,9 +31,9 @@ func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 			res.Ticks = append(res.Ticks, *change)
 		}
 		res.SessionsChanged = res.SessionsChanged || sessionChanged
-	}
-	if res.SessionsChanged {
-		res.Cursor = e.clockOf(user)
+		if sessionChanged {
+			res.Cursor = max(res.Cursor, clock)
+		}
 	}
 	g := e.flush.current()
 	res.Written = func(ctx context.Context) error {
@@ -64,13 +64,22 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 // markOne applies one mark: the boundary's max-merge, clamped to the
 // newest seq, the pending row once the delivered boundary reaches the
 // newest seq, and a rise of the tick minimum; then the session read (a
-// read) and the rise in every member's session.
-func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, error) {
+// read) and the rise in every member's session. It returns the user's
+// clock as the mark left it, read in the mark's section: another
+// operation may move it as soon as the section is left.
+func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (change *store.TickChange, sessionChanged bool, clock int64, err error) {
+	change, sessionChanged, err = e.markIn(ctx, now, user, kind, m, func() { clock = e.clockOf(user) })
+	return change, sessionChanged, clock, err
+}
+
+// markIn is markOne; done runs at its end, before its section is left.
+func (e *Engine) markIn(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark, done func()) (*store.TickChange, bool, error) {
 	cs, sec, err := e.enterConv(ctx, m.Conv)
 	if err != nil {
 		return nil, false, err
 	}
 	defer sec.leave(ctx)
+	defer done()
 	cs.mu.Lock()
 	members := append(slices.Clone(cs.sorted), user)
 	cs.mu.Unlock()

@@ -122,6 +122,14 @@ func (e *Engine) Sync(ctx context.Context, user string, q store.SyncQuery) (stor
 	if e.closed.Load() {
 		return store.SyncPage{}, store.ErrClosed
 	}
+	// Shared with other engines, the page is read under the user's lock:
+	// a backend that cannot read the sessions and the totals in one
+	// snapshot then reads them while no engine changes them.
+	sec, err := e.enterUsers(ctx, user)
+	if err != nil {
+		return store.SyncPage{}, fmt.Errorf("sync of %s: %w", user, err)
+	}
+	defer sec.leave(ctx)
 	// One reading of the clock: what expires and what is shown agree.
 	now := e.nowMS()
 	if err := e.flush.barrier(ctx); err != nil {
@@ -147,17 +155,12 @@ func (e *Engine) Sync(ctx context.Context, user string, q store.SyncQuery) (stor
 }
 
 // expireMutes turns off user's mutes whose time is up, and waits for the
-// change to be written.
+// change to be written; the caller holds the user's section (Sync).
 func (e *Engine) expireMutes(ctx context.Context, now int64, user string) error {
 	convs, err := e.be.TimedMutes(ctx, user, now)
 	if err != nil || len(convs) == 0 {
 		return err
 	}
-	sec, err := e.enterUsers(ctx, user)
-	if err != nil {
-		return err
-	}
-	defer sec.leave(ctx)
 	ticks := make(map[string]protocol.Ticks, len(convs))
 	for _, conv := range convs {
 		if ticks[conv], err = e.ticksOf(ctx, conv); err != nil {
