@@ -16,7 +16,7 @@ const archiveEvery = time.Hour
 // backend archives; the returned stop ends it and waits for a run in
 // progress to stop.
 func (s *Server) startArchiving() (stop func()) {
-	ar, ok := s.be.(store.Archiver)
+	ar, ok := backendAs[store.Archiver](s.be)
 	if s.cfg.ArchiveOlderThan <= 0 || !ok {
 		return func() {}
 	}

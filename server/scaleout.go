@@ -135,3 +135,34 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 	}
 	return be, cluster, nil
 }
+
+// OpenStore opens the tables alone, for the tools that work on them
+// beside the nodes (tokens, accounts, archiving): the DynamoDB store on
+// its Redis sequencing, and the blob store Blob names. close releases both
+// connections.
+func (so ScaleOut) OpenStore(ctx context.Context) (st *dynamostore.Store, close func() error, err error) {
+	if so.RedisURL == "" {
+		return nil, nil, errors.New("the scaled-out store needs -redis (a redis:// URL)")
+	}
+	opts, err := redis.ParseURL(so.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-redis: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	blobs, err := so.OpenBlobs(ctx)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	st, err = dynamostore.Open(ctx, dynamostore.Options{DynamoDB: db, Redis: rdb, Prefix: so.TablePrefix, Blobs: blobs})
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	return st, func() error { return errors.Join(st.Close(), rdb.Close()) }, nil
+}

@@ -219,12 +219,12 @@ func (s *Server) build() error {
 			return err
 		}
 		tokens := &auth.Tokens{Secret: secret, MaxTTL: cfg.MaxTokenTTL}
-		if epochs, ok := s.be.(auth.Epochs); ok {
+		if epochs, ok := backendAs[auth.Epochs](s.be); ok {
 			tokens.Epochs = epochs
 		}
 		authn = tokens
 	}
-	if _, ok := s.be.(pendingCounter); ok {
+	if _, ok := backendAs[pendingCounter](s.be); ok {
 		s.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "im_pending_deliveries",
 			Help: "Pending-delivery rows: (user, conversation) pairs with messages no device of the user acknowledged.",
@@ -347,7 +347,8 @@ func (s *Server) pendingRows() float64 {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := s.be.(pendingCounter).PendingCount(ctx)
+	counter, _ := backendAs[pendingCounter](s.be)
+	n, err := counter.PendingCount(ctx)
 	if err != nil {
 		return -1
 	}
@@ -395,7 +396,7 @@ const probeEvery = time.Second
 // load balancer stops sending traffic, nothing else would commit, and a
 // store that recovered (space freed on the disk) would stay unready.
 func (s *Server) storeHealth() error {
-	h, ok := s.be.(healthReporter)
+	h, ok := backendAs[healthReporter](s.be)
 	if !ok || h.Health() == nil {
 		return nil
 	}
@@ -410,7 +411,7 @@ func (s *Server) storeHealth() error {
 
 // health is the storage's last fault, nil when it commits or cannot say.
 func (s *Server) health() error {
-	if h, ok := s.be.(healthReporter); ok {
+	if h, ok := backendAs[healthReporter](s.be); ok {
 		return h.Health()
 	}
 	return nil

@@ -16,7 +16,7 @@ func account(args []string) error {
 		return fmt.Errorf(`usage: imserver account set [flags] USER (see "imserver account set -help")`)
 	}
 	fs := flag.NewFlagSet("account set", flag.ContinueOnError)
-	dataDir := fs.String("data", defaultDataDir(), "data directory of the server")
+	tools := addToolFlags(fs)
 	category := fs.String("category", "", `category (folder) the account's conversations go in, "" for none`)
 	subBiz := fs.String("sub-biz", "", `sub-business whose nested list the account's conversations go in, "" for the main list`)
 	fs.Usage = flagUsage(fs, "imserver account set [flags] USER  (or: imserver account set USER [flags])")
@@ -48,11 +48,11 @@ func account(args []string) error {
 	}
 	// Filing accounts before the server's first start is fine: the data
 	// directory is made as serve would make it.
-	st, err := openStore(*dataDir)
+	st, closeStore, err := tools.open(context.Background(), nil)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeStore()
 	if err := st.SetAccount(context.Background(), user, *category, *subBiz); err != nil {
 		return err
 	}

@@ -7,27 +7,23 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/imcore/im/server"
-	"github.com/imcore/im/server/store/sqlitestore"
+	"github.com/imcore/im/server/blob"
 )
 
 // progressEvery bounds how often archive prints its progress.
 const progressEvery = time.Second
 
-// archive moves the bodies of old messages of the embedded database to
-// cold storage. Like backup it runs beside a running server: it takes no
+// archive moves the bodies of old messages to cold storage: the embedded
+// database's, or (-store dynamodb) the tables'. Like backup it runs beside a running server: it takes no
 // data-directory lock, and SQLite (WAL) lets its writes take turns with
 // the server's; the server reads the moved bodies back from the same -blob
 // (give both the same one).
 func archive(args []string) error {
 	fs := flag.NewFlagSet("archive", flag.ContinueOnError)
-	dataDir := fs.String("data", defaultDataDir(), "data directory of the server")
-	blobs := addBlobFlags(fs)
-	region := fs.String("region", "", "AWS region of the -blob bucket (AWS_REGION or the shared config when empty)")
+	tools := addToolFlags(fs)
 	var olderThan age
 	fs.Var(&olderThan, "older-than", `move the bodies of messages older than this: whole days ("90d") or a duration ("2160h"); required`)
 	fs.Usage = flagUsage(fs, "imserver archive -older-than 90d [flags]")
@@ -44,21 +40,28 @@ func archive(args []string) error {
 		fs.Usage()
 		return errors.New("-older-than must be given, and positive")
 	}
-	dbPath := filepath.Join(*dataDir, server.DatabaseFile)
-	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("no database at %s: is -data the server's data directory?", dbPath)
+	if err := tools.checkEmbedded(); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, spec, err := blobs.open(ctx, *dataDir, *region)
+	var blobs blob.Store
+	spec := tools.storage.blobs.spec
+	if tools.storage.scaledOut() {
+		if spec == "" {
+			return errors.New("-blob (s3://BUCKET, or a directory) must be given with -store dynamodb: where the bodies go")
+		}
+	} else {
+		var err error
+		if blobs, spec, err = tools.storage.blobs.open(ctx, *tools.dataDir, tools.storage.region); err != nil {
+			return err
+		}
+	}
+	db, closeStore, err := tools.open(ctx, blobs)
 	if err != nil {
 		return err
 	}
-	db, err := sqlitestore.Open(dbPath, sqlitestore.Options{Blobs: st})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeStore()
 	cutoff := time.Now().Add(-time.Duration(olderThan))
 	fmt.Printf("archiving to %s the bodies of messages older than %s (before %s)\n", spec, olderThan.String(), cutoff.UTC().Format(time.RFC3339))
 	start := time.Now()

@@ -4,14 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/auth"
-	"github.com/imcore/im/server/store/sqlitestore"
 )
 
 // token mints a token, or with "revoke" revokes a user's tokens.
@@ -20,7 +16,7 @@ func token(args []string) error {
 		return revokeTokens(args[1:])
 	}
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	dataDir := fs.String("data", defaultDataDir(), "data directory of the server (holds the signing secret and the token epochs)")
+	tools := addToolFlags(fs)
 	ttl := fs.Duration("ttl", 30*24*time.Hour, "how long the token is valid")
 	maxTTL := fs.Duration("max-token-ttl", 30*24*time.Hour, "the server's maximum lifetime of a token; a longer -ttl is refused")
 	fs.Usage = flagUsage(fs, "imserver token [flags] USER   (imserver token revoke [flags] USER revokes USER's tokens)")
@@ -37,15 +33,15 @@ func token(args []string) error {
 	if !protocol.ValidUser(user) {
 		return fmt.Errorf("%q is not a valid user id", user)
 	}
-	secret, err := auth.LoadOrCreateSecret(*dataDir)
+	secret, err := tools.secret()
 	if err != nil {
 		return err
 	}
-	st, err := openStore(*dataDir)
+	st, closeStore, err := tools.open(context.Background(), nil)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeStore()
 	t, err := (&auth.Tokens{Secret: secret, Epochs: st}).Mint(user, time.Now().Add(*ttl))
 	if err != nil {
 		return err
@@ -58,7 +54,7 @@ func token(args []string) error {
 // the next hello and, on a running server, for its live connections too.
 func revokeTokens(args []string) error {
 	fs := flag.NewFlagSet("token revoke", flag.ContinueOnError)
-	dataDir := fs.String("data", defaultDataDir(), "data directory of the server")
+	tools := addToolFlags(fs)
 	fs.Usage = flagUsage(fs, "imserver token revoke [flags] USER")
 	user, help, err := oneArgument(fs, args, "USER")
 	if help || err != nil {
@@ -67,24 +63,15 @@ func revokeTokens(args []string) error {
 	if !protocol.ValidUser(user) {
 		return fmt.Errorf("%q is not a valid user id", user)
 	}
-	st, err := openStore(*dataDir)
+	st, closeStore, err := tools.open(context.Background(), nil)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeStore()
 	epoch, err := st.RevokeTokens(context.Background(), user)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("revoked every token of %s minted so far (token epoch now %d); a running server closes its connections within seconds\n", user, epoch)
 	return nil
-}
-
-// openStore opens the data directory's database, as serve would, while a
-// server may be running on it.
-func openStore(dataDir string) (*sqlitestore.Store, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, err
-	}
-	return sqlitestore.Open(filepath.Join(dataDir, server.DatabaseFile), sqlitestore.Options{})
 }
