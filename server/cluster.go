@@ -7,6 +7,7 @@ import (
 	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Cluster makes a server one node of several that share its Backend (the
@@ -14,6 +15,9 @@ import (
 type Cluster struct {
 	// ScaleOut is what the cluster was opened from (OpenScaledOut).
 	ScaleOut ScaleOut
+	// Collectors are metrics of the cluster's connections (calls to
+	// Redis and DynamoDB), served on /metrics.
+	Collectors []prometheus.Collector
 	// Locker holds the critical sections of conversations and users
 	// across the nodes (engine.Locker).
 	Locker engine.Locker

@@ -2,6 +2,11 @@ package server_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/imcore/im/protocol"
@@ -136,4 +141,136 @@ func TestClusterGroupAcrossNodes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestClusterCountsItsCalls: a node serves on /metrics what it asks of the
+// shared engines, the cost of a message being their count over the
+// messages.
+func TestClusterCountsItsCalls(t *testing.T) {
+	node := startNodes(t, 1)[0]
+	alice := node.DialReplayed(t, "alice", "d")
+	bob := node.DialReplayed(t, "bob", "d")
+	alice.SendMsg(servertest.Direct("alice", "bob"), "counted", bob)
+	body := httpGet(t, "http://"+node.Addr+"/metrics")
+	for _, want := range []string{`im_dynamodb_calls_total{operation="PutItem"}`, `im_redis_commands_total{command="incr"}`, "im_redis_round_trips_total"} {
+		i := strings.Index(body, want)
+		if i < 0 {
+			t.Fatalf("/metrics lacks %s", want)
+		}
+		line := strings.SplitN(body[i:], "\n", 2)[0]
+		if strings.HasSuffix(line, " 0") {
+			t.Fatalf("%s: nothing counted after a message", line)
+		}
+	}
+}
+
+// TestClusterHealthzFollowsRedis: /healthz on a node answers 503 while it
+// cannot reach Redis and 200 again once it can, without a restart.
+func TestClusterHealthzFollowsRedis(t *testing.T) {
+	so := servertest.ScaledOut(t)
+	target := strings.TrimPrefix(so.RedisURL, "redis://")
+	target, db, _ := strings.Cut(target, "/")
+	fwd := startForwarder(t, target)
+	so.RedisURL = "redis://" + fwd.addr + "/" + db
+	ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
+	be, cluster, err := server.OpenScaledOut(ctx, so, nil)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := servertest.Start(t, func(c *server.Config) { c.Backend, c.Cluster = be, cluster })
+	healthz := func() int {
+		resp, err := http.Get("http://" + node.Addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := healthz(); code != http.StatusOK {
+		t.Fatalf("healthz with Redis reachable: %d", code)
+	}
+	fwd.stop()
+	if code := healthz(); code != http.StatusServiceUnavailable {
+		t.Fatalf("healthz with Redis unreachable: %d, want 503", code)
+	}
+	fwd.start(t)
+	node.WaitFor("healthz 200 again", func() bool { return healthz() == http.StatusOK })
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// forwarder is a TCP forwarder to target on a fixed loopback address that
+// can be stopped (every connection cut, new ones refused) and started
+// again.
+type forwarder struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func startForwarder(t *testing.T, target string) *forwarder {
+	f := &forwarder{target: target}
+	f.start(t)
+	t.Cleanup(f.stop)
+	return f
+}
+
+func (f *forwarder) start(t *testing.T) {
+	t.Helper()
+	addr := f.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.ln, f.addr = ln, ln.Addr().String()
+	f.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", f.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			f.mu.Lock()
+			f.conns = append(f.conns, c, up)
+			f.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+}
+
+func (f *forwarder) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ln != nil {
+		f.ln.Close()
+		f.ln = nil
+	}
+	for _, c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/distlock"
 	"github.com/imcore/im/server/hub"
+	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/relay"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/dynamostore"
@@ -89,6 +90,8 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 		return nil, nil, fmt.Errorf("-redis: %w", err)
 	}
 	rdb := redis.NewClient(opts)
+	calls := metrics.NewCalls()
+	rdb.AddHook(calls.RedisHook())
 	fail := func(err error) (store.Backend, *Cluster, error) {
 		rdb.Close()
 		return nil, nil, err
@@ -96,7 +99,7 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		return fail(fmt.Errorf("redis %s: %w", opts.Addr, err))
 	}
-	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region)
+	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region, calls.DynamoDBOption())
 	if err != nil {
 		return fail(err)
 	}
@@ -115,8 +118,9 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 	}
 	table := dynamostore.TableNames(so.TablePrefix)[0]
 	cluster := &Cluster{
-		ScaleOut: so,
-		Locker:   distlock.NewRedis(rdb, so.TablePrefix, 0),
+		ScaleOut:   so,
+		Collectors: calls.Collectors(),
+		Locker:     distlock.NewRedis(rdb, so.TablePrefix, 0),
 		Devices: func(local *hub.Hub) (Devices, error) {
 			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log})
 		},

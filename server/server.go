@@ -200,6 +200,9 @@ func (s *Server) build() error {
 		if m, ok := devices.(interface{ RegisterMetrics(*metrics.Metrics) }); ok {
 			m.RegisterMetrics(s.metrics)
 		}
+		for _, c := range cfg.Cluster.Collectors {
+			s.metrics.Register(c)
+		}
 	}
 	eng, err := engine.New(context.Background(), s.be, engOpts)
 	if err != nil {

@@ -28,16 +28,16 @@ var (
 
 // NewClient returns a DynamoDB client for region, talking to endpoint when
 // not empty (a local engine), credentials from the standard AWS chain.
-func NewClient(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
+func NewClient(ctx context.Context, endpoint, region string, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+	return dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
-	}), nil
+	}}, optFns...)...), nil
 }
 
 // Options configures Open.
