@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,8 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/imcore/im/internal/testengines"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/servertest"
 )
 
@@ -273,4 +276,67 @@ func (f *forwarder) stop() {
 		c.Close()
 	}
 	f.conns = nil
+}
+
+// TestClusterArchiveKeepsBodiesReadable: on the scaled-out deployment,
+// archived bodies live only in S3, and history, the pending replay and the
+// sessions' last messages still show them; a second run moves nothing.
+func TestClusterArchiveKeepsBodiesReadable(t *testing.T) {
+	so := servertest.ScaledOut(t)
+	so.Blob = "s3://" + strings.TrimSuffix(testengines.Prefix(t), "-") + "-bodies"
+	so.S3Endpoint = testengines.S3(t)
+	ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
+	defer cancel()
+	if _, err := so.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	be, cluster, err := server.OpenScaledOut(ctx, so, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := servertest.Start(t, func(c *server.Config) { c.Backend, c.Cluster = be, cluster })
+	conv := servertest.Direct("alice", "bob")
+	alice := node.DialReplayed(t, "alice", "d")
+	var sent []protocol.Message
+	for i := range 3 {
+		sent = append(sent, alice.SendMsg(conv, fmt.Sprintf("old body %d", i)))
+	}
+
+	tables, closeTables, err := so.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeTables()
+	cutoff := sent[len(sent)-1].ServerTS + 1
+	if moved, err := tables.Archive(ctx, cutoff, nil); err != nil || moved != 3 {
+		t.Fatalf("archive: moved %d, %v; want 3", moved, err)
+	}
+	blobs, err := so.OpenBlobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range sent {
+		body, err := blobs.Get(ctx, blob.Key(conv, m.Seq))
+		if err != nil || string(body) != m.Body {
+			t.Fatalf("S3 holds %q, %v for seq %d; want %q", body, err, m.Seq, m.Body)
+		}
+	}
+	if moved, err := tables.Archive(ctx, cutoff, nil); err != nil || moved != 0 {
+		t.Fatalf("second archive: moved %d, %v; want 0", moved, err)
+	}
+
+	// bob was offline: his pending replay, his history and his session's
+	// last message come from S3.
+	bob := node.Dial(t, "bob", "d")
+	bob.ExpectSeqs(conv, "alice", 1, 3)
+	got := bob.WantHistory(servertest.After(conv, 0), false, 1, 2, 3)
+	for i, m := range got {
+		if m.Body != sent[i].Body {
+			t.Fatalf("history seq %d: body %q, want %q", m.Seq, m.Body, sent[i].Body)
+		}
+	}
+	sessions, _ := bob.SyncAll("")
+	if last := sessions[conv].LastMsg; last == nil || last.Body != "old body 2" {
+		t.Fatalf("bob's session's last message: %+v, want the archived body", last)
+	}
 }
