@@ -31,11 +31,14 @@ func (r *run) converge(ctx context.Context) ([]Violation, error) {
 		}
 		var violations []Violation
 		if waiting == "" || !time.Now().Before(deadline) {
-			w, err := gather(r.server.Addr(), r.members, r.users, r.devices, r.led)
+			w, err := gather(r.probeAddr(), r.members, r.users, r.devices, r.led)
 			if err != nil {
 				return nil, r.serverFault(err)
 			}
 			r.report.count(w, r.proxy.Stats())
+			if r.cluster != nil {
+				r.report.Dynamo = r.cluster.dynamo.Stats()
+			}
 			violations = Verify(w)
 			for _, err := range r.harnessErrors() {
 				violations = append(violations, Violation{Kind: "harness", Detail: err.Error()})
@@ -104,7 +107,7 @@ func (r *run) caughtUp() (string, error) {
 		p, ok := probes[members[0]]
 		if !ok {
 			var err error
-			if p, err = dialProbe(r.server.Addr(), members[0]); err != nil {
+			if p, err = dialProbe(r.probeAddr(), members[0]); err != nil {
 				return err.Error(), nil
 			}
 			probes[members[0]] = p
@@ -149,12 +152,12 @@ func (r *run) caughtUp() (string, error) {
 }
 
 // serverFault adds to err, a failure to read the server's view, the
-// server's log if the server has exited on its own.
+// log of a server that has exited on its own.
 func (r *run) serverFault(err error) error {
-	if r.server.Alive() {
-		return err
+	if dead := r.checkAlive(); dead != nil {
+		return fmt.Errorf("%w; %w", err, dead)
 	}
-	return fmt.Errorf("%w; imserver exited on its own:\n%s", err, r.server.Logs())
+	return err
 }
 
 // harnessErrors returns the harness's own failures.
