@@ -58,7 +58,9 @@ func (r *run) chaos(ctx context.Context) error {
 	}()
 
 	lastLog := start
-	for !r.targetsMet() {
+	// A cluster's chaos also goes on until every device reconnected after
+	// the last flush (see pushRound).
+	for !r.targetsMet() || (r.cluster != nil && !r.reconnectedSinceFlush()) {
 		if !sleepUntil(ctx, minTime(time.Now().Add(randBetween(r.rng, r.cfg.MinKillGap, r.cfg.MaxKillGap)), deadline)) {
 			return ctx.Err()
 		}

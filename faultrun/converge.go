@@ -22,12 +22,17 @@ const convergePoll = 250 * time.Millisecond
 // conversation's newest messages but not the older ones is scrolled back,
 // as its user would.
 func (r *run) converge(ctx context.Context) ([]Violation, error) {
-	deadline := time.Now().Add(r.cfg.Converge)
-	logged := false
+	start := time.Now()
+	deadline := start.Add(r.cfg.Converge)
+	logged, lastLog := false, start
 	for {
 		waiting, err := r.caughtUp()
 		if err != nil {
 			return nil, r.serverFault(err)
+		}
+		if waiting != "" && time.Since(lastLog) >= progressEvery {
+			lastLog = time.Now()
+			r.cfg.Logf("converging %v: %s", time.Since(start).Round(time.Second), waiting)
 		}
 		var violations []Violation
 		if waiting == "" || !time.Now().Before(deadline) {

@@ -25,6 +25,7 @@ func (r *run) flushRedis(ctx context.Context) {
 			}
 			return
 		}
+		r.noteFlush()
 		r.flushes.Add(1)
 		r.cfg.Logf("flush %d of Redis", n)
 	}

@@ -140,6 +140,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.report.Chaos = time.Since(chaosStart)
 	convergeStart := time.Now()
 	violations, err := r.converge(ctx)
+	if err == nil && r.cluster != nil && len(violations) == 0 {
+		violations, err = r.pushRound(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +169,9 @@ type run struct {
 	// kills, flushes and outages count the chaos's events so far (the
 	// report gets them at its end).
 	kills, flushes, outages atomic.Int64
+
+	flushMu        sync.Mutex
+	onlinesAtFlush map[string]int // Ledger.Onlines at the last flush of Redis
 
 	harnessMu   sync.Mutex
 	harnessErrs []error
