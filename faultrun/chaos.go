@@ -111,11 +111,16 @@ func (r *run) killOne(ctx context.Context) error {
 			return fmt.Errorf("wipe at kill %d: %w", kills, err)
 		}
 	}
-	if !sleepUntil(ctx, time.Now().Add(randBetween(r.rng, 0, r.cfg.MaxDowntime))) {
+	down := time.Now()
+	if !sleepUntil(ctx, down.Add(randBetween(r.rng, 0, r.cfg.MaxDowntime))) {
 		return ctx.Err()
 	}
+	restarting := time.Now()
 	if err := r.restart(ctx, s); err != nil {
 		return fmt.Errorf("restart imserver after kill %d: %w", kills, err)
+	}
+	if r.cluster != nil {
+		r.cfg.Logf("kill %d: the node on %s was down %v, its start took %v", kills, s.Addr(), time.Since(down).Round(time.Millisecond), time.Since(restarting).Round(time.Millisecond))
 	}
 	r.kills.Store(int64(kills))
 	r.report.Kills = kills

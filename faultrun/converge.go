@@ -13,6 +13,9 @@ import (
 // converged.
 const convergePoll = 250 * time.Millisecond
 
+// convergeLogEvery is how often the convergence logs what it waits for.
+const convergeLogEvery = 5 * time.Second
+
 // converge waits, with the chaos over, until every client has caught up
 // and the world verifies, or Converge has passed; it returns the
 // violations of the last look (none: converged and verified). Catching
@@ -30,7 +33,7 @@ func (r *run) converge(ctx context.Context) ([]Violation, error) {
 		if err != nil {
 			return nil, r.serverFault(err)
 		}
-		if waiting != "" && time.Since(lastLog) >= progressEvery {
+		if waiting != "" && time.Since(lastLog) >= convergeLogEvery {
 			lastLog = time.Now()
 			r.cfg.Logf("converging %v: %s", time.Since(start).Round(time.Second), waiting)
 		}
