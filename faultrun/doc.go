@@ -105,8 +105,8 @@
 //
 //	go test ./faultrun -run 'TestFaultRunCluster$' -v -timeout 30m -args -kills 20 -cuts 1000 -flushes 5 -dynamo-outages 5 -duration 10m
 //
-// -seed sets the seed of the harness's
-// random choices (0, the default, picks one and logs it; the timing of the
-// processes is not reproducible); -users and -two-device-users size the
-// crowd (4 and 2 by default).
+// -seed sets the seed of the harness's random choices (0, the default,
+// picks one and logs it; the timing of the processes is not
+// reproducible); -users and -two-device-users size the crowd (4 and 2 by
+// default).
 package faultrun
