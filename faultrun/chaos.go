@@ -61,7 +61,11 @@ func (r *run) chaos(ctx context.Context) error {
 	// A cluster's chaos also goes on until every device reconnected after
 	// the last flush (see pushRound).
 	for !r.targetsMet() || (r.cluster != nil && !r.reconnectedSinceFlush()) {
-		if !sleepUntil(ctx, minTime(time.Now().Add(randBetween(r.rng, r.cfg.MinKillGap, r.cfg.MaxKillGap)), deadline)) {
+		gap := eventPoll // a cluster's kills done: waiting for the rest
+		if r.cluster == nil || !r.killsMet() {
+			gap = randBetween(r.rng, r.cfg.MinKillGap, r.cfg.MaxKillGap)
+		}
+		if !sleepUntil(ctx, minTime(time.Now().Add(gap), deadline)) {
 			return ctx.Err()
 		}
 		if !time.Now().Before(deadline) {
@@ -166,7 +170,7 @@ func (r *run) restart(ctx context.Context, s *Server) error {
 		if err == nil || i == tries || !(r.cluster != nil || strings.Contains(err.Error(), "address already in use")) {
 			return err
 		}
-		r.cfg.Logf("restart %d of %s failed, trying again: %s", i, s.Addr(), firstLine(err.Error()))
+		r.cfg.Logf("restart %d of %s failed, trying again: %s (%s)", i, s.Addr(), firstLine(err.Error()), lastLine(s.Logs()))
 		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
 			return ctx.Err()
 		}
@@ -185,6 +189,11 @@ func (r *run) targetsMet() bool {
 
 // killsMet reports whether the kills reached their target.
 func (r *run) killsMet() bool { return r.kills.Load() >= int64(r.cfg.Kills) }
+
+// lastLine returns the last line of s.
+func lastLine(s string) string {
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
 
 // firstLine returns s up to its first newline.
 func firstLine(s string) string {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/imcore/im/server/store/dynamostore"
@@ -138,7 +140,7 @@ func (r *run) migrate(ctx context.Context) error {
 // stored: it deletes the run's tables, flushes Redis and creates the
 // tables again, empty.
 func (r *run) wipeCluster(ctx context.Context) error {
-	db, err := dynamostore.NewClient(ctx, r.cfg.Cluster.DynamoDB, r.cfg.Cluster.Region)
+	db, err := harnessDynamoDB(ctx, r.cfg.Cluster.DynamoDB, r.cfg.Cluster.Region)
 	if err != nil {
 		return err
 	}
@@ -150,6 +152,25 @@ func (r *run) wipeCluster(ctx context.Context) error {
 	}
 	return r.migrate(ctx)
 }
+
+// harnessDynamoDB is the harness's own client of the DynamoDB engine at
+// endpoint, with the credentials the nodes get (see nodeEnv) where the
+// environment has none.
+func harnessDynamoDB(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
+	opts := []func(*config.LoadOptions) error{config.WithRegion(region)}
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(fallbackCredential, fallbackCredential, "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+}
+
+// fallbackCredential is the access key and secret of the nodes and the
+// harness when the environment names none: a local engine takes any.
+const fallbackCredential = "faultrun"
 
 // dropTables deletes the tables of prefix and waits until they are gone.
 func dropTables(ctx context.Context, db *dynamodb.Client, prefix string) error {
@@ -190,7 +211,7 @@ func (r *run) teardownCluster() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if db, err := dynamostore.NewClient(ctx, c.cfg.DynamoDB, c.cfg.Region); err == nil {
+	if db, err := harnessDynamoDB(ctx, c.cfg.DynamoDB, c.cfg.Region); err == nil {
 		if err := dropTables(ctx, db, c.cfg.TablePrefix); err != nil {
 			r.cfg.Logf("dropping the run's tables: %v", err)
 		}
@@ -201,7 +222,7 @@ func (r *run) teardownCluster() {
 // need set when they are missing (a local engine takes any credentials).
 func nodeEnv(region string) []string {
 	env := os.Environ()
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "faultrun", "AWS_SECRET_ACCESS_KEY": "faultrun", "AWS_REGION": region} {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": fallbackCredential, "AWS_SECRET_ACCESS_KEY": fallbackCredential, "AWS_REGION": region} {
 		if os.Getenv(k) == "" {
 			env = append(env, k+"="+v)
 		}

@@ -85,8 +85,13 @@ func (r *Report) Summary() string {
 		r.Config.Seed, r.Kills, r.Config.Kills, p.Cuts, r.Config.Cuts, p.MidFrame, p.Handshake, p.BudgetCuts, p.TimedCuts, p.Resets)
 	if c := r.Config.Cluster; c != nil {
 		d := r.Dynamo
-		fmt.Fprintf(&b, "a cluster of %d nodes on DynamoDB and Redis, one node killed at a time: %d FLUSHALLs of Redis (target %d), %d DynamoDB outages (target %d; %d refusing, %d delaying; %v in all) in which the DynamoDB proxy reset %d live and %d new connections and held back %d chunks, the last flush and outage after the last kill; after the convergence a push round of %d messages, one per device, with no chaos; ",
-			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.Cut, d.Refused, d.Delayed, r.PushRound)
+		fmt.Fprintf(&b, "a cluster of %d nodes on DynamoDB and Redis, one node killed at a time: %d FLUSHALLs of Redis (target %d), %d DynamoDB outages (target %d; %d refusing, %d delaying; %v in all) in which the DynamoDB proxy reset %d live and %d new connections and held back %d chunks, the last flush and outage after the last kill; ",
+			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.Cut, d.Refused, d.Delayed)
+		if r.PushRound > 0 {
+			fmt.Fprintf(&b, "after the convergence a push round of %d messages, one per device, with no chaos; ", r.PushRound)
+		} else {
+			b.WriteString("no push round (the run did not converge clean); ")
+		}
 	}
 	fmt.Fprintf(&b, "%d restarts of a client engine on its store; ", r.EngineRestarts)
 	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while no server was up), %d welcomed; %d server messages read by the proxy never reached their client whole. ", p.Conns, p.Refused, r.Welcomes, p.Withheld)
