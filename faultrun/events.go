@@ -32,20 +32,21 @@ func (r *run) flushRedis(ctx context.Context) {
 }
 
 // failDynamoDB has the proxy in front of DynamoDB fail at random moments,
-// for a random while each, until the target is met or ctx ends: half the
-// outages reset every connection, the others hold every byte for a random
-// latency. The nodes are not restarted for it. The last outage waits for
+// for a random while each, until the target is met or ctx ends: the
+// outages alternate between resetting every connection and holding every
+// byte for a random latency. The nodes are not restarted for it. The last outage waits for
 // the last kill.
 func (r *run) failDynamoDB(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0xd1a0))
 	c := r.cluster.cfg
 	proxy := r.cluster.dynamo
+	first := rng.IntN(2) // the kinds alternate, from a random one
 	for n := 1; n <= c.Outages; n++ {
 		if !r.awaitEvent(ctx, rng, n == c.Outages) {
 			return
 		}
 		length := randBetween(rng, c.MinOutage, c.MaxOutage)
-		if rng.IntN(2) == 0 {
+		if (n+first)%2 == 0 {
 			proxy.Refuse()
 			r.report.RefusingOutages++
 			r.cfg.Logf("outage %d of DynamoDB: refusing for %v", n, length.Round(time.Millisecond))
