@@ -67,8 +67,8 @@
 //   - has DynamoDB fail: the nodes reach it through an OutageProxy that,
 //     for a random 0.5 to 3 s, either resets every connection, live or new,
 //     or holds every chunk it forwards for a random latency (the two
-//     kinds alternate), then recovers. No node is restarted for it; a node that exited on its own
-//     fails the run.
+//     kinds alternate), then recovers. No node is restarted for it; a
+//     node that exited on its own fails the run.
 //
 // The last flush and the last outage come after the last kill, and the
 // chaos goes on until every device reconnected after the last flush, so
