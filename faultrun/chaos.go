@@ -13,13 +13,18 @@ import (
 const progressEvery = 15 * time.Second
 
 // chaos drives every device, restarts engines now and then and turns the
-// proxy's cuts on, then kills the server at random moments and restarts
-// it on the same address and data directory, until the targets are met or
-// MaxChaos has passed. It returns with the drivers and engine restarts
-// stopped, the cuts off and the server running.
+// proxy's cuts on, then kills the server (one node at a time, in a
+// cluster) at random moments and restarts it on the same address and data
+// directory, until the targets are met or MaxChaos has passed. A cluster
+// run flushes Redis and has DynamoDB fail meanwhile (see events). It
+// returns with the drivers, engine restarts and events stopped, the cuts
+// off and every server running.
 func (r *run) chaos(ctx context.Context) error {
+	start := time.Now()
+	deadline := start.Add(r.cfg.MaxChaos)
 	driveCtx, stopDriving := context.WithCancel(ctx)
-	var background sync.WaitGroup
+	eventCtx, stopEvents := context.WithDeadline(ctx, deadline)
+	var background, events sync.WaitGroup
 	background.Add(2)
 	go func() {
 		defer background.Done()
@@ -29,49 +34,114 @@ func (r *run) chaos(ctx context.Context) error {
 		defer background.Done()
 		r.restartEngines(driveCtx)
 	}()
+	if r.cluster != nil {
+		events.Add(2)
+		go func() {
+			defer events.Done()
+			r.flushRedis(eventCtx)
+		}()
+		go func() {
+			defer events.Done()
+			r.failDynamoDB(eventCtx)
+		}()
+	}
 	r.proxy.SetChaos(true)
 	defer func() {
+		stopEvents()
+		events.Wait()
 		r.proxy.SetChaos(false)
 		stopDriving()
 		background.Wait()
 		r.report.EngineRestarts = int(r.engineRestarts.Load())
+		r.report.Flushes = int(r.flushes.Load())
+		r.report.Outages = int(r.outages.Load())
 	}()
 
-	start := time.Now()
-	deadline := start.Add(r.cfg.MaxChaos)
 	lastLog := start
-	for !r.targetsMet() {
-		if !sleepUntil(ctx, minTime(time.Now().Add(randBetween(r.rng, r.cfg.MinKillGap, r.cfg.MaxKillGap)), deadline)) {
+	// A cluster's chaos also goes on until every device reconnected after
+	// the last flush (see pushRound).
+	for !r.targetsMet() || (r.cluster != nil && !r.reconnectedSinceFlush()) {
+		gap := eventPoll // a cluster's kills done: waiting for the rest
+		if r.cluster == nil || !r.killsMet() {
+			gap = randBetween(r.rng, r.cfg.MinKillGap, r.cfg.MaxKillGap)
+		}
+		if !sleepUntil(ctx, minTime(time.Now().Add(gap), deadline)) {
 			return ctx.Err()
 		}
 		if !time.Now().Before(deadline) {
 			break
 		}
-		if !r.server.Alive() {
-			return fmt.Errorf("imserver exited on its own\n%s", r.server.Logs())
-		}
-		if err := r.server.Kill(); err != nil {
-			return fmt.Errorf("kill imserver: %w", err)
-		}
-		r.report.Kills++
-		if r.report.Kills == r.cfg.wipeAtKill {
-			if err := r.server.wipe(); err != nil {
-				return err
-			}
-		}
-		if !sleepUntil(ctx, time.Now().Add(randBetween(r.rng, 0, r.cfg.MaxDowntime))) {
-			return ctx.Err()
-		}
-		if err := r.restart(ctx); err != nil {
-			return fmt.Errorf("restart imserver after kill %d: %w", r.report.Kills, err)
+		if err := r.checkAlive(); err != nil {
+			return err
 		}
 		if time.Since(lastLog) >= progressEvery {
 			lastLog = time.Now()
 			r.cfg.Logf("%s", r.progress(time.Since(start)))
 		}
+		// A cluster's last flush and outage come after its last kill, so
+		// that the convergence shows recovery without a restart.
+		if r.cluster != nil && r.killsMet() {
+			continue
+		}
+		if err := r.killOne(ctx); err != nil {
+			return err
+		}
 	}
 	r.report.TargetsMet = r.targetsMet()
 	r.cfg.Logf("%s", r.progress(time.Since(start)))
+	return nil
+}
+
+// killOne SIGKILLs a server (a random node of a cluster), leaves it down
+// for a random time and restarts it; the kill counts once the server is
+// back.
+func (r *run) killOne(ctx context.Context) error {
+	s := r.servers[0]
+	if len(r.servers) > 1 {
+		s = r.servers[r.rng.IntN(len(r.servers))]
+	}
+	if err := s.Kill(); err != nil {
+		return fmt.Errorf("kill imserver: %w", err)
+	}
+	kills := int(r.kills.Load()) + 1 // counted once restarted
+	if kills == r.cfg.wipeAtKill {
+		var err error
+		if r.cluster != nil {
+			err = r.wipeCluster(ctx)
+		} else {
+			err = s.wipe()
+		}
+		if err != nil {
+			return fmt.Errorf("wipe at kill %d: %w", kills, err)
+		}
+	}
+	down := time.Now()
+	if !sleepUntil(ctx, down.Add(randBetween(r.rng, 0, r.cfg.MaxDowntime))) {
+		return ctx.Err()
+	}
+	restarting := time.Now()
+	if err := r.restart(ctx, s); err != nil {
+		return fmt.Errorf("restart imserver after kill %d: %w", kills, err)
+	}
+	if r.cluster != nil {
+		r.cfg.Logf("kill %d: the node on %s was down %v, its start took %v", kills, s.Addr(), time.Since(down).Round(time.Millisecond), time.Since(restarting).Round(time.Millisecond))
+	}
+	r.kills.Store(int64(kills))
+	r.report.Kills = kills
+	return nil
+}
+
+// checkAlive fails when a server (or the cluster's Redis) exited on its
+// own.
+func (r *run) checkAlive() error {
+	for _, s := range r.servers {
+		if !s.Alive() {
+			return fmt.Errorf("imserver on %s exited on its own\n%s", s.Addr(), s.Logs())
+		}
+	}
+	if r.cluster != nil && !r.cluster.redis.Alive() {
+		return fmt.Errorf("redis-server exited on its own\n%s", r.cluster.redis.logs)
+	}
 	return nil
 }
 
@@ -89,34 +159,58 @@ func (r *run) restartEngines(ctx context.Context) {
 	}
 }
 
-// restart starts the server again. Another process may have taken its
-// port while it was down (as an ephemeral port); then it tries again for a
-// while. Any other failure to start is the server's.
-func (r *run) restart(ctx context.Context) error {
+// restart starts server s again. Another process may have taken its port
+// while it was down (as an ephemeral port); then it tries again for a
+// while. So it does when a cluster node could not start, which it may
+// not while DynamoDB is out. Any other failure to start is the server's.
+func (r *run) restart(ctx context.Context, s *Server) error {
 	const tries = 25
 	for i := 1; ; i++ {
-		err := r.server.Run()
-		if err == nil || i == tries || !strings.Contains(err.Error(), "address already in use") {
+		err := s.Run()
+		if err == nil || i == tries || !(r.cluster != nil || strings.Contains(err.Error(), "address already in use")) {
 			return err
 		}
-		r.cfg.Logf("restart %d: the port is taken, trying again", i)
+		r.cfg.Logf("restart %d of %s failed, trying again: %s (%s)", i, s.Addr(), firstLine(err.Error()), lastLine(s.Logs()))
 		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
 			return ctx.Err()
 		}
 	}
 }
 
-// targetsMet reports whether the kills and cuts reached their targets.
+// targetsMet reports whether the kills and cuts (and a cluster's flushes
+// and outages) reached their targets.
 func (r *run) targetsMet() bool {
-	return r.report.Kills >= r.cfg.Kills && r.proxy.Stats().Cuts >= int64(r.cfg.Cuts)
+	met := r.killsMet() && r.proxy.Stats().Cuts >= int64(r.cfg.Cuts)
+	if c := r.cfg.Cluster; c != nil {
+		met = met && r.flushes.Load() >= int64(c.Flushes) && r.outages.Load() >= int64(c.Outages)
+	}
+	return met
+}
+
+// killsMet reports whether the kills reached their target.
+func (r *run) killsMet() bool { return r.kills.Load() >= int64(r.cfg.Kills) }
+
+// lastLine returns the last line of s.
+func lastLine(s string) string {
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+// firstLine returns s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // progress is one line on the chaos so far.
 func (r *run) progress(elapsed time.Duration) string {
 	s := r.proxy.Stats()
 	v := r.led.View()
-	return fmt.Sprintf("chaos %v: %d/%d kills, %d/%d cuts (%d mid-frame), %d connections, %d engine restarts, %d messages sent, %d acknowledged",
-		elapsed.Round(time.Second), r.report.Kills, r.cfg.Kills, s.Cuts, r.cfg.Cuts, s.MidFrame, s.Conns, r.engineRestarts.Load(), len(v.Queued), len(v.Acked))
+	line := fmt.Sprintf("chaos %v: %d/%d kills, %d/%d cuts (%d mid-frame), %d connections, %d engine restarts, %d messages sent, %d acknowledged",
+		elapsed.Round(time.Second), r.kills.Load(), r.cfg.Kills, s.Cuts, r.cfg.Cuts, s.MidFrame, s.Conns, r.engineRestarts.Load(), len(v.Queued), len(v.Acked))
+	if c := r.cfg.Cluster; c != nil {
+		line += fmt.Sprintf(", %d/%d flushes, %d/%d outages", r.flushes.Load(), c.Flushes, r.outages.Load(), c.Outages)
+	}
+	return line
 }
 
 // sleepUntil waits until t or ctx is done; it reports whether ctx is

@@ -13,6 +13,9 @@ import (
 // converged.
 const convergePoll = 250 * time.Millisecond
 
+// convergeLogEvery is how often the convergence logs what it waits for.
+const convergeLogEvery = 5 * time.Second
+
 // converge waits, with the chaos over, until every client has caught up
 // and the world verifies, or Converge has passed; it returns the
 // violations of the last look (none: converged and verified). Catching
@@ -22,20 +25,28 @@ const convergePoll = 250 * time.Millisecond
 // conversation's newest messages but not the older ones is scrolled back,
 // as its user would.
 func (r *run) converge(ctx context.Context) ([]Violation, error) {
-	deadline := time.Now().Add(r.cfg.Converge)
-	logged := false
+	start := time.Now()
+	deadline := start.Add(r.cfg.Converge)
+	logged, lastLog := false, start
 	for {
 		waiting, err := r.caughtUp()
 		if err != nil {
 			return nil, r.serverFault(err)
 		}
+		if waiting != "" && time.Since(lastLog) >= convergeLogEvery {
+			lastLog = time.Now()
+			r.cfg.Logf("converging %v: %s", time.Since(start).Round(time.Second), waiting)
+		}
 		var violations []Violation
 		if waiting == "" || !time.Now().Before(deadline) {
-			w, err := gather(r.server.Addr(), r.members, r.users, r.devices, r.led)
+			w, err := gather(r.probeAddr(), r.members, r.users, r.devices, r.led)
 			if err != nil {
 				return nil, r.serverFault(err)
 			}
 			r.report.count(w, r.proxy.Stats())
+			if r.cluster != nil {
+				r.report.Dynamo = r.cluster.dynamo.Stats()
+			}
 			violations = Verify(w)
 			for _, err := range r.harnessErrors() {
 				violations = append(violations, Violation{Kind: "harness", Detail: err.Error()})
@@ -104,7 +115,7 @@ func (r *run) caughtUp() (string, error) {
 		p, ok := probes[members[0]]
 		if !ok {
 			var err error
-			if p, err = dialProbe(r.server.Addr(), members[0]); err != nil {
+			if p, err = dialProbe(r.probeAddr(), members[0]); err != nil {
 				return err.Error(), nil
 			}
 			probes[members[0]] = p
@@ -149,12 +160,12 @@ func (r *run) caughtUp() (string, error) {
 }
 
 // serverFault adds to err, a failure to read the server's view, the
-// server's log if the server has exited on its own.
+// log of a server that has exited on its own.
 func (r *run) serverFault(err error) error {
-	if r.server.Alive() {
-		return err
+	if dead := r.checkAlive(); dead != nil {
+		return fmt.Errorf("%w; %w", err, dead)
 	}
-	return fmt.Errorf("%w; imserver exited on its own:\n%s", err, r.server.Logs())
+	return err
 }
 
 // harnessErrors returns the harness's own failures.

@@ -46,6 +46,45 @@
 // TestFaultRunCatchesAServerThatLosesItsData runs the whole harness
 // against a server whose data is wiped at a kill: the checks can fail.
 //
+// # The cluster run
+//
+// With Config.Cluster the run is the scaled-out deployment's
+// (TestFaultRunCluster): two imserver nodes (-store dynamodb) on tables of
+// a fresh prefix in a DynamoDB engine (IM_TEST_DYNAMODB, see package
+// internal/testengines) and on a redis-server process of the run's own (on
+// a free loopback port, without persistence, so that flushing it touches
+// nothing else; the run fails when redis-server is not installed), each
+// node with its own data directory and a fixed node id. The proxy hands
+// each new connection to the next node that is up, round-robin, so a
+// client whose node died reconnects to the other; the probes that read
+// the server's view dial the nodes in turn. Besides the cuts and the
+// engine restarts, the chaos
+//
+//   - SIGKILLs one node at a time, never both, and restarts it after a
+//     random downtime on the same address, data directory and node id;
+//   - FLUSHALLs the run's Redis at random moments (sequence counters,
+//     cached sessions, locks and presence gone at once), and
+//   - has DynamoDB fail: the nodes reach it through an OutageProxy that,
+//     for a random 0.5 to 3 s, either resets every connection, live or new,
+//     or holds every chunk it forwards for a random latency (the two
+//     kinds alternate), then recovers. No node is restarted for it; a
+//     node that exited on its own fails the run.
+//
+// The last flush and the last outage come after the last kill, and the
+// chaos goes on until every device reconnected after the last flush, so
+// that what follows shows recovery without a restart. Verify's checks
+// are the same, and say for this run: nothing acknowledged (on the wire,
+// which is how a node that answered sent for a write DynamoDB did not
+// take would show) is lost or duplicated, no seq was reused or skipped
+// across the flushes, sessions and unread counts hold (read back after
+// Redis lost its cache). Once the run converged, a push round has every
+// device send one message with no chaos at all, and the run converges
+// again: a device that did not reconnect can only have got the others'
+// messages as pushes from either node (a reconnect during the round is a
+// push violation). TestFaultRunClusterCatchesLostData deletes the
+// cluster's tables and flushes Redis at a kill, and expects lost
+// messages: Verify reads what the cluster stored.
+//
 // # Running it
 //
 // The short form is what go test runs (and so scripts/test.sh): 5 kills
@@ -58,8 +97,16 @@
 //
 //	go test ./faultrun -run 'TestFaultRun$' -v -timeout 60m -args -kills 100 -cuts 10000 -duration 30m -users 6 -two-device-users 3
 //
-// (about six minutes on two cores). -seed sets the seed of the harness's
-// random choices (0, the default, picks one and logs it; the timing of the
-// processes is not reproducible); -users and -two-device-users size the
-// crowd (4 and 2 by default).
+// (about six minutes on two cores). The cluster run's short form (4
+// kills, 100 cuts, 2 flushes, 2 DynamoDB outages; about half a minute) runs
+// with the others when the engines are named, as scripts/test.sh does;
+// its long form takes the same flags and -flushes, -dynamo-outages and
+// -nodes:
+//
+//	go test ./faultrun -run 'TestFaultRunCluster$' -v -timeout 30m -args -kills 20 -cuts 1000 -flushes 5 -dynamo-outages 5 -duration 10m
+//
+// -seed sets the seed of the harness's random choices (0, the default,
+// picks one and logs it; the timing of the processes is not
+// reproducible); -users and -two-device-users size the crowd (4 and 2 by
+// default).
 package faultrun

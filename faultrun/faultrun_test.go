@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/imcore/im/internal/testengines"
 )
 
 // The fault run's flags (after -args). The defaults are the short form.
@@ -18,7 +20,21 @@ var (
 	flagSeed     = flag.Uint64("seed", 0, "fault run: seed of the harness's random choices (0: a random one, logged)")
 	flagUsers    = flag.Int("users", 4, "fault run: users (2 to 8)")
 	flagTwo      = flag.Int("two-device-users", 2, "fault run: how many of the users have a second device")
+	flagNodes    = flag.Int("nodes", 2, "cluster fault run: imserver nodes")
+	flagFlushes  = flag.Int("flushes", 2, "cluster fault run: FLUSHALLs of Redis to reach")
+	flagOutages  = flag.Int("dynamo-outages", 2, "cluster fault run: DynamoDB outages to reach")
 )
+
+// The short cluster run's targets where -kills and -cuts are not given:
+// each kill costs a node's start on DynamoDB.
+const clusterShortKills, clusterShortCuts = 4, 100
+
+// flagGiven reports whether the named flag was set on the command line.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
 
 // The imserver binary the tests build once, and its directory.
 var (
@@ -68,6 +84,53 @@ func TestFaultRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkReport(t, report)
+}
+
+// TestFaultRunCluster is the fault run on a cluster (see the package
+// documentation): two imserver nodes on DynamoDB (IM_TEST_DYNAMODB) and a
+// redis-server of its own, with Redis flushed and DynamoDB failing besides
+// the kills and cuts. The short form by default (4 kills, 100 cuts, 2
+// flushes, 2 outages); the long form with -args -kills N -cuts N -flushes
+// N -dynamo-outages N -duration D.
+func TestFaultRunCluster(t *testing.T) {
+	endpoint := testengines.DynamoDB(t)
+	seed := *flagSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d", seed)
+	kills, cuts := clusterShortKills, clusterShortCuts
+	if flagGiven("kills") {
+		kills = *flagKills
+	}
+	if flagGiven("cuts") {
+		cuts = *flagCuts
+	}
+	report, err := Run(context.Background(), Config{
+		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: seed,
+		Users: *flagUsers, TwoDeviceUsers: *flagTwo,
+		Kills: kills, Cuts: cuts, MaxChaos: *flagDuration,
+		Cluster: &ClusterConfig{
+			DynamoDB: endpoint, TablePrefix: testengines.Prefix(t), Nodes: *flagNodes,
+			Flushes: *flagFlushes, Outages: *flagOutages,
+		},
+		Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, report)
+	d := report.Dynamo
+	if report.Flushes == 0 || report.Outages == 0 || d.Cut+d.Refused+d.Delayed == 0 {
+		t.Errorf("the cluster's chaos did not happen: %d flushes, %d outages, DynamoDB proxy %+v", report.Flushes, report.Outages, d)
+	}
+}
+
+// checkReport fails t for every violation of the run, unmet targets, or a
+// chaos that did not happen.
+func checkReport(t *testing.T, report *Report) {
+	t.Helper()
 	t.Log(report.Summary())
 	if s := report.ErrorSummary(); s != "" {
 		t.Logf("engine error events:\n%s", s)
@@ -79,8 +142,9 @@ func TestFaultRun(t *testing.T) {
 		}
 		t.Error(v)
 	}
+	cfg := report.Config
 	if !report.TargetsMet {
-		t.Errorf("targets not met within %v: %d of %d kills, %d of %d cuts", *flagDuration, report.Kills, *flagKills, report.Proxy.Cuts, *flagCuts)
+		t.Errorf("targets not met within %v: %s", cfg.MaxChaos, report.Targets())
 	}
 	if report.Kills == 0 || report.Proxy.Cuts == 0 || report.Proxy.MidFrame == 0 || report.WireFrames == 0 {
 		t.Errorf("the chaos did not happen: %d kills, %d cuts, %d mid-frame, %d sent answers seen", report.Kills, report.Proxy.Cuts, report.Proxy.MidFrame, report.WireFrames)
@@ -102,6 +166,32 @@ func TestFaultRunCatchesAServerThatLosesItsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkLost(t, report)
+}
+
+// So can the cluster run: Verify reads what the cluster stored, so a
+// cluster whose tables and Redis are emptied at a kill is caught too.
+func TestFaultRunClusterCatchesLostData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a fault run")
+	}
+	endpoint := testengines.DynamoDB(t)
+	report, err := Run(context.Background(), Config{
+		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: 1,
+		Users: 2, TwoDeviceUsers: 1, Kills: 2, Cuts: 1, Converge: 5 * time.Second,
+		MinKillGap: time.Second, MaxKillGap: time.Second,
+		Cluster:    &ClusterConfig{DynamoDB: endpoint, TablePrefix: testengines.Prefix(t)},
+		wipeAtKill: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLost(t, report)
+}
+
+// checkLost fails t unless the run reported lost messages.
+func checkLost(t *testing.T, report *Report) {
+	t.Helper()
 	t.Log(report.Summary())
 	lost := 0
 	for _, v := range report.Violations {

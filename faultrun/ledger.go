@@ -3,6 +3,7 @@ package faultrun
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -41,6 +42,7 @@ type Ledger struct {
 	samples    map[errKey]string // the first message of each
 	runErrors  map[string]error  // engines whose Run returned an error
 	online     map[string]bool   // device → online now
+	onlines    map[string]int    // device → times it came online
 	welcomes   int64             // welcome frames seen on the wire
 	seqOfSend  map[string]int    // device → messages queued, for bodies
 }
@@ -55,7 +57,7 @@ func NewLedger() *Ledger {
 		queued: make(map[MsgKey]Queued), acked: make(map[MsgKey]int64), wire: make(map[MsgKey][]int64),
 		unacked: make(map[string]int), unackedIn: make(map[devConv]int),
 		errors: make(map[errKey]int), samples: make(map[errKey]string), runErrors: make(map[string]error),
-		online: make(map[string]bool), seqOfSend: make(map[string]int),
+		online: make(map[string]bool), onlines: make(map[string]int), seqOfSend: make(map[string]int),
 	}
 }
 
@@ -159,7 +161,17 @@ func (l *Ledger) noteRunError(device string, err error) {
 func (l *Ledger) noteConn(device string, online bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if online && !l.online[device] {
+		l.onlines[device]++
+	}
 	l.online[device] = online
+}
+
+// Onlines returns how many times each device came online so far.
+func (l *Ledger) Onlines() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.onlines)
 }
 
 // Online reports whether device's engine is online.

@@ -58,12 +58,13 @@ type ProxyStats struct {
 // every complete text message it reads from the server to a tap, whether
 // or not a cut then keeps it from the client.
 type Proxy struct {
-	ln     net.Listener
-	target string
-	policy CutPolicy
-	tap    func(payload []byte)
-	chaos  atomic.Bool
-	plans  func() cutPlan // draws each connection's plan
+	ln      net.Listener
+	targets func() []string // the addresses a new connection may go to
+	next    atomic.Uint64   // round-robin over targets
+	policy  CutPolicy
+	tap     func(payload []byte)
+	chaos   atomic.Bool
+	plans   func() cutPlan // draws each connection's plan
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -80,18 +81,26 @@ type Proxy struct {
 // from the server, forwarded or not (on the connection's goroutine; it
 // must not keep the slice).
 func NewProxy(target string, policy CutPolicy, seed uint64, tap func([]byte)) (*Proxy, error) {
-	return newProxy(target, policy, seed, tap, nil)
+	return newProxy(func() []string { return []string{target} }, policy, seed, tap, nil)
 }
 
-// newProxy is NewProxy with the plans of the connections drawn by plans
-// (nil: at random, by the policy).
-func newProxy(target string, policy CutPolicy, seed uint64, tap func([]byte), plans func() cutPlan) (*Proxy, error) {
+// NewBalancingProxy is NewProxy in front of several servers: each new
+// connection goes to the next, round-robin, of the addresses targets
+// returns at that moment (the servers that are up); none is a refused
+// connection.
+func NewBalancingProxy(targets func() []string, policy CutPolicy, seed uint64, tap func([]byte)) (*Proxy, error) {
+	return newProxy(targets, policy, seed, tap, nil)
+}
+
+// newProxy is NewBalancingProxy with the plans of the connections drawn by
+// plans (nil: at random, by the policy).
+func newProxy(targets func() []string, policy CutPolicy, seed uint64, tap func([]byte), plans func() cutPlan) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	p := &Proxy{
-		ln: ln, target: target, policy: policy, tap: tap,
+		ln: ln, targets: targets, policy: policy, tap: tap,
 		rng:   rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
 		conns: make(map[*proxyConn]struct{}),
 	}
@@ -219,7 +228,7 @@ func (c *proxyConn) end(why int) {
 
 func (p *Proxy) serve(client net.Conn) {
 	defer p.wg.Done()
-	server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+	server, err := p.dialTarget()
 	if err != nil {
 		client.Close()
 		p.mu.Lock()
@@ -276,6 +285,16 @@ func (p *Proxy) serve(client net.Conn) {
 	if !(c.plan.reset && c.why == endTimed) && (c.streams[0].midFrame() || c.streams[1].midFrame()) {
 		p.stats.MidFrame++
 	}
+}
+
+// dialTarget connects to the next target, round-robin.
+func (p *Proxy) dialTarget() (net.Conn, error) {
+	addrs := p.targets()
+	if len(addrs) == 0 {
+		return nil, errors.New("no server is up")
+	}
+	addr := addrs[(p.next.Add(1)-1)%uint64(len(addrs))]
+	return net.DialTimeout("tcp", addr, 2*time.Second)
 }
 
 // pump copies one direction of c until it ends, feeding what was

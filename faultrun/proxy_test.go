@@ -49,7 +49,7 @@ func wsServer(t *testing.T, msgs []string) string {
 // testProxy starts a proxy to target whose connections all follow plan.
 func testProxy(t *testing.T, target string, plan cutPlan, tap func([]byte)) *Proxy {
 	t.Helper()
-	p, err := newProxy(target, DefaultCutPolicy, 1, tap, func() cutPlan { return plan })
+	p, err := newProxy(func() []string { return []string{target} }, DefaultCutPolicy, 1, tap, func() cutPlan { return plan })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,16 @@ type Report struct {
 
 	// Kills counts SIGKILLs (the server was started Kills+1 times).
 	Kills int
+	// Flushes counts a cluster run's FLUSHALLs of Redis; Outages its
+	// outages of DynamoDB, RefusingOutages those that reset connections
+	// (the others delayed them), OutageTime their length together.
+	Flushes, Outages, RefusingOutages int
+	OutageTime                        time.Duration
+	// PushRound counts the messages of a cluster run's push round (one per
+	// device, sent once the run converged; see pushRound).
+	PushRound int
+	// Dynamo is what the proxy in front of DynamoDB did.
+	Dynamo OutageStats
 	// EngineRestarts counts the restarts of a device's engine.
 	EngineRestarts int
 	// Proxy is what the proxy did.
@@ -73,8 +83,18 @@ func (r *Report) Summary() string {
 	p := r.Proxy
 	fmt.Fprintf(&b, "Fault run (seed %d): %d SIGKILLs of imserver (target %d) and %d connection cuts (target %d): %d mid-frame, %d inside the upgrade; %d after a byte budget, %d at a random time (%d with a TCP reset); ",
 		r.Config.Seed, r.Kills, r.Config.Kills, p.Cuts, r.Config.Cuts, p.MidFrame, p.Handshake, p.BudgetCuts, p.TimedCuts, p.Resets)
+	if c := r.Config.Cluster; c != nil {
+		d := r.Dynamo
+		fmt.Fprintf(&b, "a cluster of %d nodes on DynamoDB and Redis, one node killed at a time: %d FLUSHALLs of Redis (target %d), %d DynamoDB outages (target %d; %d refusing, %d delaying; %v in all) in which the DynamoDB proxy reset %d live and %d new connections and held back %d chunks, the last flush and outage after the last kill; ",
+			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.Cut, d.Refused, d.Delayed)
+		if r.PushRound > 0 {
+			fmt.Fprintf(&b, "after the convergence a push round of %d messages, one per device, with no chaos; ", r.PushRound)
+		} else {
+			b.WriteString("no push round (the run did not converge clean); ")
+		}
+	}
 	fmt.Fprintf(&b, "%d restarts of a client engine on its store; ", r.EngineRestarts)
-	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while the server was down), %d welcomed; %d server messages read by the proxy never reached their client whole. ", p.Conns, p.Refused, r.Welcomes, p.Withheld)
+	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while no server was up), %d welcomed; %d server messages read by the proxy never reached their client whole. ", p.Conns, p.Refused, r.Welcomes, p.Withheld)
 	fmt.Fprintf(&b, "%d devices of %d users in %d conversations sent %d messages; %d acknowledged by their engines, %d sent answers seen on the wire (%d distinct); history holds %d messages (system ones included), local stores %d. ",
 		r.Devices, r.Config.Users, r.Conversations, r.Queued, r.Acked, r.WireFrames, r.WireAcked, r.History, r.Held)
 	fmt.Fprintf(&b, "Chaos %v, convergence %v, total %v. ", r.Chaos.Round(100*time.Millisecond), r.Converge.Round(100*time.Millisecond), r.Total.Round(100*time.Millisecond))
@@ -83,6 +103,16 @@ func (r *Report) Summary() string {
 	}
 	fmt.Fprintf(&b, "Violations: %d.", len(r.Violations))
 	return b.String()
+}
+
+// Targets says how far each target was reached.
+func (r *Report) Targets() string {
+	c := r.Config
+	s := fmt.Sprintf("%d of %d kills, %d of %d cuts", r.Kills, c.Kills, r.Proxy.Cuts, c.Cuts)
+	if cc := c.Cluster; cc != nil {
+		s += fmt.Sprintf(", %d of %d flushes, %d of %d outages", r.Flushes, cc.Flushes, r.Outages, cc.Outages)
+	}
+	return s
 }
 
 // ErrorSummary lists the engines' error events, one line each.

@@ -49,11 +49,17 @@ type Config struct {
 	// Policy is how the proxy cuts connections.
 	Policy CutPolicy
 
+	// Cluster, when set, makes the run the scaled-out one (see
+	// ClusterConfig): several nodes behind the proxy, and Redis flushes
+	// and DynamoDB outages among the chaos.
+	Cluster *ClusterConfig
+
 	// Logf receives progress lines; nil discards them.
 	Logf func(format string, args ...any)
 
 	// wipeAtKill, for the harness's own test, empties the server's data
-	// directory after that kill: a server that loses what it acknowledged.
+	// directory after that kill (a cluster's tables and Redis): a server
+	// that loses what it acknowledged.
 	wipeAtKill int
 }
 
@@ -88,6 +94,13 @@ func (c *Config) defaults() error {
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
+	if c.Cluster != nil {
+		cc := *c.Cluster
+		if err := cc.defaults(); err != nil {
+			return err
+		}
+		c.Cluster = &cc
+	}
 	return nil
 }
 
@@ -103,7 +116,8 @@ func setDefault[T comparable](v *T, def T) {
 const setupWait = 30 * time.Second
 
 // Run runs one fault run: a real imserver on a fixed loopback address
-// with a cutting proxy in front of it, a client engine per device
+// (or a cluster of them, with Config.Cluster) with a cutting proxy in
+// front of it, a client engine per device
 // sending, receiving and reading through the proxy, and a chaos phase of
 // SIGKILLs and cuts; then it waits for every client to converge and
 // verifies the result. The error is for a run that could not be carried
@@ -116,7 +130,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.report.Config = cfg
 	began := time.Now()
 	defer r.teardown()
-	if err := r.setup(); err != nil {
+	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
 	chaosStart := time.Now()
@@ -126,6 +140,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.report.Chaos = time.Since(chaosStart)
 	convergeStart := time.Now()
 	violations, err := r.converge(ctx)
+	if err == nil && r.cluster != nil && len(violations) == 0 {
+		violations, err = r.pushRound(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +157,8 @@ type run struct {
 	cfg     Config
 	led     *Ledger
 	rng     *rand.Rand
-	server  *Server
+	servers []*Server // the server, or the cluster's nodes
+	cluster *cluster  // nil: a single embedded server
 	proxy   *Proxy
 	devices []*Device
 	users   []string
@@ -148,6 +166,12 @@ type run struct {
 	report  Report
 
 	engineRestarts atomic.Int64
+	// kills, flushes and outages count the chaos's events so far (the
+	// report gets them at its end).
+	kills, flushes, outages atomic.Int64
+
+	flushMu        sync.Mutex
+	onlinesAtFlush map[string]int // Ledger.Onlines at the last flush of Redis
 
 	harnessMu   sync.Mutex
 	harnessErrs []error

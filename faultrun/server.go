@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -75,6 +76,12 @@ func FreeLoopbackAddr() (string, error) {
 // directory, and kills and restarts it.
 type Server struct {
 	bin, addr, dataDir string
+	extraArgs          []string // after serverArgs: a cluster node's store flags
+	env                []string // the process's environment (nil: this one's)
+
+	// up is set while the process started last listens and is not being
+	// stopped; read without waiting for a start or a stop in progress.
+	up atomic.Bool
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -88,6 +95,19 @@ type Server struct {
 func NewServer(bin, addr, dataDir string) *Server {
 	return &Server{bin: bin, addr: addr, dataDir: dataDir, logs: newLogRing(200)}
 }
+
+// newNode returns a server like NewServer's that also gets extraArgs and
+// runs with the environment env.
+func newNode(bin, addr, dataDir string, extraArgs, env []string) *Server {
+	s := NewServer(bin, addr, dataDir)
+	s.extraArgs, s.env = extraArgs, env
+	return s
+}
+
+// Up reports whether the server is listening, as far as the harness knows
+// (false from the moment a kill or stop begins), without waiting for a
+// start or a stop in progress.
+func (s *Server) Up() bool { return s.up.Load() }
 
 // Addr returns the server's address.
 func (s *Server) Addr() string { return s.addr }
@@ -111,7 +131,8 @@ func (s *Server) Run() error {
 	if s.cmd != nil {
 		return errors.New("server already running")
 	}
-	cmd := exec.Command(s.bin, serverArgs(s.addr, s.dataDir)...)
+	cmd := exec.Command(s.bin, append(serverArgs(s.addr, s.dataDir), s.extraArgs...)...)
+	cmd.Env = s.env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
@@ -129,10 +150,14 @@ func (s *Server) Run() error {
 		for sc.Scan() {
 			s.logs.add(sc.Text())
 			if listeningLine.MatchString(sc.Text()) {
-				once.Do(func() { close(listening) })
+				once.Do(func() {
+					s.up.Store(true)
+					close(listening)
+				})
 			}
 		}
 		cmd.Wait()
+		s.up.Store(false)
 		close(exited)
 	}()
 	select {
@@ -175,6 +200,7 @@ func (s *Server) signal(sig os.Signal) error {
 	if s.cmd == nil {
 		return nil
 	}
+	s.up.Store(false)
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package faultrun
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,22 +13,19 @@ import (
 	"github.com/imcore/im/protocol"
 )
 
-// setup starts the server, the proxy and the devices, and creates the
-// groups.
-func (r *run) setup() error {
-	addr, err := FreeLoopbackAddr()
+// setup starts the server (or the cluster), the proxy and the devices,
+// and creates the groups.
+func (r *run) setup(ctx context.Context) error {
+	var err error
+	if r.cfg.Cluster != nil {
+		err = r.setupCluster(ctx)
+	} else {
+		err = r.setupServer()
+	}
 	if err != nil {
 		return err
 	}
-	dataDir := filepath.Join(r.cfg.Dir, "server")
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return err
-	}
-	r.server = NewServer(r.cfg.ServerBinary, addr, dataDir)
-	if err := r.server.Run(); err != nil {
-		return err
-	}
-	if r.proxy, err = NewProxy(addr, r.cfg.Policy, r.cfg.Seed, r.led.TapServerMessage); err != nil {
+	if r.proxy, err = NewBalancingProxy(r.upAddrs, r.cfg.Policy, r.cfg.Seed, r.led.TapServerMessage); err != nil {
 		return err
 	}
 	url := "ws://" + r.proxy.Addr() + "/ws"
@@ -55,6 +53,24 @@ func (r *run) setup() error {
 		return err
 	}
 	return r.createGroups()
+}
+
+// setupServer starts the single embedded server.
+func (r *run) setupServer() error {
+	addr, err := FreeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	dataDir := filepath.Join(r.cfg.Dir, "server")
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return err
+	}
+	server := NewServer(r.cfg.ServerBinary, addr, dataDir)
+	if err := server.Run(); err != nil {
+		return err
+	}
+	r.servers = []*Server{server}
+	return nil
 }
 
 // offline names a device that is not online, "" when all are.
@@ -135,7 +151,10 @@ func (r *run) teardown() {
 	if r.proxy != nil {
 		r.proxy.Close()
 	}
-	if r.server != nil {
-		r.server.Kill()
+	for _, s := range r.servers {
+		s.Kill()
+	}
+	if r.cluster != nil {
+		r.teardownCluster()
 	}
 }

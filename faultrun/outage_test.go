@@ -1,0 +1,126 @@
+package faultrun
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// echoServer accepts connections on a loopback port and echoes them.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				io.Copy(conn, conn)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// roundTrip writes msg on conn and reads it back.
+func roundTrip(conn net.Conn, msg string) error {
+	conn.SetDeadline(time.Now().Add(testWait))
+	if _, err := conn.Write([]byte(msg)); err != nil {
+		return err
+	}
+	buf := make([]byte, len(msg))
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		return err
+	}
+	if string(buf) != msg {
+		return errors.New("echoed " + string(buf))
+	}
+	return nil
+}
+
+func dialOrFail(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// dialAndRoundTrip dials addr and makes a round trip on the connection;
+// the error is the dial's or the round trip's.
+func dialAndRoundTrip(addr, msg string) error {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return roundTrip(conn, msg)
+}
+
+func TestOutageProxyRefusesThenRecovers(t *testing.T) {
+	p, err := NewOutageProxy(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	live := dialOrFail(t, p.Addr())
+	if err := roundTrip(live, "before"); err != nil {
+		t.Fatalf("before the outage: %v", err)
+	}
+
+	p.Refuse()
+	// The live connection was reset: reading it ends in an error, not a
+	// timeout.
+	live.SetReadDeadline(time.Now().Add(testWait))
+	if _, err := live.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a live connection read %v during a refusing outage, want it reset", err)
+	}
+	if err := dialAndRoundTrip(p.Addr(), "during"); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a new connection got %v during a refusing outage, want it reset", err)
+	}
+	if s := p.Stats(); s.Cut != 1 || s.Refused != 1 {
+		t.Errorf("stats %+v, want 1 cut and 1 refused", s)
+	}
+
+	p.Recover()
+	if err := roundTrip(dialOrFail(t, p.Addr()), "after"); err != nil {
+		t.Fatalf("after the outage: %v", err)
+	}
+}
+
+func TestOutageProxyDelaysButDelivers(t *testing.T) {
+	p, err := NewOutageProxy(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	conn := dialOrFail(t, p.Addr())
+	p.Delay(10 * time.Millisecond)
+	if err := roundTrip(conn, "slow"); err != nil {
+		t.Fatalf("during a delaying outage: %v", err)
+	}
+	// The request and its echo were each held once at least.
+	if s := p.Stats(); s.Delayed < 2 || s.Cut != 0 || s.Refused != 0 {
+		t.Errorf("stats %+v, want 2 chunks delayed at least and nothing cut", s)
+	}
+	p.Recover()
+	before := p.Stats().Delayed
+	if err := roundTrip(conn, "fast"); err != nil {
+		t.Fatalf("after the outage: %v", err)
+	}
+	if s := p.Stats(); s.Delayed != before {
+		t.Errorf("%d chunks delayed after the outage ended", s.Delayed-before)
+	}
+}
