@@ -20,6 +20,18 @@
 // totals and sessions. In one process this cache is the truth and the
 // backend its durable copy; nothing in the hot path reads the backend.
 //
+// # Several engines over one backend
+//
+// The nodes of a scaled-out deployment each run an engine over the same
+// backend, so none may trust its memory of what another may have changed.
+// With Options.Locker (shared.go) every operation that changes a
+// conversation or a user takes its lock across processes, drops what it
+// held of it, reads it again from the backend, and writes its rows before
+// releasing; reads of a conversation are fresh, and a sync page is read
+// under its user's lock. A node that died holding locks leaves them to
+// expire, and what it stored but did not derive is derived by the next
+// operation on the conversation, on whichever node.
+//
 // # Locks
 //
 // Every write to a user's sessions, clock or totals happens in that user's
