@@ -1,18 +1,14 @@
 package engine_test
 
 import (
-	"context"
-	"errors"
 	"sync/atomic"
 	"testing"
 
-	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/distlock"
 	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/memstore"
 	"github.com/imcore/im/server/store/storetest"
-	"github.com/imcore/im/session"
 )
 
 // TestConformanceOfEnginesSharingABackend runs the engine's conformance
@@ -43,7 +39,7 @@ func alternating(t *testing.T, be store.Backend, locker engine.Locker) store.Sto
 		engines[0].Close()
 		engines[1].Close()
 	})
-	return &roundRobin{engines: engines}
+	return storetest.RoundRobin(engines[0], engines[1])
 }
 
 // refCounted closes a shared backend when the last engine closes it.
@@ -57,64 +53,4 @@ func (r *refCounted) Close() error {
 		return r.Backend.Close()
 	}
 	return nil
-}
-
-// roundRobin is a store.Store whose every call goes to the next engine.
-type roundRobin struct {
-	engines [2]*engine.Engine
-	next    atomic.Uint64
-}
-
-func (r *roundRobin) pick() *engine.Engine { return r.engines[r.next.Add(1)%2] }
-
-func (r *roundRobin) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
-	return r.pick().Append(ctx, req)
-}
-
-func (r *roundRobin) StartAppend(ctx context.Context, req store.AppendRequest) func() (store.AppendResult, error) {
-	return r.pick().StartAppend(ctx, req)
-}
-
-func (r *roundRobin) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
-	return r.pick().History(ctx, conv, q)
-}
-
-func (r *roundRobin) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, error) {
-	return r.pick().Mark(ctx, user, kind, marks)
-}
-
-func (r *roundRobin) SessionOp(ctx context.Context, user, conv string, op session.Op, args session.OpArgs) (store.SessionResult, error) {
-	return r.pick().SessionOp(ctx, user, conv, op, args)
-}
-
-func (r *roundRobin) Sync(ctx context.Context, user string, q store.SyncQuery) (store.SyncPage, error) {
-	return r.pick().Sync(ctx, user, q)
-}
-
-func (r *roundRobin) SetAccount(ctx context.Context, user, category, subBiz string) error {
-	return r.pick().SetAccount(ctx, user, category, subBiz)
-}
-
-func (r *roundRobin) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
-	return r.pick().Pending(ctx, user)
-}
-
-func (r *roundRobin) Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error) {
-	return r.pick().Receipts(ctx, conv)
-}
-
-func (r *roundRobin) Group(ctx context.Context, conv string) (store.GroupState, error) {
-	return r.pick().Group(ctx, conv)
-}
-
-func (r *roundRobin) Membership(ctx context.Context, conv, user string) (store.Membership, error) {
-	return r.pick().Membership(ctx, conv, user)
-}
-
-func (r *roundRobin) ChangeGroup(ctx context.Context, req store.GroupChange) (store.GroupResult, error) {
-	return r.pick().ChangeGroup(ctx, req)
-}
-
-func (r *roundRobin) Close() error {
-	return errors.Join(r.engines[0].Close(), r.engines[1].Close())
 }
