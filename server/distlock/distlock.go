@@ -26,6 +26,11 @@ type Redis struct {
 	client *redislock.Client
 	prefix string
 	ttl    time.Duration
+	// local queues this process's callers for a key before they ask
+	// Redis, in the order they came: only one of them polls Redis, and
+	// none is passed over by later ones (redislock's retries alone favour
+	// whoever polls last).
+	local *Memory
 }
 
 // NewRedis returns a Locker on rdb; keys are named prefix+"lock/"+key and
@@ -34,7 +39,7 @@ func NewRedis(rdb redis.UniversalClient, prefix string, ttl time.Duration) *Redi
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	return &Redis{client: redislock.New(rdb), prefix: prefix, ttl: ttl}
+	return &Redis{client: redislock.New(rdb), prefix: prefix, ttl: ttl, local: NewMemory()}
 }
 
 // retry is how a lock held by another is waited for: soon, then every few
@@ -43,6 +48,15 @@ var retry = redislock.ExponentialBackoff(time.Millisecond, 20*time.Millisecond)
 
 // Lock implements engine.Locker.
 func (r *Redis) Lock(ctx context.Context, keys []string) (func(), error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*r.ttl)
+		defer cancel()
+	}
+	releaseLocal, err := r.local.Lock(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
 	held := make([]*redislock.Lock, 0, len(keys))
 	release := func() {
 		// Released with a context of its own: a caller gone must not
@@ -52,11 +66,7 @@ func (r *Redis) Lock(ctx context.Context, keys []string) (func(), error) {
 		for i := len(held) - 1; i >= 0; i-- {
 			_ = held[i].Release(ctx) // an expired lock is someone else's now
 		}
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 2*r.ttl)
-		defer cancel()
+		releaseLocal()
 	}
 	for _, key := range keys {
 		l, err := r.client.Obtain(ctx, r.prefix+"lock/"+key, r.ttl, &redislock.Options{RetryStrategy: retry})
@@ -72,46 +82,70 @@ func (r *Redis) Lock(ctx context.Context, keys []string) (func(), error) {
 	return release, nil
 }
 
-// Memory takes locks in this process: several engines in one process
-// sharing a backend, as nodes would.
+// Memory takes locks in this process (several engines in one process
+// sharing a backend, as nodes would), each key's waiters served in the
+// order they came.
 type Memory struct {
 	mu   sync.Mutex
-	held map[string]chan struct{} // closed when released
+	keys map[string]*memoryKey
+}
+
+// memoryKey is one key's lock: a token channel (a waiter blocked on it is
+// served first come, first served) and how many hold or wait for it.
+type memoryKey struct {
+	token chan struct{}
+	users int
 }
 
 // NewMemory returns an empty Memory locker.
-func NewMemory() *Memory { return &Memory{held: map[string]chan struct{}{}} }
+func NewMemory() *Memory { return &Memory{keys: map[string]*memoryKey{}} }
 
 // Lock implements engine.Locker.
 func (m *Memory) Lock(ctx context.Context, keys []string) (func(), error) {
 	var mine []string
 	release := func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		for _, k := range mine {
-			close(m.held[k])
-			delete(m.held, k)
+		for i := len(mine) - 1; i >= 0; i-- {
+			m.put(mine[i], true)
 		}
 		mine = nil
 	}
 	for _, key := range keys {
-		for {
-			m.mu.Lock()
-			ch, busy := m.held[key]
-			if !busy {
-				m.held[key] = make(chan struct{})
-				m.mu.Unlock()
-				mine = append(mine, key)
-				break
-			}
-			m.mu.Unlock()
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				release()
-				return nil, fmt.Errorf("lock %s: %w", key, ctx.Err())
-			}
+		k := m.get(key)
+		select {
+		case k.token <- struct{}{}:
+			mine = append(mine, key)
+		case <-ctx.Done():
+			m.put(key, false)
+			release()
+			return nil, fmt.Errorf("lock %s: %w", key, ctx.Err())
 		}
 	}
 	return release, nil
+}
+
+// get returns key's lock, counting the caller among its users.
+func (m *Memory) get(key string) *memoryKey {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := m.keys[key]
+	if k == nil {
+		k = &memoryKey{token: make(chan struct{}, 1)}
+		m.keys[key] = k
+	}
+	k.users++
+	return k
+}
+
+// put is the end of a user of key's lock: a holder gives the token back;
+// the last user forgets the key.
+func (m *Memory) put(key string, held bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := m.keys[key]
+	if held {
+		<-k.token
+	}
+	if k.users--; k.users == 0 {
+		delete(m.keys, key)
+	}
 }
