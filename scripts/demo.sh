@@ -90,14 +90,10 @@ else
 		fi
 		sleep 0.2
 	done
-	# account set reaches the cluster's store through the IM_ variables
-	# of cluster.env, once it takes the store flags.
-	if "$dir/bin/imserver" account set -help 2>&1 | grep -q -- '-store '; then
-		# shellcheck source=/dev/null
-		(. "$dir/cluster.env" && file_accounts "$dir/admin")
-	else
-		log "this imserver's account set takes no store flags: news, shop-orders and shop-support stay unfiled"
-	fi
+	# account set reaches the cluster's tables through the IM_ variables
+	# of cluster.env.
+	# shellcheck source=/dev/null
+	(. "$dir/cluster.env" && file_accounts "$dir/admin")
 fi
 
 log "seeding demo chats through $url"
