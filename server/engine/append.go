@@ -125,6 +125,9 @@ func (e *Engine) afterAppend(ctx context.Context, cs *convState, res store.Appen
 type derivation struct {
 	members []string // the members the message was derived for
 	rise    *rise
+	// clocks are the members' clocks right after their sessions took the
+	// message, read in their critical sections.
+	clocks map[string]int64
 }
 
 // deriveMessage applies what stored message m implies — the sender's
@@ -184,6 +187,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 		return derivation{}, err
 	}
 	now := e.nowMS()
+	clocks := make(map[string]int64, len(members))
 	err = e.retryMissing(ctx, sessionNeeds(cs.conv, members), func() error {
 		return e.withUsers(members, func(u *userState) error {
 			_, isCovered := slices.BinarySearch(covered, u.user)
@@ -192,6 +196,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 				moves.Active = moves.Active || isCovered
 				return moves
 			})
+			clocks[u.user] = u.clock
 			return err
 		})
 	})
@@ -199,7 +204,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 		return derivation{}, err
 	}
 	e.derived(cs, m.Seq)
-	return derivation{members: members, rise: r}, nil
+	return derivation{members: members, rise: r, clocks: clocks}, nil
 }
 
 // derived moves the conversation's watermark past seq, once every row seq

@@ -123,8 +123,8 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 	if d.rise != nil {
 		res.Ticks = &d.rise.next
 	}
-	for _, u := range append(slices.Clone(d.members), req.Remove...) {
-		res.Cursors[u] = e.clockOf(u)
+	for u, clock := range d.clocks {
+		res.Cursors[u] = clock
 	}
 	return res, nil
 }
@@ -143,9 +143,11 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 	cs.mu.Unlock()
 	// The sessions first: of those leaving as they were, of those joining
 	// with nothing unread before the message.
+	left := map[string]int64{} // the clocks of those leaving, after it
 	err := e.retryMissing(ctx, sessionNeeds(cs.conv, append(slices.Clone(change.Remove), change.Add...)), func() error {
 		if err := e.withUsers(change.Remove, func(u *userState) error {
 			_, _, err := e.changeSession(u, now, cs.conv, ticks, false, func(st *session.State) session.Moves { return st.OnLeave() })
+			left[u.user] = u.clock
 			return err
 		}); err != nil {
 			return err
@@ -158,7 +160,7 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 	if err != nil {
 		return derivation{}, err
 	}
-	return e.deriveMessage(ctx, cs, m, func(cs *convState) {
+	d, err := e.deriveMessage(ctx, cs, m, func(cs *convState) {
 		cs.exists = true
 		for _, u := range change.Remove {
 			mm := cs.members[u]
@@ -187,4 +189,13 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 		}
 		cs.resort()
 	})
+	if err != nil {
+		return derivation{}, err
+	}
+	for u, clock := range left {
+		if _, member := d.clocks[u]; !member {
+			d.clocks[u] = clock
+		}
+	}
+	return d, nil
 }

@@ -64,27 +64,21 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 // markOne applies one mark: the boundary's max-merge, clamped to the
 // newest seq, the pending row once the delivered boundary reaches the
 // newest seq, and a rise of the tick minimum; then the session read (a
-// read) and the rise in every member's session. It returns the user's
-// clock as the mark left it, read in the mark's section: another
-// operation may move it as soon as the section is left.
-func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (change *store.TickChange, sessionChanged bool, clock int64, err error) {
-	change, sessionChanged, err = e.markIn(ctx, now, user, kind, m, func() { clock = e.clockOf(user) })
-	return change, sessionChanged, clock, err
-}
-
-// markIn is markOne; done runs at its end, before its section is left.
-func (e *Engine) markIn(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark, done func()) (*store.TickChange, bool, error) {
+// read) and the rise in every member's session. When the user's session
+// changed it returns the user's clock as that change left it, read in the
+// user's critical section (any later read could see another operation's
+// change, and two nudges would carry one cursor).
+func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, int64, error) {
 	cs, sec, err := e.enterConv(ctx, m.Conv)
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	defer sec.leave(ctx)
-	defer done()
 	cs.mu.Lock()
 	members := append(slices.Clone(cs.sorted), user)
 	cs.mu.Unlock()
 	if err := e.lockUsers(ctx, sec, members); err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	cs.mu.Lock()
 	if !cs.exists {
@@ -94,15 +88,15 @@ func (e *Engine) markIn(ctx context.Context, now int64, user string, kind store.
 		ticks := cs.ticks
 		cs.mu.Unlock()
 		if kind != store.MarkRead {
-			return nil, false, nil
+			return nil, false, 0, nil
 		}
-		changed, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, false, nil)
-		return nil, changed, err
+		changed, clock, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, false, nil)
+		return nil, changed, clock, err
 	}
 	mm := cs.members[user]
 	if mm == nil {
 		cs.mu.Unlock()
-		return nil, false, nil // the caller checks membership
+		return nil, false, 0, nil // the caller checks membership
 	}
 	target := min(m.Seq, cs.maxSeq)
 	r, rows := e.moveBoundary(cs, user, mm, kind, target)
@@ -110,24 +104,24 @@ func (e *Engine) markIn(ctx context.Context, now int64, user string, kind store.
 	members = slices.Clone(cs.sorted)
 	cs.mu.Unlock()
 
-	sessionChanged := false
+	sessionChanged, clock := false, int64(0)
 	if kind == store.MarkRead {
 		// The boundary's rows go with the session read, in one write: a
 		// crash between two writes would leave the boundary moved and
 		// the session not, and a retried read finds nothing to move.
-		if sessionChanged, err = e.readSession(ctx, now, user, m.Conv, ticks, target, true, rows); err != nil {
-			return nil, false, err
+		if sessionChanged, clock, err = e.readSession(ctx, now, user, m.Conv, ticks, target, true, rows); err != nil {
+			return nil, false, 0, err
 		}
 	} else if rows != nil {
 		e.flush.put(rows)
 	}
 	if r == nil {
-		return nil, sessionChanged, nil
+		return nil, sessionChanged, clock, nil
 	}
 	if err := e.spread(ctx, m.Conv, members, r, now); err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
-	return &store.TickChange{Conv: m.Conv, Ticks: r.next}, sessionChanged, nil
+	return &store.TickChange{Conv: m.Conv, Ticks: r.next}, sessionChanged, clock, nil
 }
 
 // moveBoundary max-merges user's boundary of kind with target, clears its
@@ -164,14 +158,17 @@ func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store
 
 // readSession is the session read of user in conv up to seq, with the
 // conversation's ticks as they are; rows, when set, are written with it.
-func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, create bool, rows func(b *batch)) (bool, error) {
+// It returns whether the session changed and the user's clock right after.
+func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, create bool, rows func(b *batch)) (bool, int64, error) {
 	var changed bool
+	var clock int64
 	err := e.retryMissing(ctx, []need{{user, conv}}, func() error {
 		return e.withUsers([]string{user}, func(u *userState) error {
 			var err error
 			_, changed, err = e.changeSession(u, now, conv, ticks, create, func(st *session.State) session.Moves {
 				return st.OnRead(seq)
 			})
+			clock = u.clock
 			if err == nil && rows != nil {
 				// Staged in the session's critical section: one write.
 				var gen uint64
@@ -184,17 +181,5 @@ func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, 
 	if rows != nil {
 		e.flush.put(rows) // the session read failed: the boundary still moved
 	}
-	return changed, err
-}
-
-// clockOf returns user's newest session timestamp (0 for a user the engine
-// does not hold).
-func (e *Engine) clockOf(user string) int64 {
-	sh := e.users.shard(user)
-	e.users.lock(sh)
-	defer sh.mu.Unlock()
-	if u := sh.m[user]; u != nil {
-		return u.clock
-	}
-	return 0
+	return changed, clock, err
 }
