@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/auth"
+	"github.com/imcore/im/server/servertest"
+)
+
+// TestServeOnMissingTablesSaysToMigrate: a node started before its tables
+// exist refuses and names the command; migrate takes a node's whole
+// command line, creates every table once, and nothing the second time.
+func TestServeOnMissingTablesSaysToMigrate(t *testing.T) {
+	prefix := testengines.Prefix(t)
+	store := []string{"-store", "dynamodb", "-dynamodb-endpoint", testengines.DynamoDB(t), "-table-prefix", prefix}
+	node := append([]string{"-redis", testengines.Redis(t), "-listen", "127.0.0.1:0", "-data", t.TempDir(), "-auth", "token", "-max-body", "100"}, store...)
+
+	_, errOut, code := runCommand(t, nil, append([]string{"serve"}, node...)...)
+	if code == 0 || !strings.Contains(errOut, `imserver migrate`) {
+		t.Fatalf("serve on missing tables: exit %d, stderr %q; want a refusal naming imserver migrate", code, errOut)
+	}
+
+	out, errOut, code := runCommand(t, nil, append([]string{"migrate"}, node...)...)
+	if code != 0 {
+		t.Fatalf("migrate with a node's flags: exit %d: %s", code, errOut)
+	}
+	for _, table := range []string{"messages", "message_ids", "conversations", "message_status", "pending_deliveries", "sessions", "users"} {
+		if !strings.Contains(out, "created "+prefix+table+"\n") {
+			t.Errorf("migrate did not say it created %s%s:\n%s", prefix, table, out)
+		}
+	}
+	out, errOut, code = runCommand(t, nil, append([]string{"migrate"}, store...)...)
+	if code != 0 || strings.Contains(out, "created") || !strings.Contains(out, "nothing to do") {
+		t.Fatalf("second migrate: exit %d, %q %q; want nothing created", code, out, errOut)
+	}
+}
+
+// TestTokensOfTheScaledOutDeployment: imserver token works on the tables
+// with the shared secret file, refuses without one, and what it mints is
+// what every node verifies (the secret file, the epochs in the tables);
+// a revocation through the tables makes it unauthorized.
+func TestTokensOfTheScaledOutDeployment(t *testing.T) {
+	so := servertest.ScaledOut(t)
+	secretFile := filepath.Join(t.TempDir(), "token.secret")
+	if err := os.WriteFile(secretFile, []byte(strings.Repeat("5a", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"-store", "dynamodb", "-dynamodb-endpoint", so.DynamoDBEndpoint, "-table-prefix", so.TablePrefix, "-redis", so.RedisURL}
+
+	if _, errOut, code := runCommand(t, nil, append(append([]string{"token"}, flags...), "alice")...); code == 0 || !strings.Contains(errOut, "-token-secret-file") {
+		t.Fatalf("token without the secret file: exit %d, %q", code, errOut)
+	}
+	out, errOut, code := runCommand(t, nil, append(append([]string{"token", "-token-secret-file", secretFile}, flags...), "alice")...)
+	if code != 0 {
+		t.Fatalf("token: exit %d: %s", code, errOut)
+	}
+	token := strings.TrimSpace(out)
+
+	secret, err := auth.LoadSecretFile(secretFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tables, closeTables, err := so.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeTables()
+	node := &auth.Tokens{Secret: secret, Epochs: tables}
+	if id, perr := node.Authenticate(ctx, &protocol.Hello{Protocol: protocol.Version, Token: token, Device: "d"}); perr != nil || id.User != "alice" {
+		t.Fatalf("a node verifying the minted token: %+v, %v", id, perr)
+	}
+	if _, errOut, code := runCommand(t, nil, append(append([]string{"token", "revoke"}, flags...), "alice")...); code != 0 {
+		t.Fatalf("revoke: exit %d: %s", code, errOut)
+	}
+	if _, perr := node.Authenticate(ctx, &protocol.Hello{Protocol: protocol.Version, Token: token, Device: "d"}); perr == nil || perr.Code != protocol.CodeUnauthorized {
+		t.Fatalf("a revoked token: %v, want unauthorized", perr)
+	}
+}
