@@ -43,6 +43,19 @@ func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.App
 	if err != nil {
 		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
 	}
+	if res.Duplicate && e.shared() {
+		// The attempt that stored it may have stopped short of its
+		// derived rows (its node died): derive them now, still under the
+		// conversation's lock.
+		e.convs.forget(cs.conv)
+		fresh, err := e.convs.get(dctx, e.be, cs.conv)
+		if err == nil {
+			err = e.repairShared(dctx, sec, fresh)
+		}
+		if err != nil {
+			e.log.Warn("deriving a conversation behind its log", "conv", cs.conv, "err", err)
+		}
+	}
 	if !res.Duplicate {
 		cs.mu.Lock()
 		members := slices.Clone(cs.sorted)

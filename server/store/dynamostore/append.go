@@ -222,21 +222,22 @@ func (s *Store) resume(ctx context.Context, m protocol.Message, kind protocol.Co
 	}
 }
 
-// finishStored returns a message found stored: a duplicate, unless its
-// conversation's max seq had not been raised to it yet (the attempt that
-// wrote it stopped short), in which case this call finishes that append
-// and returns it as new, so that what it implies is derived.
+// finishStored returns a message found stored as a duplicate: the attempt
+// whose write of the message succeeded is the one that stored it, and the
+// only one that answers it new, even while it is still running. Should
+// that attempt have stopped short of raising the conversation's max seq,
+// this call raises it, and the conversation shows as behind its derived
+// state (Unrepaired): the engine derives the message then.
 func (s *Store) finishStored(ctx context.Context, stored item, kind protocol.ConvKind) (store.AppendResult, error) {
 	msgs, err := s.messagesOf(ctx, []item{stored})
 	if err != nil {
 		return store.AppendResult{}, err
 	}
 	m := msgs[0]
-	raised, err := s.raiseMax(ctx, m.Conv, m.Seq, kind)
-	if err != nil {
+	if _, err := s.raiseMax(ctx, m.Conv, m.Seq, kind); err != nil {
 		return store.AppendResult{}, err
 	}
-	return store.AppendResult{Msg: m, Duplicate: !raised}, nil
+	return store.AppendResult{Msg: m, Duplicate: true}, nil
 }
 
 // raiseMax raises conv's max seq to seq (creating a direct chat's item on

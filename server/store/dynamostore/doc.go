@@ -62,10 +62,12 @@
 // reservation with no message; the retry writes the message at the
 // reserved seq if still free, else at a fresh one (moving the
 // reservation). After 4: the message is stored, max_seq not raised; the
-// retry finds it, raises max_seq and returns it as new (not a duplicate),
-// so that what it implies is derived. If a later message has raised
-// max_seq meanwhile, the message counts as stored; the engine's derived
-// watermark then stops below it and repair at the next start derives it.
+// retry finds it, raises max_seq and returns it as a duplicate (only the
+// attempt whose write of the message succeeded answers it new: a repeat
+// racing its first attempt must not). The conversation then shows as
+// behind its derived watermark, and the engine derives the message: the
+// next operation on the conversation does, under its lock, on a node, and
+// a single engine's repair at start.
 //
 // # ChangeGroup and its crash points
 //
