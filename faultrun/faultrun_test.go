@@ -132,6 +132,9 @@ func TestFaultRunCluster(t *testing.T) {
 func checkReport(t *testing.T, report *Report) {
 	t.Helper()
 	t.Log(report.Summary())
+	for _, line := range report.ServerFaults {
+		t.Log("server: " + line)
+	}
 	if s := report.ErrorSummary(); s != "" {
 		t.Logf("engine error events:\n%s", s)
 	}
@@ -193,6 +196,9 @@ func TestFaultRunClusterCatchesLostData(t *testing.T) {
 func checkLost(t *testing.T, report *Report) {
 	t.Helper()
 	t.Log(report.Summary())
+	for _, line := range report.ServerFaults {
+		t.Log("server: " + line)
+	}
 	lost := 0
 	for _, v := range report.Violations {
 		if v.Kind == "lost" {

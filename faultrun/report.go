@@ -9,6 +9,9 @@ import (
 // Report is the outcome of a fault run.
 type Report struct {
 	Config Config
+	// ServerFaults are the last warnings and errors the servers logged,
+	// kept when the run has violations.
+	ServerFaults []string
 
 	// Kills counts SIGKILLs (the server was started Kills+1 times).
 	Kills int

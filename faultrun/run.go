@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,7 +150,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.report.Converge = time.Since(convergeStart)
 	r.report.Violations = violations
 	r.report.Total = time.Since(began)
+	if len(violations) > 0 {
+		r.report.ServerFaults = r.serverFaults()
+	}
 	return &r.report, nil
+}
+
+// serverFaults returns the warnings and errors the servers logged, the
+// last of them, to read beside the violations.
+func (r *run) serverFaults() []string {
+	var out []string
+	for _, s := range r.servers {
+		for _, line := range strings.Split(s.Logs(), "\n") {
+			if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+				out = append(out, s.Addr()+": "+line)
+			}
+		}
+	}
+	if len(out) > 40 {
+		out = out[len(out)-40:]
+	}
+	return out
 }
 
 // run is the state of one fault run.
