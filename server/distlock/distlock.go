@@ -58,7 +58,9 @@ func (r *Redis) Lock(ctx context.Context, keys []string) (func(), error) {
 		return nil, err
 	}
 	held := make([]*redislock.Lock, 0, len(keys))
+	stopRefresh := func() {}
 	release := func() {
+		stopRefresh()
 		// Released with a context of its own: a caller gone must not
 		// leave its locks to expire.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -79,7 +81,38 @@ func (r *Redis) Lock(ctx context.Context, keys []string) (func(), error) {
 		}
 		held = append(held, l)
 	}
+	stopRefresh = r.keepAlive(held)
 	return release, nil
+}
+
+// keepAlive extends held locks every third of their expiry until stopped,
+// so that a section slowed down (DynamoDB throttled or unreachable, its
+// writes retried) keeps its locks for as long as its process lives; only a
+// holder that died leaves them to expire.
+func (r *Redis) keepAlive(held []*redislock.Lock) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(r.ttl / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), r.ttl/3)
+			for _, l := range held {
+				_ = l.Refresh(ctx, r.ttl, nil) // lost (Redis flushed): nothing to extend
+			}
+			cancel()
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }
 
 // Memory takes locks in this process (several engines in one process

@@ -104,3 +104,33 @@ func TestManyWaitersAllGetTheLock(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisLockOutlivesItsExpiryWhileHeld: a section longer than the
+// lock's expiry keeps it; another caller gets it only once released.
+func TestRedisLockOutlivesItsExpiryWhileHeld(t *testing.T) {
+	opts, err := redis.ParseURL(testengines.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	prefix := testengines.Prefix(t)
+	const ttl = 300 * time.Millisecond
+	holder, other := NewRedis(rdb, prefix, ttl), NewRedis(rdb, prefix, ttl) // two nodes
+	release, err := holder.Lock(context.Background(), []string{"slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three expiries later, the other node still cannot take it.
+	short, cancel := context.WithTimeout(context.Background(), 3*ttl)
+	defer cancel()
+	if _, err := other.Lock(short, []string{"slow"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the other node took a lock held past its expiry: %v", err)
+	}
+	release()
+	got, err := other.Lock(context.Background(), []string{"slow"})
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	got()
+}

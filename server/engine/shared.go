@@ -17,7 +17,9 @@ import (
 //
 // Keys are taken in the order given: the engine always takes a
 // conversation's before users', and users' sorted, so that two operations
-// never wait on each other.
+// never wait on each other. A Locker keeps the locks it gave for as long
+// as their holder lives (a section may wait out a backend's outage); only
+// a holder that died leaves them to expire.
 type Locker interface {
 	// Lock takes the locks of keys, waiting as long as ctx allows, and
 	// returns what releases them.
@@ -25,10 +27,12 @@ type Locker interface {
 }
 
 // settleWait bounds how long a release waits for the writes behind a
-// section that fail (the backend refusing them): the writer keeps
-// retrying them after the locks are gone, and every row is a merge, so a
-// late write is safe, only later than it should be.
-const settleWait = 5 * time.Second
+// section while the backend refuses them. The locks are kept alive
+// meanwhile (a Locker keeps its locks while their holder lives): the next
+// holder must read what this section changed, or it would act on state
+// older than its rows, and a clock could go back. Past it the locks go
+// and the writer keeps retrying (every row is a merge).
+const settleWait = 2 * time.Minute
 
 // shared reports whether the engine shares its backend with others.
 func (e *Engine) shared() bool { return e.locker != nil }
