@@ -282,3 +282,17 @@ type PendingDelivery struct {
 func (p PendingDelivery) ReplayFrom() int64 {
 	return max(p.FirstUndelivered, p.LastDeliveredSeq+1)
 }
+
+// WithinBytes returns the first messages of msgs whose encoded sizes (one
+// byte more each, for the list's commas) fit in maxBytes — at least one —
+// and whether any were cut. maxBytes 0 means no budget. Every backend
+// pages history with it.
+func WithinBytes(msgs []protocol.Message, maxBytes int) ([]protocol.Message, bool) {
+	bytes := 0
+	for i, m := range msgs {
+		if bytes += m.EncodedLen() + 1; maxBytes > 0 && bytes > maxBytes && i > 0 {
+			return msgs[:i], true
+		}
+	}
+	return msgs, false
+}

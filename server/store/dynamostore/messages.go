@@ -152,15 +152,7 @@ func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) 
 	if err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", conv, err)
 	}
-	out := make([]protocol.Message, 0, len(cands))
-	bytes, cut := 0, false
-	for _, m := range cands {
-		if bytes += m.EncodedLen() + 1; q.MaxBytes > 0 && bytes > q.MaxBytes && len(out) > 0 {
-			cut = true
-			break
-		}
-		out = append(out, m)
-	}
+	out, cut := store.WithinBytes(cands, q.MaxBytes)
 	hasMore := cut || len(items) > q.Limit
 	if !q.After {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {

@@ -185,15 +185,7 @@ func (s *Store) History(ctx context.Context, convID string, q store.HistoryQuery
 	if err := d.loadBodies(ctx, archived); err != nil {
 		return nil, false, fmt.Errorf("history of %s: %w", convID, err)
 	}
-	out := make([]protocol.Message, 0, len(cands))
-	bytes, cut := 0, false
-	for _, m := range cands {
-		if bytes += m.EncodedLen() + 1; q.MaxBytes > 0 && bytes > q.MaxBytes && len(out) > 0 {
-			cut = true
-			break
-		}
-		out = append(out, m)
-	}
+	out, cut := store.WithinBytes(cands, q.MaxBytes)
 	hasMore := cut || len(out) > q.Limit
 	if len(out) > q.Limit {
 		out = out[:q.Limit]

@@ -158,13 +158,7 @@ func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) 
 		}
 	}
 	// Rows come from the bound asked from: stop at the byte budget.
-	bytes, cut := 0, false
-	for i, m := range msgs {
-		if bytes += m.EncodedLen() + 1; q.MaxBytes > 0 && bytes > q.MaxBytes && i > 0 {
-			msgs, cut = msgs[:i], true
-			break
-		}
-	}
+	msgs, cut := store.WithinBytes(msgs, q.MaxBytes)
 	hasMore := cut || len(msgs) > q.Limit
 	if len(msgs) > q.Limit {
 		msgs = msgs[:q.Limit]
