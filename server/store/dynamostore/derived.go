@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,14 +21,78 @@ const applyWorkers = 16
 // condition that does not hold means the stored row is already newer: not
 // an error. The first error is returned; the rows written stay written
 // (they are idempotent).
+//
+// The rows go in an order that a crash at any point leaves repairable:
+//
+//  1. the journals of the users whose sessions and totals must be written
+//     as one (see journal.go);
+//  2. each user's sessions in ascending active_ts, then its totals;
+//  3. boundaries, pending rows and former members' views: after the
+//     sessions, so that a read whose session was written and boundary not
+//     moves the boundary when the client sends it again (the other order
+//     would leave nothing to move and the session unread);
+//  4. the journals' deletion and the conversations' heads, last: a
+//     conversation's derived watermark rises only once everything derived
+//     below it is written, so a crash before leaves it behind, and the
+//     next operation on it (or a repair) derives it again.
 func (s *Store) Apply(ctx context.Context, d store.Derived) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(applyWorkers)
-	// A member's Gone and boundary rows go together, Gone first, as one
-	// task: the same key's writes in the order given.
+	writes := userWrites(d)
+	var journals []journal
+	var mu sync.Mutex
+	err := s.phase(ctx, func(g *errgroup.Group, ctx context.Context) {
+		for _, w := range writes {
+			if !w.needsJournal() {
+				continue
+			}
+			g.Go(func() error {
+				j, err := s.putJournal(ctx, w)
+				mu.Lock()
+				journals = append(journals, j)
+				mu.Unlock()
+				return err
+			})
+		}
+	}, func(g *errgroup.Group, ctx context.Context) {
+		for _, w := range writes {
+			g.Go(func() error { return s.writeUser(ctx, w) })
+		}
+	}, func(g *errgroup.Group, ctx context.Context) {
+		s.memberRows(ctx, g, d)
+	}, func(g *errgroup.Group, ctx context.Context) {
+		for _, j := range journals {
+			g.Go(func() error { return s.dropJournal(ctx, j) })
+		}
+		for _, c := range d.Convs {
+			g.Go(func() error { return s.applyConv(ctx, c) })
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("write derived state: %w", err)
+	}
+	return nil
+}
+
+// phase runs each step's writes, applyWorkers at a time, one step after
+// another; it stops at the first error.
+func (s *Store) phase(ctx context.Context, steps ...func(g *errgroup.Group, ctx context.Context)) error {
+	for _, step := range steps {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(applyWorkers)
+		step(g, gctx)
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memberRows starts the writes of d's boundary, pending and former rows.
+// A member's Gone and boundary rows go together, Gone first, as one task:
+// the same key's writes in the order given.
+func (s *Store) memberRows(ctx context.Context, g *errgroup.Group, d store.Derived) {
 	type boundaryTask struct {
 		gone []store.MemberGone
 		rows []store.BoundaryRow
@@ -68,22 +133,9 @@ func (s *Store) Apply(ctx context.Context, d store.Derived) error {
 	for _, p := range d.Pending {
 		g.Go(func() error { return s.applyPending(ctx, p) })
 	}
-	for _, st := range d.Sessions {
-		g.Go(func() error { return s.applySession(ctx, st) })
-	}
-	for _, t := range d.Totals {
-		g.Go(func() error { return s.applyTotal(ctx, t) })
-	}
-	for _, c := range d.Convs {
-		g.Go(func() error { return s.applyConv(ctx, c) })
-	}
 	for _, f := range d.Former {
 		g.Go(func() error { return s.applyFormer(ctx, f) })
 	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("write derived state: %w", err)
-	}
-	return nil
 }
 
 // update runs one conditional UpdateItem; false when its condition did

@@ -106,6 +106,20 @@
 // and behind is removed once max_seq <= derived_seq. A condition that does
 // not hold means "already newer", not an error.
 //
+// The writes go in four steps, each after the one before is written, so
+// that a process killed between any two leaves nothing a reader takes for
+// finished: (1) a journal item (users, "journal#<token>#<part>") for each
+// user with more than one session or total in the batch, holding them
+// all; (2) each user's sessions in ascending active_ts, then its totals;
+// (3) boundaries, pending rows and former members' views; (4) the
+// journals deleted, and the conversations' rows. User replays a journal
+// it finds (a writer died after step 1) before it reads the clock and the
+// totals, so a total never disagrees with its sessions for long. A
+// conversation's derived_seq is written last: killed before, the
+// conversation stays behind and the next operation on it, or a node's
+// repair at start, derives its messages again (every row is a merge: what
+// was written already changes nothing).
+//
 // # Reads
 //
 // Reads are strongly consistent except the two GSIs: Unrepaired checks

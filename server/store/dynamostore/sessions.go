@@ -68,12 +68,30 @@ func sessionOf(it item) session.State {
 }
 
 // User implements store.Backend: the clock is the newest active_ts (the
-// by_active index, one item), the totals the user's total items.
+// by_active index, one item), the totals the user's total items. A journal
+// among the user's items (a writer that died between a user's rows, see
+// journal.go) is replayed first.
 func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.UserRecord{}, err
 	}
+	items, err := s.userItems(ctx, user)
+	if err != nil {
+		return store.UserRecord{}, fmt.Errorf("totals of %s: %w", user, err)
+	}
+	replayed, err := s.replayJournals(ctx, user, items)
+	if err != nil {
+		return store.UserRecord{}, err
+	}
+	if replayed {
+		return s.User(ctx, user)
+	}
 	rec := store.UserRecord{Totals: map[string]int64{}}
+	for _, it := range items {
+		if list, ok := strings.CutPrefix(it.str(aItem), totalItem("")); ok {
+			rec.Totals[list] = it.num(aTotal)
+		}
+	}
 	newest, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName: s.table(tSessions), IndexName: aws.String(ixByActive),
 		KeyConditionExpression:    aws.String("#u = :u"),
@@ -87,19 +105,17 @@ func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error)
 	if len(newest) > 0 {
 		rec.Clock = newest[0].num(aActiveTS)
 	}
-	totals, err := s.query(ctx, &dynamodb.QueryInput{
-		TableName:                 s.table(tUsers),
-		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#i, :p)"),
-		ExpressionAttributeNames:  map[string]string{"#u": aUser, "#i": aItem},
-		ExpressionAttributeValues: item{":u": strV(user), ":p": strV(totalItem(""))},
-	}, 0)
-	if err != nil {
-		return store.UserRecord{}, fmt.Errorf("totals of %s: %w", user, err)
-	}
-	for _, t := range totals {
-		rec.Totals[strings.TrimPrefix(t.str(aItem), totalItem(""))] = t.num(aTotal)
-	}
 	return rec, nil
+}
+
+// userItems reads every item of user in the users table.
+func (s *Store) userItems(ctx context.Context, user string) ([]item, error) {
+	return s.query(ctx, &dynamodb.QueryInput{
+		TableName:                 s.table(tUsers),
+		KeyConditionExpression:    aws.String("#u = :u"),
+		ExpressionAttributeNames:  map[string]string{"#u": aUser},
+		ExpressionAttributeValues: item{":u": strV(user)},
+	}, 0)
 }
 
 // TimedMutes implements store.Backend: the sparse by_timed_mute index.
