@@ -2,6 +2,7 @@ package rediscache
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,37 +11,71 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// Apply implements store.Backend: the durable write first, then the same
-// sessions and totals merged into Redis (with the clock), one script per
-// user. A user whose merge fails has its entries dropped, so the next read
-// hydrates from the durable store; when even the drop fails, its entries
-// may be behind the durable store until they expire (counted in
-// Stats.DropFailures). A failed durable write drops the entries of the
-// users it touched (its rows may be partly written) and returns its error.
+// Apply implements store.Backend in three steps: each touched user's
+// writing flag is set to a token of this Apply (one round trip, see
+// beginScript), the durable write is made, and the same sessions and
+// totals are merged into Redis (with the clock), one script per user,
+// each deleting its user's flag. While a user's flag is set, its reads
+// are served from the durable store: a writer that dies between its
+// durable write and its merge leaves entries behind the durable store,
+// which are then not served, and which the user's next writer drops.
 //
-// The Redis part ignores the cancellation of ctx: once the durable write
-// is made, Redis must follow it.
+// Redis is best effort. Setting the flags failing does not stop the
+// durable write (a merge that does not find its flag drops). A user whose
+// merge fails has its entries dropped, so the next read hydrates from the
+// durable store; when even the drop fails (counted in
+// Stats.DropFailures), the flag, if set, keeps the entries from being
+// read until they expire. A failed durable write drops the entries of the
+// users it touched (its rows may be partly written) and returns its
+// error.
+//
+// The Redis part after the durable write ignores the cancellation of ctx:
+// once the durable write is made, Redis must follow it.
 func (c *Cache) Apply(ctx context.Context, d store.Derived) error {
+	users := usersOf(d)
+	token := c.begin(ctx, users)
 	err := c.inner.Apply(ctx, d)
 	rctx := context.WithoutCancel(ctx)
 	if err != nil {
-		c.drop(rctx, slices.Collect(maps.Keys(groupByUser(d))))
+		c.drop(rctx, users, token)
 		return err
 	}
-	c.merge(rctx, d)
+	c.merge(rctx, d, token)
 	return nil
 }
 
-// merge merges d's sessions, totals and clocks into Redis, dropping the
-// entries of each user whose merge fails.
-func (c *Cache) merge(ctx context.Context, d store.Derived) {
+// begin sets the writing flag of each of users to a fresh token, which
+// it returns for the merge (see beginScript), best effort.
+func (c *Cache) begin(ctx context.Context, users []string) string {
+	token := rand.Text()
+	calls := make([]scriptCall, len(users))
+	for i, u := range users {
+		calls[i] = scriptCall{beginScript, c.keysOf(u).all(), []any{token, freshGen(), c.ttlArg()}}
+	}
+	failed := false
+	for _, cmd := range c.runPipelined(ctx, calls) {
+		if err := cmd.Err(); err != nil {
+			c.stats.writeFailures.Add(1)
+			c.failed("begin write", err)
+			failed = true
+		}
+	}
+	if !failed && len(calls) > 0 {
+		c.reached()
+	}
+	return token
+}
+
+// merge merges d's sessions, totals and clocks into Redis for the Apply
+// of token, dropping the entries of each user whose merge fails.
+func (c *Cache) merge(ctx context.Context, d store.Derived, token string) {
 	byUser := groupByUser(d)
 	users := make([]string, 0, len(byUser))
 	calls := make([]scriptCall, 0, len(byUser))
 	for u, rows := range byUser {
-		call, err := c.mergeCall(u, rows)
+		call, err := c.mergeCall(u, rows, token)
 		if err != nil {
-			c.drop(ctx, []string{u})
+			c.drop(ctx, []string{u}, token)
 			continue
 		}
 		users = append(users, u)
@@ -55,7 +90,7 @@ func (c *Cache) merge(ctx context.Context, d store.Derived) {
 		}
 	}
 	if len(failed) > 0 {
-		c.drop(ctx, failed)
+		c.drop(ctx, failed, token)
 	} else if len(calls) > 0 {
 		c.reached()
 	}
@@ -90,10 +125,16 @@ func groupByUser(d store.Derived) map[string]*userRows {
 	return out
 }
 
-// mergeCall is the script run that merges user's rows.
-func (c *Cache) mergeCall(user string, rows *userRows) (scriptCall, error) {
-	args := make([]any, 0, 4+2*len(rows.sessions)+3*len(rows.totals))
-	args = append(args, c.ttlArg(), freshGen(), len(rows.sessions))
+// usersOf returns the users of d's sessions and totals.
+func usersOf(d store.Derived) []string {
+	return slices.Collect(maps.Keys(groupByUser(d)))
+}
+
+// mergeCall is the script run that merges user's rows for the Apply of
+// token.
+func (c *Cache) mergeCall(user string, rows *userRows, token string) (scriptCall, error) {
+	args := make([]any, 0, 5+2*len(rows.sessions)+3*len(rows.totals))
+	args = append(args, c.ttlArg(), freshGen(), token, len(rows.sessions))
 	for _, i := range rows.sessions {
 		st := rows.d.Sessions[i]
 		v, err := encodeSession(st)
@@ -107,22 +148,22 @@ func (c *Cache) mergeCall(user string, rows *userRows) (scriptCall, error) {
 		t := rows.d.Totals[i]
 		args = append(args, t.List, strconv.FormatInt(t.At, 10), strconv.FormatInt(t.Total, 10))
 	}
-	k := c.keysOf(user)
-	return scriptCall{applyScript, []string{k.record, k.sessions, k.index, k.gen}, args}, nil
+	return scriptCall{applyScript, c.keysOf(user).all(), args}, nil
 }
 
-// drop deletes users' cached entries and moves their generations on (see
-// dropScript), best effort.
-func (c *Cache) drop(ctx context.Context, users []string) {
+// drop deletes users' cached entries, moves their generations on and
+// deletes their writing flags where they hold token (see dropScript), best
+// effort.
+func (c *Cache) drop(ctx context.Context, users []string, token string) {
 	calls := make([]scriptCall, len(users))
 	for i, u := range users {
-		k := c.keysOf(u)
-		calls[i] = scriptCall{dropScript, []string{k.record, k.sessions, k.index, k.gen}, []any{freshGen(), c.ttlArg()}}
+		calls[i] = scriptCall{dropScript, c.keysOf(u).all(), []any{freshGen(), c.ttlArg(), token}}
 	}
 	for _, cmd := range c.runPipelined(ctx, calls) {
 		if err := cmd.Err(); err != nil {
 			// The user's entries may now be behind the durable store
-			// until they expire.
+			// until they expire; its writing flag, if the begin set it,
+			// keeps them from being read until then.
 			c.stats.dropFailures.Add(1)
 			c.failed("drop", err)
 			continue

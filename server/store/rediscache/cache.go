@@ -14,10 +14,20 @@
 // fails is served from it, and Redis losing everything (FLUSHALL) only
 // costs hydrations.
 //
+// A writer can die (or fail) between its durable write and its merge,
+// leaving the entries of the users it wrote behind the durable store; the
+// next writer of those users would compute their clocks, totals and
+// sessions from them. So Apply sets each user's writing flag before its
+// durable write and its merge deletes it; while a user's flag is set, the
+// user is read from the durable store (nothing filled), and the user's
+// next writer drops the entries a flag was left on (see scripts.go).
+//
 // When a merge after a durable Apply fails, the user's entries are
 // dropped so the next read hydrates; when the drop fails too (Redis
 // unreachable from this node only), the entries may be behind the durable
-// store until they expire (WithTTL), counted in Stats.DropFailures.
+// store until they expire (WithTTL), counted in Stats.DropFailures. They
+// are not read while the writing flag is set: only when setting it failed
+// as well are they served.
 //
 // Everything else, SessionPage included, passes through to the durable
 // store.
@@ -93,14 +103,15 @@ type Stats struct {
 	// ReadFallbacks counts reads Redis failed, served from the durable
 	// store instead.
 	ReadFallbacks int64
-	// WriteFailures counts Redis writes that failed: merges after a
-	// durable Apply and hydration fills.
+	// WriteFailures counts Redis writes that failed: the writing flags set
+	// before a durable Apply, merges after it and hydration fills.
 	WriteFailures int64
 	// Dropped counts users whose entries were dropped after a failed merge
 	// (the next read hydrates them).
 	Dropped int64
 	// DropFailures counts drops that failed too: those users' entries may
-	// be behind the durable store until they expire (the TTL).
+	// be behind the durable store until they expire (the TTL), served
+	// only when their writing flags were not set either.
 	DropFailures int64
 }
 

@@ -77,7 +77,7 @@ func (h *hydration) read(t *testing.T, c *Cache) {
 	h.userLeases, h.users = map[string]string{}, map[string]store.UserRecord{}
 	h.sessLeases, h.sessions = map[string]map[string]string{}, map[string]map[string]session.State{}
 	for _, u := range users {
-		_, lease, err := c.cachedUser(ctx, c.keysOf(u))
+		_, _, lease, err := c.cachedUser(ctx, c.keysOf(u))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,24 +128,35 @@ func wipe(t *testing.T, rdb *redis.Client, prefix string) {
 // write followed later by its merge into Redis, in many orders
 // interleaved with hydrations that read the durable store at one moment
 // and fill Redis at a later one, and with Redis losing everything: every
-// order ends with Redis serving what the durable store holds.
+// order ends with Redis serving what the durable store holds. Each run is
+// made twice: with each row's begin (its writing flags) just before its
+// merge, so that the merges meet in any order, and with the begin a step
+// of its own before the durable write, as Apply makes it, so that the
+// writers overlap (a merge whose flag was replaced or lost drops).
 func TestMergesConvergeInAnyOrder(t *testing.T) {
 	rows := convergeRows()
 	const hydrations, wipes, runs = 4, 1, 60
 	var first map[string]any
-	for run := range runs {
-		rng := rand.New(rand.NewPCG(uint64(run), 11))
+	for run := range 2 * runs {
+		apart := run >= runs // the begin a step of its own
+		rng := rand.New(rand.NewPCG(uint64(run%runs), 11))
 		rdb, prefix := testRedis(t)
 		inner := memstore.New()
 		c := New(inner, rdb, prefix)
 		hs := make([]hydration, hydrations)
+		tokens := make([]string, len(rows))
 
-		// Operations: rows (two steps), hydrations (two steps), wipes (one).
+		// Operations: rows (begin, durable write, merge; or durable write,
+		// begin and merge), hydrations (two steps), wipes (one).
 		phases := make([]int, len(rows)+hydrations+wipes)
 		steps := map[int]int{}
 		for i := range phases {
-			steps[i] = 2
-			if i >= len(rows)+hydrations {
+			switch {
+			case i < len(rows) && apart:
+				steps[i] = 3
+			case i < len(rows)+hydrations:
+				steps[i] = 2
+			default:
 				steps[i] = 1
 			}
 		}
@@ -166,12 +177,24 @@ func TestMergesConvergeInAnyOrder(t *testing.T) {
 		}
 		for _, s := range order {
 			switch {
-			case s.op < len(rows) && s.phase == 0:
-				if err := inner.Apply(t.Context(), rows[s.op]); err != nil {
-					t.Fatal(err)
-				}
 			case s.op < len(rows):
-				c.merge(t.Context(), rows[s.op])
+				phase := s.phase
+				if !apart {
+					phase++ // no begin step: 1 the durable write, 2 the begin and merge
+				}
+				switch phase {
+				case 0:
+					tokens[s.op] = c.begin(t.Context(), usersOf(rows[s.op]))
+				case 1:
+					if err := inner.Apply(t.Context(), rows[s.op]); err != nil {
+						t.Fatal(err)
+					}
+				case 2:
+					if !apart {
+						tokens[s.op] = c.begin(t.Context(), usersOf(rows[s.op]))
+					}
+					c.merge(t.Context(), rows[s.op], tokens[s.op])
+				}
 			case s.op < len(rows)+hydrations && s.phase == 0:
 				hs[s.op-len(rows)].read(t, c)
 			case s.op < len(rows)+hydrations:
@@ -193,10 +216,9 @@ func TestMergesConvergeInAnyOrder(t *testing.T) {
 	}
 }
 
-// servedMatchesInner checks that c serves what its durable store holds,
-// then from Redis alone (hits), and that each user's index has each
-// cached session at its active_ts. It returns what was served.
-func servedMatchesInner(t *testing.T, c *Cache, run string) map[string]any {
+// servesInner checks that c serves what its durable store holds, every
+// user's record and every session, and returns what was served.
+func servesInner(t *testing.T, c *Cache, run string) map[string]any {
 	t.Helper()
 	ctx := t.Context()
 	served := map[string]any{}
@@ -209,10 +231,6 @@ func servedMatchesInner(t *testing.T, c *Cache, run string) map[string]any {
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: User(%s) = %+v, %v; durable %+v", run, u, got, err, want)
 		}
-		hit, lease, err := c.cachedUser(ctx, c.keysOf(u))
-		if err != nil || lease != "" || !reflect.DeepEqual(hit, want) {
-			t.Fatalf("%s: cached User(%s) = %+v (lease %q), %v; durable %+v", run, u, hit, lease, err, want)
-		}
 		served["user "+u] = want
 	}
 	for _, conv := range convs {
@@ -224,11 +242,31 @@ func servedMatchesInner(t *testing.T, c *Cache, run string) map[string]any {
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: Sessions(%s) =\n%+v, %v; durable\n%+v", run, conv, got, err, want)
 		}
+		served["sessions "+conv] = want
+	}
+	return served
+}
+
+// servedMatchesInner checks that c serves what its durable store holds,
+// then from Redis alone (hits), and that each user's index has each
+// cached session at its active_ts. It returns what was served.
+func servedMatchesInner(t *testing.T, c *Cache, run string) map[string]any {
+	t.Helper()
+	ctx := t.Context()
+	served := servesInner(t, c, run)
+	for _, u := range users {
+		want := served["user "+u]
+		hit, cached, lease, err := c.cachedUser(ctx, c.keysOf(u))
+		if err != nil || !cached || !reflect.DeepEqual(hit, want) {
+			t.Fatalf("%s: cached User(%s) = %+v (cached %v, lease %q), %v; durable %+v", run, u, hit, cached, lease, err, want)
+		}
+	}
+	for _, conv := range convs {
+		want := served["sessions "+conv]
 		hit, leases, err := c.cachedSessions(ctx, conv, users)
 		if err != nil || len(leases) > 0 || !reflect.DeepEqual(hit, want) {
 			t.Fatalf("%s: cached Sessions(%s) = %+v (leases %v), %v; durable %+v", run, conv, hit, leases, err, want)
 		}
-		served["sessions "+conv] = want
 	}
 	for _, u := range users {
 		index, err := c.rdb.ZRangeWithScores(ctx, c.keysOf(u).index, 0, -1).Result()

@@ -105,18 +105,21 @@ func TestLostRedisRehydrates(t *testing.T) {
 	}
 }
 
-// failingApply fails, while on, every pipeline that runs the apply script.
-type failingApply struct{ on atomic.Bool }
+// failingScript fails, while on, every pipeline that runs script.
+type failingScript struct {
+	script *redis.Script
+	on     atomic.Bool
+}
 
-func (h *failingApply) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *failingApply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *failingScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failingScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return next
 }
-func (h *failingApply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *failingScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if h.on.Load() {
 			for _, cmd := range cmds {
-				if args := cmd.Args(); len(args) > 1 && args[0] == "evalsha" && args[1] == applyScript.Hash() {
+				if args := cmd.Args(); len(args) > 1 && args[0] == "evalsha" && args[1] == h.script.Hash() {
 					err := errors.New("injected failure")
 					for _, cmd := range cmds {
 						cmd.SetErr(err)
@@ -134,7 +137,7 @@ func TestFailedMergeDropsEntries(t *testing.T) {
 	applyOK(t, c, sessionRows(10, 1))
 	servesDurable(t, c)
 
-	hook := &failingApply{}
+	hook := &failingScript{script: applyScript}
 	rdb.AddHook(hook)
 	hook.on.Store(true)
 	applyOK(t, c, sessionRows(20, 2)) // durable; the merge fails
@@ -155,9 +158,37 @@ func TestFailedDurableWriteDropsEntries(t *testing.T) {
 		t.Fatalf("Apply on a closed durable store: %v", err)
 	}
 	k := c.keysOf(alice)
-	if n, _ := rdb.Exists(t.Context(), k.record, k.sessions, k.index).Result(); n != 0 {
+	if n, _ := rdb.Exists(t.Context(), k.record, k.sessions, k.index, k.writing).Result(); n != 0 {
 		t.Fatalf("%d of alice's keys left after a failed durable write", n)
 	}
+}
+
+// TestFailedBeginStillWrites fails the round that sets the writing flags:
+// the durable write is made all the same, and the merge, finding no flag
+// of its own, drops the entries rather than merge into them.
+func TestFailedBeginStillWrites(t *testing.T) {
+	c, inner, rdb := newTestCache(t, quiet)
+	ctx := t.Context()
+	applyOK(t, c, sessionRows(10, 1))
+	servesDurable(t, c)
+
+	hook := &failingScript{script: beginScript}
+	rdb.AddHook(hook)
+	hook.on.Store(true)
+	applyOK(t, c, sessionRows(20, 2))
+	hook.on.Store(false)
+
+	if rec, _ := inner.User(ctx, alice); rec.Clock != 20 {
+		t.Fatalf("durable User = %+v: the write was not made", rec)
+	}
+	if st := c.Stats(); st.WriteFailures != 1 || st.Dropped != 0 || st.DropFailures != 0 {
+		t.Fatalf("Stats = %+v, want one write failure", st)
+	}
+	k := c.keysOf(alice)
+	if n, _ := rdb.Exists(ctx, k.record, k.sessions, k.index, k.writing).Result(); n != 0 {
+		t.Fatalf("%d of alice's keys left after a merge without its flag", n)
+	}
+	servesDurable(t, c)
 }
 
 // downRedis is a client of an address where nothing listens.

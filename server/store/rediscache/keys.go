@@ -13,10 +13,20 @@ type userKeys struct {
 	index string
 	// gen is the generation hydrations take a lease on (see scripts.go).
 	gen string
+	// writing is the write-in-flight flag: the token of the Apply writing
+	// the user's rows, set before its durable write and deleted by its
+	// merge (see scripts.go).
+	writing string
 }
 
 // keysOf returns user's keys.
 func (c *Cache) keysOf(user string) userKeys {
 	base := c.prefix + "{" + user + "}:"
-	return userKeys{record: base + "u", sessions: base + "s", index: base + "z", gen: base + "g"}
+	return userKeys{record: base + "u", sessions: base + "s", index: base + "z", gen: base + "g", writing: base + "w"}
+}
+
+// all returns the keys the write scripts take, in their order: record,
+// sessions, index, gen, writing.
+func (k userKeys) all() []string {
+	return []string{k.record, k.sessions, k.index, k.gen, k.writing}
 }

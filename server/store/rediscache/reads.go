@@ -11,64 +11,88 @@ import (
 )
 
 // User implements store.Backend: from Redis once the user's record is
-// hydrated, else from the durable store, filling Redis.
+// hydrated, else from the durable store, filling Redis. While the user is
+// being written (its writing flag is set), from the durable store without
+// filling.
 func (c *Cache) User(ctx context.Context, user string) (store.UserRecord, error) {
 	if err := c.checkOpen(); err != nil {
 		return store.UserRecord{}, err
 	}
 	k := c.keysOf(user)
-	rec, lease, err := c.cachedUser(ctx, k)
+	rec, cached, lease, err := c.cachedUser(ctx, k)
 	if err != nil {
 		c.stats.readFallbacks.Add(1)
 		c.failed("read user", err)
 		return c.inner.User(ctx, user)
 	}
 	c.reached()
-	if lease == "" {
+	if cached {
 		return rec, nil
 	}
 	rec, err = c.inner.User(ctx, user)
-	if err != nil {
-		return rec, err
+	if err == nil && lease != "" {
+		c.fillUser(ctx, k, lease, rec)
 	}
-	c.fillUser(ctx, k, lease, rec)
-	return rec, nil
+	return rec, err
 }
 
-// cachedUser returns the user's cached record, or, when it is not
-// hydrated, a lease to fill it under.
-func (c *Cache) cachedUser(ctx context.Context, k userKeys) (rec store.UserRecord, lease string, err error) {
-	res, err := readUserScript.Run(ctx, c.rdb, []string{k.record, k.gen}, freshGen(), c.ttlArg()).Slice()
+// Read script results (see readUserScript, readSessionScript).
+const (
+	readMiss    = 0 // not cached: a lease to fill under
+	readHit     = 1 // cached: the value
+	readWriting = 2 // the user is being written: read the table, do not fill
+)
+
+// cachedUser returns the user's cached record (cached set), or else a
+// lease to fill it under, "" while the user is being written.
+func (c *Cache) cachedUser(ctx context.Context, k userKeys) (rec store.UserRecord, cached bool, lease string, err error) {
+	res, err := readUserScript.Run(ctx, c.rdb, []string{k.record, k.gen, k.writing}, freshGen(), c.ttlArg()).Slice()
 	if err != nil {
-		return rec, "", fmt.Errorf("read user %s: %w", k.record, err)
+		return rec, false, "", fmt.Errorf("read user %s: %w", k.record, err)
 	}
 	if len(res) != 2 {
-		return rec, "", fmt.Errorf("read user %s: %d results", k.record, len(res))
+		return rec, false, "", fmt.Errorf("read user %s: %d results", k.record, len(res))
 	}
-	if hit, _ := res[0].(int64); hit == 0 {
+	switch code, _ := res[0].(int64); code {
+	case readWriting:
+		return rec, false, "", nil
+	case readMiss:
 		lease, _ = res[1].(string)
 		if lease == "" {
-			return rec, "", fmt.Errorf("read user %s: no lease", k.record)
+			return rec, false, "", fmt.Errorf("read user %s: no lease", k.record)
 		}
-		return rec, lease, nil
+		return rec, false, lease, nil
+	case readHit:
+		fields, _ := res[1].([]any)
+		rec, err = decodeRecord(fields)
+		if err != nil {
+			return rec, false, "", fmt.Errorf("read user %s: %w", k.record, err)
+		}
+		return rec, true, "", nil
+	default:
+		return rec, false, "", fmt.Errorf("read user %s: result %v", k.record, res[0])
 	}
-	fields, _ := res[1].([]any)
-	rec.Totals = map[string]int64{}
+}
+
+// decodeRecord reads a user record's hash fields (HGETALL).
+func decodeRecord(fields []any) (store.UserRecord, error) {
+	rec := store.UserRecord{Totals: map[string]int64{}}
 	for i := 0; i+1 < len(fields); i += 2 {
 		f, _ := fields[i].(string)
 		v, _ := fields[i+1].(string)
+		var err error
 		switch {
 		case f == "c":
 			if rec.Clock, err = strconv.ParseInt(v, 10, 64); err != nil {
-				return rec, "", fmt.Errorf("read user %s: clock: %w", k.record, err)
+				return rec, fmt.Errorf("clock: %w", err)
 			}
 		case strings.HasPrefix(f, "t:"):
 			if rec.Totals[f[2:]], err = decodeTotal(v); err != nil {
-				return rec, "", fmt.Errorf("read user %s: %w", k.record, err)
+				return rec, err
 			}
 		}
 	}
-	return rec, "", nil
+	return rec, nil
 }
 
 // fillUser installs rec, read from the durable store under lease.
@@ -85,7 +109,8 @@ func (c *Cache) fillUser(ctx context.Context, k userKeys, lease string, rec stor
 
 // Sessions implements store.Backend: each user's session from Redis when
 // cached (as present or absent), the others from the durable store,
-// filling Redis.
+// filling Redis, except for users being written (their writing flags
+// set), which are read from the durable store without filling.
 func (c *Cache) Sessions(ctx context.Context, conv string, users []string) (map[string]session.State, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
@@ -115,8 +140,9 @@ func (c *Cache) Sessions(ctx context.Context, conv string, users []string) (map[
 	return out, nil
 }
 
-// cachedSessions returns the cached sessions of users in conv, and a
-// lease for each user whose session is not cached.
+// cachedSessions returns the cached sessions of users in conv, and for
+// each user whose session is not cached a lease to fill it under, ""
+// while the user is being written.
 func (c *Cache) cachedSessions(ctx context.Context, conv string, users []string) (map[string]session.State, map[string]string, error) {
 	calls := make([]scriptCall, 0, len(users))
 	callUsers := make([]string, 0, len(users))
@@ -128,7 +154,7 @@ func (c *Cache) cachedSessions(ctx context.Context, conv string, users []string)
 		seen[u] = true
 		callUsers = append(callUsers, u)
 		k := c.keysOf(u)
-		calls = append(calls, scriptCall{readSessionScript, []string{k.sessions, k.gen}, []any{conv, freshGen(), c.ttlArg()}})
+		calls = append(calls, scriptCall{readSessionScript, []string{k.sessions, k.gen, k.writing}, []any{conv, freshGen(), c.ttlArg()}})
 	}
 	out := make(map[string]session.State, len(calls))
 	leases := map[string]string{}
@@ -143,30 +169,38 @@ func (c *Cache) cachedSessions(ctx context.Context, conv string, users []string)
 		}
 		v, _ := res[1].(string)
 		user := callUsers[i]
-		if hit, _ := res[0].(int64); hit == 0 {
+		switch code, _ := res[0].(int64); code {
+		case readWriting:
+			leases[user] = ""
+		case readMiss:
 			if v == "" {
 				return nil, nil, fmt.Errorf("read session %s of %s: no lease", conv, key)
 			}
 			leases[user] = v
-			continue
+		case readHit:
+			if v == absent {
+				continue
+			}
+			st, err := decodeSession(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("read session %s of %s: %w", conv, key, err)
+			}
+			out[user] = st
+		default:
+			return nil, nil, fmt.Errorf("read session %s of %s: result %v", conv, key, res[0])
 		}
-		if v == absent {
-			continue
-		}
-		st, err := decodeSession(v)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read session %s of %s: %w", conv, key, err)
-		}
-		out[user] = st
 	}
 	return out, leases, nil
 }
 
 // fillSessions installs the sessions read from the durable store (absent
-// where read has none), each under its user's lease.
+// where read has none), each under its user's lease (none where "").
 func (c *Cache) fillSessions(ctx context.Context, conv string, leases map[string]string, read map[string]session.State) {
 	calls := make([]scriptCall, 0, len(leases))
 	for u, lease := range leases {
+		if lease == "" {
+			continue
+		}
 		v := absent
 		if st, ok := read[u]; ok {
 			enc, err := encodeSession(st)

@@ -7,6 +7,21 @@ import "github.com/redis/go-redis/v9"
 // on any number of nodes merge atomically and converge whatever their
 // order.
 //
+// The writing flag. A writer can die (or lose Redis) after its durable
+// write and before its merge: the cached entries of the users it wrote
+// are then behind the table, and the next writer of those users would
+// compute their new state (clock, totals, sessions) from them. So an
+// Apply first sets each user's flag to a token of its own (beginScript)
+// and its merge deletes it (applyScript). While the flag is set, reads
+// serve the user from the table and fill nothing (readUserScript,
+// readSessionScript). A begin that finds a flag left behind drops the
+// user's entries before setting its own; a merge that finds its flag gone
+// (Redis lost it) or replaced (another begin came between) drops them
+// instead of merging, and leaves another writer's flag in place. The flag
+// expires with the TTL, never before the entries it guards: while it is
+// set nothing extends their expiry but its own merge, which deletes it
+// (the begin moved the generation on, so no fill does).
+//
 // Values (see encode.go):
 //
 //	session   "<active_ts>|<delivered>|<read>|<json of session.State>", or
@@ -106,12 +121,42 @@ local function lease(gen, fresh, ttl)
   end
   return g
 end
+
+-- forget deletes the user's cached entries and moves the generation on:
+-- the next read hydrates, and no hydration in flight fills.
+local function forget(record, sess, idx, gen, fresh, ttl)
+  redis.call('DEL', record, sess, idx)
+  bump(gen, fresh, ttl)
+end
 `
 
-// applyScript merges one user's rows of a durable Apply.
+// beginScript marks a user as being written by the Apply of token, before
+// its durable write, and moves the generation on, so that no hydration
+// that read before the write fills. A flag already set was left by a
+// writer that died or failed before its merge (or is still writing, when
+// two write one user at once): its rows may be in the table and not in
+// the entries, which are dropped first.
 //
-//	KEYS  record, sessions, index, gen
-//	ARGV  ttl_ms, fresh, n, n × (conv, session value), m, m × (list, at, total)
+//	KEYS  record, sessions, index, gen, writing
+//	ARGV  token, fresh, ttl_ms
+var beginScript = redis.NewScript(luaLib + `
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+end
+redis.call('SET', KEYS[5], ARGV[1], 'PX', ARGV[3])
+bump(KEYS[4], ARGV[2], ARGV[3])
+return 1
+`)
+
+// applyScript merges one user's rows of a durable Apply, when the user's
+// writing flag still holds the Apply's token (see beginScript): it deletes
+// the flag and merges, returning 1. A merge is right only over the
+// entries of before the write, which the flag, unchanged since the begin,
+// vouches for. When the flag is gone or holds another token, the entries
+// are dropped instead (another writer's flag stays) and it returns 0.
+//
+//	KEYS  record, sessions, index, gen, writing
+//	ARGV  ttl_ms, fresh, token, n, n × (conv, session value), m, m × (list, at, total)
 //
 // A session is merged only where one is cached (a value or "-"); one that
 // is not moves the generation on, so that no hydration that read before
@@ -123,7 +168,12 @@ end
 // so that a hydration read before them does not fill over them.
 var applyScript = redis.NewScript(luaLib + `
 local ttl, fresh = ARGV[1], ARGV[2]
-local i = 3
+if redis.call('GET', KEYS[5]) ~= ARGV[3] then
+  forget(KEYS[1], KEYS[2], KEYS[3], KEYS[4], fresh, ttl)
+  return 0
+end
+redis.call('DEL', KEYS[5])
+local i = 4
 local n = tonumber(ARGV[i]); i = i + 1
 local clock = nil
 local breakLeases = false
@@ -162,12 +212,14 @@ for k = 1, 3 do redis.call('PEXPIRE', KEYS[k], ttl) end
 return 1
 `)
 
-// readUserScript returns {1, HGETALL record} when the record is hydrated,
-// else {0, lease}.
+// readUserScript returns {2, ""} while the user's writing flag is set (the
+// record may be behind the table: read it, do not fill), else
+// {1, HGETALL record} when the record is hydrated, else {0, lease}.
 //
-//	KEYS  record, gen
+//	KEYS  record, gen, writing
 //	ARGV  fresh, ttl_ms
 var readUserScript = redis.NewScript(luaLib + `
+if redis.call('EXISTS', KEYS[3]) == 1 then return {2, ''} end
 if redis.call('HEXISTS', KEYS[1], 'h') == 1 then
   return {1, redis.call('HGETALL', KEYS[1])}
 end
@@ -198,12 +250,15 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 `)
 
-// readSessionScript returns {1, value} when the session of a conversation
-// is cached (a value or "-"), else {0, lease}.
+// readSessionScript returns {2, ""} while the user's writing flag is set
+// (the session may be behind the table: read it, do not fill), else
+// {1, value} when the session of a conversation is cached (a value or
+// "-"), else {0, lease}.
 //
-//	KEYS  sessions, gen
+//	KEYS  sessions, gen, writing
 //	ARGV  conv, fresh, ttl_ms
 var readSessionScript = redis.NewScript(luaLib + `
+if redis.call('EXISTS', KEYS[3]) == 1 then return {2, ''} end
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if v then return {1, v} end
 return {0, lease(KEYS[2], ARGV[2], ARGV[3])}
@@ -224,12 +279,13 @@ return 1
 
 // dropScript deletes a user's cached entries and moves its generation on,
 // so that the next read hydrates from the table and no hydration in
-// flight fills what it read before.
+// flight fills what it read before. It deletes the writing flag when it
+// holds token (the dropping Apply's own), not another writer's.
 //
-//	KEYS  record, sessions, index, gen
-//	ARGV  fresh, ttl_ms
+//	KEYS  record, sessions, index, gen, writing
+//	ARGV  fresh, ttl_ms, token
 var dropScript = redis.NewScript(luaLib + `
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-bump(KEYS[4], ARGV[1], ARGV[2])
+forget(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2])
+if redis.call('GET', KEYS[5]) == ARGV[3] then redis.call('DEL', KEYS[5]) end
 return 1
 `)
