@@ -120,7 +120,7 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 	cluster := &Cluster{
 		ScaleOut:   so,
 		Collectors: calls.Collectors(),
-		Locker:     distlock.NewRedis(rdb, so.TablePrefix, 0),
+		Locker:     distlock.NewRedis(rdb, so.TablePrefix, 0, distlock.WithFirstUse(dyn.FirstLockUse), distlock.WithLogger(log)),
 		Devices: func(local *hub.Hub) (Devices, error) {
 			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log})
 		},

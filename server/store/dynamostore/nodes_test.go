@@ -22,12 +22,15 @@ func TestConformanceOfTwoNodes(t *testing.T) {
 			t.Fatalf("Migrate: %v", err)
 		}
 		t.Cleanup(func() { deleteTables(e.db, prefix) })
-		locker := distlock.NewRedis(e.redis, prefix, 0)
+		var locker *distlock.Redis
 		var nodes []store.Store
 		for range 2 {
 			s, err := Open(t.Context(), Options{DynamoDB: e.db, Redis: e.redis, Prefix: prefix, Blobs: &memBlobs{}})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
+			}
+			if locker == nil {
+				locker = distlock.NewRedis(e.redis, prefix, 0, distlock.WithFirstUse(s.FirstLockUse))
 			}
 			eng, err := engine.New(t.Context(), s, engine.Options{Locker: locker})
 			if err != nil {
