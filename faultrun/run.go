@@ -161,8 +161,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (r *run) serverFaults() []string {
 	var out []string
 	for _, s := range r.servers {
-		for _, line := range strings.Split(s.Logs(), "\n") {
-			if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+		for _, line := range strings.Split(s.Faults(), "\n") {
+			if line != "" {
 				out = append(out, s.Addr()+": "+line)
 			}
 		}

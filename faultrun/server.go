@@ -87,13 +87,14 @@ type Server struct {
 	cmd    *exec.Cmd
 	done   chan struct{} // closed when the process has exited
 	logs   *logRing
+	faults *logRing // the warnings and errors among logs, kept longer
 	starts int
 }
 
 // NewServer returns a server of binary bin that will listen on addr and
 // keep its data in dataDir; Start starts it.
 func NewServer(bin, addr, dataDir string) *Server {
-	return &Server{bin: bin, addr: addr, dataDir: dataDir, logs: newLogRing(200)}
+	return &Server{bin: bin, addr: addr, dataDir: dataDir, logs: newLogRing(200), faults: newLogRing(200)}
 }
 
 // newNode returns a server like NewServer's that also gets extraArgs and
@@ -122,6 +123,14 @@ func (s *Server) Starts() int {
 // Logs returns the server's last log lines, over every start.
 func (s *Server) Logs() string { return s.logs.String() }
 
+// Faults returns the server's last warnings and errors, over every start.
+func (s *Server) Faults() string { return s.faults.String() }
+
+// isFault reports whether a log line is a warning or an error.
+func isFault(line string) bool {
+	return strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN")
+}
+
 var listeningLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
 // Run starts the server and returns once it listens.
@@ -149,6 +158,9 @@ func (s *Server) Run() error {
 		once := sync.Once{}
 		for sc.Scan() {
 			s.logs.add(sc.Text())
+			if isFault(sc.Text()) {
+				s.faults.add(sc.Text())
+			}
 			if listeningLine.MatchString(sc.Text()) {
 				once.Do(func() {
 					s.up.Store(true)

@@ -341,8 +341,9 @@ func (v *violations) checkLocalSessions(w *World) {
 				continue
 			}
 			if l.WriteSeq != s.WriteSeq || l.ReadSeq != s.ReadSeq || l.UnreadCount != s.UnreadCount || l.Muted != s.Muted || l.Priority != s.Priority {
-				v.add("local-session", "%s: %s stored with write_seq %d read_seq %d unread %d muted %v priority %d; the server has %d %d %d %v %d",
-					d.Name, conv, l.WriteSeq, l.ReadSeq, l.UnreadCount, l.Muted, l.Priority, s.WriteSeq, s.ReadSeq, s.UnreadCount, s.Muted, s.Priority)
+				v.add("local-session", "%s: %s stored with write_seq %d read_seq %d unread %d muted %v priority %d active_ts %d (cursor %d); the server has %d %d %d %v %d active_ts %d",
+					d.Name, conv, l.WriteSeq, l.ReadSeq, l.UnreadCount, l.Muted, l.Priority, l.ActiveTS, d.Cursor,
+					s.WriteSeq, s.ReadSeq, s.UnreadCount, s.Muted, s.Priority, s.ActiveTS)
 			}
 			if t := d.Ticks[conv]; t.DeliveredSeq > s.Ticks.DeliveredSeq || t.ReadSeq > s.Ticks.ReadSeq {
 				v.add("local-session", "%s: %s ticks %+v ahead of the server's %+v", d.Name, conv, t, s.Ticks)

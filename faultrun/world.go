@@ -37,9 +37,11 @@ type DeviceView struct {
 	Messages map[string][]localstore.Message
 	// Sessions and Ticks are the stored sessions and tick boundaries of
 	// those conversations (sessions not stored are absent).
-	Sessions     map[string]protocol.Session
-	Ticks        map[string]protocol.Ticks
-	TotalUnread  int64
+	Sessions    map[string]protocol.Session
+	Ticks       map[string]protocol.Ticks
+	TotalUnread int64
+	// Cursor is the main list's sync cursor.
+	Cursor       int64
 	Outbox       int
 	PendingReads map[string]int64
 }
@@ -127,6 +129,9 @@ func readDevice(d *Device, newest map[string]int64) (DeviceView, error) {
 		}
 		var err error
 		if v.TotalUnread, err = st.TotalUnread(""); err != nil {
+			return err
+		}
+		if v.Cursor, err = st.Cursor(""); err != nil {
 			return err
 		}
 		outbox, err := st.Outbox()
