@@ -22,8 +22,11 @@ type Cluster struct {
 	// across the nodes (engine.Locker).
 	Locker engine.Locker
 	// Devices returns the registry that reaches every user's devices on
-	// every node, around local, the devices of this node.
-	Devices func(local *hub.Hub) (Devices, error)
+	// every node, around local, the devices of this node. It calls lost
+	// with the users of local's devices when pushes to them may have been
+	// lost (Redis lost the node's presence), so that they are told to
+	// sync.
+	Devices func(local *hub.Hub, lost func(users []string)) (Devices, error)
 	// Check reports whether the node reaches what it shares (Redis,
 	// DynamoDB); /healthz answers 503 while it fails.
 	Check func(ctx context.Context) error

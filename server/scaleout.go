@@ -121,8 +121,8 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 		ScaleOut:   so,
 		Collectors: calls.Collectors(),
 		Locker:     distlock.NewRedis(rdb, so.TablePrefix, 0, distlock.WithFirstUse(dyn.FirstLockUse), distlock.WithLogger(log)),
-		Devices: func(local *hub.Hub) (Devices, error) {
-			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log})
+		Devices: func(local *hub.Hub, lost func(users []string)) (Devices, error) {
+			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log, Lost: lost})
 		},
 		Check: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -97,6 +97,7 @@ type Server struct {
 	log     *slog.Logger
 	unlock  func()
 	store   *engine.Engine
+	svc     atomic.Pointer[chat.Service] // set once the server is built
 	be      store.Backend
 	hub     *hub.Hub
 	devices Devices // hub, or a registry spanning the nodes
@@ -192,7 +193,7 @@ func (s *Server) build() error {
 	s.devices = s.hub
 	if cfg.Cluster != nil {
 		engOpts.Locker = cfg.Cluster.Locker
-		devices, err := cfg.Cluster.Devices(s.hub)
+		devices, err := cfg.Cluster.Devices(s.hub, s.resync)
 		if err != nil {
 			return err
 		}
@@ -234,6 +235,7 @@ func (s *Server) build() error {
 		}, s.pendingRows))
 	}
 	svc := chat.New(eng, s.devices, cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
+	s.svc.Store(svc)
 	gwCfg := cfg.Gateway
 	gwCfg.Metrics = s.metrics
 	gwCfg.DevAuth = cfg.Auth == AuthDev
@@ -321,6 +323,14 @@ type (
 		PendingCount(ctx context.Context) (int64, error)
 	}
 )
+
+// resync tells the devices of users on this node to sync: pushes to them
+// may have been lost (Cluster.Devices).
+func (s *Server) resync(users []string) {
+	if svc := s.svc.Load(); svc != nil {
+		svc.Resync(context.Background(), users)
+	}
+}
 
 // OnlineDevices returns how many devices are connected.
 func (s *Server) OnlineDevices() int { return s.hub.Count() }

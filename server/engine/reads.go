@@ -41,3 +41,16 @@ func (e *Engine) Receipts(ctx context.Context, conv string) ([]protocol.MemberRe
 	}
 	return cs.receipts(), nil
 }
+
+// SessionClock returns user's newest session timestamp (the cursor of a
+// session_sync nudge), once every row put so far is written.
+func (e *Engine) SessionClock(ctx context.Context, user string) (int64, error) {
+	if err := e.flush.barrier(ctx); err != nil {
+		return 0, err
+	}
+	rec, err := e.be.User(ctx, user)
+	if err != nil {
+		return 0, fmt.Errorf("session clock of %s: %w", user, err)
+	}
+	return rec.Clock, nil
+}

@@ -120,3 +120,52 @@ func (r *Relay) nodesCmd(ctx context.Context, c redis.Cmdable, user string) *red
 	now := strconv.FormatInt(r.now().UnixMilli(), 10)
 	return c.ZRangeByScore(ctx, r.presenceKey(user), &redis.ZRangeBy{Min: "(" + now, Max: "+inf"})
 }
+
+// watchEvery is how often a node checks that Redis still holds its
+// presence.
+const watchEvery = time.Second
+
+// watchLoop checks every watchEvery that Redis still lists this node's
+// users (one EXISTS); when it lost them, it records the presence again at
+// once, rather than at the next refresh, and reports the users to Lost:
+// pushes to them found no node meanwhile.
+func (r *Relay) watchLoop() {
+	defer r.wg.Done()
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+		users := usersOf(r.local.Devices())
+		if len(users) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+		lost, err := r.presenceLost(ctx, users)
+		cancel()
+		if err != nil {
+			r.log.Warn("relay: presence check failed; retrying", "err", err)
+			continue
+		}
+		if lost && r.lost != nil {
+			r.lost(users)
+		}
+	}
+}
+
+// presenceLost reports whether Redis lost the node's set of users, and
+// records the presence of users again when it did.
+func (r *Relay) presenceLost(ctx context.Context, users []string) (bool, error) {
+	n, err := r.rdb.Exists(ctx, r.nodeUsersKey(r.node)).Result()
+	if err != nil || n > 0 {
+		return false, err
+	}
+	r.log.Warn("relay: Redis lost this node's presence; recording it again", "users", len(users))
+	if err := r.assertPresence(ctx, users); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -79,6 +79,13 @@ type Options struct {
 	// DefaultQueueBytes when zero.
 	QueueBytes int
 
+	// Lost, when set, is called with the users of this node's devices
+	// after Redis lost the node's presence (a restart without
+	// persistence, FLUSHALL) and the relay recorded it again: pushes to
+	// them may have been lost meanwhile, so their devices should be told
+	// to sync. It runs on the relay's own goroutine.
+	Lost func(users []string)
+
 	// now is the clock of presence expiry (time.Now when nil), and
 	// afterRefresh is called after each refresh pass: for tests.
 	now          func() time.Time
@@ -96,6 +103,7 @@ type Relay struct {
 	ttl     time.Duration
 	now     func() time.Time
 	refresh func() // afterRefresh, or nothing
+	lost    func(users []string)
 
 	// userLocks serialise the presence writes of one user, so that a
 	// register and an unregister racing reach Redis in the order they
@@ -132,6 +140,7 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 		ttl:     opts.PresenceTTL,
 		now:     opts.now,
 		refresh: opts.afterRefresh,
+		lost:    opts.Lost,
 		stop:    make(chan struct{}),
 	}
 	if r.node == "" {
@@ -171,10 +180,11 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 		r.pubsub.Close()
 		return nil, fmt.Errorf("relay: subscribe to %s: %w", r.channel(r.node), err)
 	}
-	r.wg.Add(3)
+	r.wg.Add(4)
 	go r.subscribeLoop()
 	go r.publishLoop()
 	go r.refreshLoop()
+	go r.watchLoop()
 	return r, nil
 }
 

@@ -452,3 +452,40 @@ func TestMetricsCountWhatStatsCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestLostPresenceIsRestoredAndReported flushes Redis under a node whose
+// refresh is far off: the watch records the presence again within a
+// second or so and reports the node's users, whose devices may have
+// missed pushes meanwhile.
+func TestLostPresenceIsRestoredAndReported(t *testing.T) {
+	c := newCluster(t)
+	lost := make(chan []string, 4)
+	a := c.node("a", func(o *Options) {
+		o.PresenceTTL = time.Hour // no refresh during the test
+		o.Lost = func(users []string) { lost <- users }
+	})
+	b := c.node("b")
+	a.Register(newDevice("alice"))
+	a.Register(newDevice("carol"))
+	expectNodes(t, b, "alice", "a")
+	select {
+	case users := <-lost:
+		t.Fatalf("presence reported lost before Redis lost it: %v", users)
+	default:
+	}
+
+	if err := c.rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case users := <-lost:
+		slices.Sort(users)
+		if !slices.Equal(users, []string{"alice", "carol"}) {
+			t.Fatalf("reported lost: %v, want alice and carol", users)
+		}
+	case <-time.After(wait):
+		t.Fatal("the lost presence was never reported")
+	}
+	expectNodes(t, b, "alice", "a")
+	expectNodes(t, b, "carol", "a")
+}
