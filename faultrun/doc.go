@@ -97,12 +97,9 @@
 //
 //	go test ./faultrun -run 'TestFaultRun$' -v -timeout 60m -args -kills 100 -cuts 10000 -duration 30m -users 6 -two-device-users 3
 //
-// (about six minutes on two cores). The cluster run is opt-in for now: it
-// still ends with a violation in some runs (a member's derived state
-// wrong after kills, flushes and outages; see the README's "Known limit"
-// of scaling out), so it is not in the default run until that is fixed.
-// Its short form (4 kills, 100 cuts, 2 flushes, 2 DynamoDB outages; about
-// half a minute) runs with IM_FAULTRUN_CLUSTER=1 and the engines named;
+// (about six minutes on two cores). The cluster run's short form (4
+// kills, 100 cuts, 2 flushes, 2 DynamoDB outages; about half a minute)
+// runs with the others when the engines are named (scripts/test.sh does);
 // its long form takes the same flags and -flushes, -dynamo-outages and
 // -nodes:
 //
