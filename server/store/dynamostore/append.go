@@ -137,7 +137,9 @@ func (s *Store) place(ctx context.Context, m protocol.Message, seq int64, kind p
 		}
 		err = s.putMessage(ctx, it)
 		if err == nil {
-			if _, err := s.raiseMax(ctx, m.Conv, seq, kind); err != nil {
+			// Stored: the caller giving up must not leave it answered as
+			// an error with max_seq not raised.
+			if _, err := s.raiseMax(context.WithoutCancel(ctx), m.Conv, seq, kind); err != nil {
 				return store.AppendResult{}, err
 			}
 			return store.AppendResult{Msg: m}, nil
