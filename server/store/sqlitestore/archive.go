@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
@@ -89,25 +88,9 @@ func (s *Store) archiveCandidates(ctx context.Context, after, cutoff int64) ([]a
 
 // putBodies writes a batch's bodies to the blob store, a few at a time.
 func (s *Store) putBodies(ctx context.Context, batch []archiveCandidate) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, bodyFetches)
-	)
-	for _, c := range batch {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := s.blobs.Put(ctx, blob.Key(c.conv, c.seq), []byte(c.body)); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return eachAtOnce(batch, func(c archiveCandidate) error {
+		return s.blobs.Put(ctx, blob.Key(c.conv, c.seq), []byte(c.body))
+	})
 }
 
 // markArchived records a batch as moved, in one write, and returns how

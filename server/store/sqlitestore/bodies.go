@@ -2,9 +2,9 @@ package sqlitestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/imcore/im/protocol"
 )
@@ -33,25 +33,18 @@ func (s *Store) loadBodies(ctx context.Context, archived []archivedBody) error {
 	if len(archived) == 1 {
 		return s.loadBody(ctx, archived[0])
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, bodyFetches)
-	)
-	for _, a := range archived {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := s.loadBody(ctx, a); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+	return eachAtOnce(archived, func(a archivedBody) error { return s.loadBody(ctx, a) })
+}
+
+// eachAtOnce runs fn on every item, bodyFetches at a time, and returns the
+// first error once all are done.
+func eachAtOnce[T any](items []T, fn func(T) error) error {
+	var g errgroup.Group
+	g.SetLimit(bodyFetches)
+	for _, it := range items {
+		g.Go(func() error { return fn(it) })
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // loadBody reads one archived body into its message.
