@@ -1,0 +1,408 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+)
+
+// Hooks are what a Manager tells the engine that owns shards.
+type Hooks struct {
+	// Acquired is called when the node took shard's lease, before it
+	// serves the shard: the owner rebuilds what it needs of it (repairs
+	// what a dead owner left). An error gives the lease back, to be taken
+	// again on a later round.
+	Acquired func(ctx context.Context, shard Shard, fence Fence) error
+	// Releasing is called before the node gives up a shard it still holds
+	// (placement moved it, or the node leaves): the owner waits for the
+	// operations in flight on it and for their rows to be written. The
+	// shard is already no longer served here when it is called.
+	Releasing func(ctx context.Context, shard Shard)
+	// Lost is called when the node can no longer prove it holds shard
+	// (its lease expired or was taken): the owner forgets what it held.
+	Lost func(shard Shard)
+}
+
+// Config is what a Manager runs with.
+type Config struct {
+	Redis  redis.UniversalClient
+	Prefix string
+	// Node is this node: its id (unique among live nodes) and address.
+	Node Node
+	// LeaseTTL is the leases' and announcements' lifetime;
+	// DefaultLeaseTTL when zero. Rounds run five times per TTL.
+	LeaseTTL time.Duration
+	Hooks    Hooks
+	Logger   *slog.Logger
+}
+
+// Manager keeps one node's shards: it announces the node, follows the set
+// of live nodes, takes the leases of the shards placed on the node, hands
+// over those placed elsewhere, and refreshes what it holds.
+type Manager struct {
+	cfg      Config
+	leases   *Leases
+	registry *Registry
+	log      *slog.Logger
+	round    time.Duration
+
+	mu      sync.Mutex
+	held    map[Shard]*Lease
+	nodes   []Node
+	leaving bool
+	changed chan struct{} // closed and replaced when held or nodes change
+
+	wake chan struct{}
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// Start runs the node's first round (so that it knows the live nodes and
+// holds the shards no other node holds) and keeps running rounds until
+// Leave or Stop.
+func Start(ctx context.Context, cfg Config) (*Manager, error) {
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Manager{
+		cfg:      cfg,
+		leases:   NewLeases(cfg.Redis, cfg.Prefix, cfg.Node.ID, cfg.LeaseTTL),
+		registry: NewRegistry(cfg.Redis, cfg.Prefix, cfg.LeaseTTL),
+		log:      cfg.Logger,
+		round:    cfg.LeaseTTL / 5,
+		held:     make(map[Shard]*Lease),
+		changed:  make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	if err := m.runRound(ctx); err != nil {
+		return nil, err
+	}
+	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	m.stop = stop
+	go m.loop(loopCtx)
+	return m, nil
+}
+
+// Leases returns the manager's leases (for fenced writes and status).
+func (m *Manager) Leases() *Leases { return m.leases }
+
+// NodeID is this node's id.
+func (m *Manager) NodeID() string { return m.cfg.Node.ID }
+
+// Held returns the fence of shard if this node holds it and may serve it
+// now.
+func (m *Manager) Held(shard Shard) (Fence, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.held[shard]
+	if !l.Valid(time.Now()) {
+		return Fence{}, false
+	}
+	return l.Fence(), true
+}
+
+// Owner returns the node shard is placed on, among the live nodes as this
+// node last saw them.
+func (m *Manager) Owner(shard Shard) Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, len(m.nodes))
+	for i, n := range m.nodes {
+		ids[i] = n.ID
+	}
+	id := Place(shard, ids)
+	for _, n := range m.nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return Node{}
+}
+
+// Nodes returns the live nodes as this node last saw them.
+func (m *Manager) Nodes() []Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.nodes)
+}
+
+// HeldShards returns the shards this node holds now, sorted.
+func (m *Manager) HeldShards() []Shard {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	var out []Shard
+	for s, l := range m.held {
+		if l.Valid(now) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Changed returns a channel closed at the next change of the shards held
+// or of the live nodes.
+func (m *Manager) Changed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changed
+}
+
+// Await waits until this node holds shard, or until placement puts it on
+// another node; it returns the fence when held here.
+func (m *Manager) Await(ctx context.Context, shard Shard) (Fence, bool, error) {
+	for {
+		changed := m.Changed()
+		if f, ok := m.Held(shard); ok {
+			return f, true, nil
+		}
+		if m.Owner(shard).ID != m.cfg.Node.ID {
+			return Fence{}, false, nil
+		}
+		m.nudge()
+		select {
+		case <-ctx.Done():
+			return Fence{}, false, ctx.Err()
+		case <-changed:
+		case <-time.After(m.round):
+		}
+	}
+}
+
+// Leave hands every shard over (Releasing, then the lease given back) and
+// withdraws the node, so that the others take its shards at once; then
+// the rounds stop.
+func (m *Manager) Leave(ctx context.Context) error {
+	m.mu.Lock()
+	m.leaving = true
+	m.mu.Unlock()
+	m.halt()
+	err := m.registry.Withdraw(ctx, m.cfg.Node.ID)
+	return errors.Join(err, m.runRound(ctx))
+}
+
+// Stop ends the rounds without handing anything over: the leases expire
+// by themselves (what a node that dies leaves).
+func (m *Manager) Stop() {
+	m.halt()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.held = make(map[Shard]*Lease)
+	m.notifyLocked()
+}
+
+func (m *Manager) halt() {
+	if m.stop != nil {
+		m.stop()
+		<-m.done
+		m.stop = nil
+	}
+}
+
+func (m *Manager) nudge() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) loop(ctx context.Context) {
+	defer close(m.done)
+	t := time.NewTicker(m.round)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-m.wake:
+		}
+		if err := m.runRound(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn("ownership round", "err", err)
+		}
+	}
+}
+
+// runRound is one round: announce, read the live nodes, refresh what is
+// held, give up what is placed elsewhere, take what is placed here.
+func (m *Manager) runRound(ctx context.Context) error {
+	m.mu.Lock()
+	leaving := m.leaving
+	m.mu.Unlock()
+	if !leaving {
+		if err := m.registry.Announce(ctx, m.cfg.Node); err != nil {
+			m.refresh(ctx) // still keep what is held while Redis answers leases
+			return err
+		}
+	}
+	nodes, err := m.registry.Live(ctx)
+	if err != nil {
+		m.refresh(ctx)
+		return err
+	}
+	if leaving {
+		nodes = slices.DeleteFunc(nodes, func(n Node) bool { return n.ID == m.cfg.Node.ID })
+	}
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+	}
+	m.mu.Lock()
+	if !slices.Equal(m.nodes, nodes) {
+		m.nodes = nodes
+		m.notifyLocked()
+	}
+	m.mu.Unlock()
+
+	m.refresh(ctx)
+	for _, s := range m.heldList() {
+		if Place(s, ids) != m.cfg.Node.ID || leaving {
+			m.handOver(ctx, s)
+		}
+	}
+	if leaving {
+		return nil
+	}
+	var (
+		g    errgroup.Group
+		mu   sync.Mutex
+		errs []error
+	)
+	g.SetLimit(16)
+	for s := range Shard(Shards) {
+		if Place(s, ids) != m.cfg.Node.ID {
+			continue
+		}
+		if _, ok := m.Held(s); ok {
+			continue
+		}
+		g.Go(func() error {
+			if err := m.take(ctx, s); err != nil && !errors.Is(err, ErrHeld) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return errors.Join(errs...)
+}
+
+func (m *Manager) heldList() []Shard {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Shard, 0, len(m.held))
+	for s := range m.held {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// refresh extends every lease held, and gives up those it cannot.
+func (m *Manager) refresh(ctx context.Context) {
+	m.mu.Lock()
+	leases := make([]*Lease, 0, len(m.held))
+	for _, l := range m.held {
+		leases = append(leases, l)
+	}
+	m.mu.Unlock()
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, l := range leases {
+		g.Go(func() error {
+			err := m.leases.Refresh(ctx, l)
+			if errors.Is(err, ErrLost) {
+				m.lose(l)
+			} else if err != nil {
+				m.log.Warn("refreshing a shard's lease", "shard", l.Shard, "err", err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	// A lease that could not be refreshed in time is lost all the same.
+	now := time.Now()
+	for _, l := range leases {
+		if !l.Valid(now) {
+			m.lose(l)
+		}
+	}
+}
+
+// lose forgets a lease this node can no longer prove it holds.
+func (m *Manager) lose(l *Lease) {
+	m.mu.Lock()
+	if m.held[l.Shard] != l {
+		m.mu.Unlock()
+		return
+	}
+	delete(m.held, l.Shard)
+	m.notifyLocked()
+	m.mu.Unlock()
+	m.log.Warn("lost a shard's lease", "shard", l.Shard, "epoch", l.Epoch)
+	if m.cfg.Hooks.Lost != nil {
+		m.cfg.Hooks.Lost(l.Shard)
+	}
+}
+
+// handOver stops serving shard, lets its owner drain it, and gives its
+// lease back.
+func (m *Manager) handOver(ctx context.Context, s Shard) {
+	m.mu.Lock()
+	l := m.held[s]
+	delete(m.held, s)
+	m.notifyLocked()
+	m.mu.Unlock()
+	if l == nil {
+		return
+	}
+	if m.cfg.Hooks.Releasing != nil {
+		m.cfg.Hooks.Releasing(ctx, s)
+	}
+	if err := m.leases.Release(ctx, l); err != nil {
+		m.log.Warn("giving a shard's lease back", "shard", s, "err", err)
+	}
+	m.log.Debug("handed a shard over", "shard", s, "epoch", l.Epoch)
+}
+
+// take takes shard's lease and, once its owner rebuilt it, serves it.
+func (m *Manager) take(ctx context.Context, s Shard) error {
+	l, err := m.leases.Take(ctx, s)
+	if err != nil {
+		return err
+	}
+	if m.cfg.Hooks.Acquired != nil {
+		if err := m.cfg.Hooks.Acquired(ctx, s, l.Fence()); err != nil {
+			_ = m.leases.Release(context.WithoutCancel(ctx), l)
+			return err
+		}
+		// Rebuilding took part of the lease: start it afresh.
+		if err := m.leases.Refresh(ctx, l); err != nil {
+			return err
+		}
+	}
+	m.mu.Lock()
+	m.held[s] = l
+	m.notifyLocked()
+	m.mu.Unlock()
+	m.log.Debug("took a shard", "shard", s, "epoch", l.Epoch)
+	return nil
+}
+
+func (m *Manager) notifyLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}

@@ -1,0 +1,242 @@
+package ownership
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/imcore/im/internal/testengines"
+)
+
+// testRedis returns a client of the test Redis and a key prefix of the
+// test's own.
+func testRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	opts, err := redis.ParseURL(testengines.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb, testengines.Prefix(t)
+}
+
+// hookLog records the hooks a manager called, in order.
+type hookLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (h *hookLog) add(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, fmt.Sprintf(format, args...))
+}
+
+func (h *hookLog) count(prefix string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, e := range h.events {
+		if len(e) >= len(prefix) && e[:len(prefix)] == prefix {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *hookLog) hooks() Hooks {
+	return Hooks{
+		Acquired:  func(_ context.Context, s Shard, f Fence) error { h.add("acquired %d", s); return nil },
+		Releasing: func(_ context.Context, s Shard) { h.add("releasing %d", s) },
+		Lost:      func(s Shard) { h.add("lost %d", s) },
+	}
+}
+
+func startNode(t *testing.T, rdb *redis.Client, prefix, id string, ttl time.Duration, hooks Hooks) *Manager {
+	t.Helper()
+	m, err := Start(context.Background(), Config{
+		Redis: rdb, Prefix: prefix, Node: Node{ID: id, Addr: id + ":1"},
+		LeaseTTL: ttl, Hooks: hooks, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatalf("start %s: %v", id, err)
+	}
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// settled waits until every shard is held by exactly the node placement
+// puts it on, among managers, and the managers agree on the live nodes.
+func settled(t *testing.T, within time.Duration, managers ...*Manager) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var why string
+	for time.Now().Before(deadline) {
+		why = unsettled(managers)
+		if why == "" {
+			return
+		}
+		// Wait for any manager's next change (or a round).
+		select {
+		case <-managers[0].Changed():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("ownership not settled within %v: %s", within, why)
+}
+
+func unsettled(managers []*Manager) string {
+	ids := make([]string, len(managers))
+	for i, m := range managers {
+		ids[i] = m.NodeID()
+	}
+	for _, m := range managers {
+		seen := make([]string, 0, len(managers))
+		for _, n := range m.Nodes() {
+			seen = append(seen, n.ID)
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(seen)), slices.Sorted(slices.Values(ids))) {
+			return fmt.Sprintf("%s sees nodes %v", m.NodeID(), seen)
+		}
+	}
+	for s := range Shard(Shards) {
+		holders := 0
+		want := Place(s, ids)
+		for _, m := range managers {
+			if _, ok := m.Held(s); ok {
+				holders++
+				if m.NodeID() != want {
+					return fmt.Sprintf("shard %d held by %s, placed on %s", s, m.NodeID(), want)
+				}
+			}
+		}
+		if holders != 1 {
+			return fmt.Sprintf("shard %d held by %d nodes", s, holders)
+		}
+	}
+	return ""
+}
+
+func TestOneNodeHoldsEveryShard(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	var h hookLog
+	a := startNode(t, rdb, prefix, "a", time.Second, h.hooks())
+	if got := len(a.HeldShards()); got != Shards {
+		t.Fatalf("a lone node holds %d shards after its first round, want %d", got, Shards)
+	}
+	if got := h.count("acquired"); got != Shards {
+		t.Fatalf("Acquired called %d times, want %d", got, Shards)
+	}
+	f, ok := a.Held(ShardOfConv("d:alice:bob"))
+	if !ok || f.Epoch != 1 {
+		t.Fatalf("Held = %+v, %v; want epoch 1 held", f, ok)
+	}
+}
+
+// TestJoinAndLeaveHandOver: a node joining takes its shards from the
+// others (who drain them first), a node leaving gives all of its own to
+// the rest, and every shard has one holder once settled.
+func TestJoinAndLeaveHandOver(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	var ha, hb, hc hookLog
+	ttl := time.Second
+	a := startNode(t, rdb, prefix, "a", ttl, ha.hooks())
+	b := startNode(t, rdb, prefix, "b", ttl, hb.hooks())
+	settled(t, 10*time.Second, a, b)
+	if ha.count("releasing") == 0 {
+		t.Fatal("a handed shards to b without draining them (no Releasing)")
+	}
+	c := startNode(t, rdb, prefix, "c", ttl, hc.hooks())
+	settled(t, 10*time.Second, a, b, c)
+
+	// b leaves: a and c take its shards without waiting for expiry.
+	bShards := b.HeldShards()
+	epochs := map[Shard]int64{}
+	for _, s := range bShards {
+		f, _ := b.Held(s)
+		epochs[s] = f.Epoch
+	}
+	left := time.Now()
+	if err := b.Leave(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := hb.count("releasing"); got < len(bShards) {
+		t.Fatalf("b drained %d shards when leaving, it held %d", got, len(bShards))
+	}
+	settled(t, 10*time.Second, a, c)
+	t.Logf("settled %v after b left", time.Since(left))
+	for _, s := range bShards {
+		var f Fence
+		var ok bool
+		if f, ok = a.Held(s); !ok {
+			f, ok = c.Held(s)
+		}
+		if !ok || f.Epoch <= epochs[s] {
+			t.Fatalf("shard %d: taken at epoch %d after b held it at %d", s, f.Epoch, epochs[s])
+		}
+	}
+}
+
+// TestDeadNodesShardsAreTakenAfterTheLease: a node that stops refreshing
+// (dies) keeps its shards until its leases expire, then the others take
+// them.
+func TestDeadNodesShardsAreTakenAfterTheLease(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	ttl := time.Second
+	a := startNode(t, rdb, prefix, "a", ttl, Hooks{})
+	b := startNode(t, rdb, prefix, "b", ttl, Hooks{})
+	settled(t, 10*time.Second, a, b)
+	b.Stop() // dies: no hand-over, its leases and announcement expire
+	died := time.Now()
+	settled(t, 10*time.Second, a)
+	if took := time.Since(died); took < ttl/2 {
+		t.Fatalf("a took a dead node's shards after %v, before its leases could expire (%v)", took, ttl)
+	}
+}
+
+func TestSetFencedRefusesAStaleEpoch(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	ctx := context.Background()
+	old := NewLeases(rdb, prefix, "old", time.Second)
+	l1, err := old.Take(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.SetFenced(ctx, l1.Fence(), prefix+"row", "old"); err != nil {
+		t.Fatalf("the holder's fenced write: %v", err)
+	}
+	if _, err := NewLeases(rdb, prefix, "new", time.Second).Take(ctx, 7); err != ErrHeld {
+		t.Fatalf("taking a held lease: %v, want ErrHeld", err)
+	}
+	// The old holder's lease goes (expired, or taken over).
+	if err := old.Release(ctx, l1); err != nil {
+		t.Fatal(err)
+	}
+	fresh := NewLeases(rdb, prefix, "new", time.Second)
+	l2, err := fresh.Take(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Epoch <= l1.Epoch {
+		t.Fatalf("epoch %d after %d", l2.Epoch, l1.Epoch)
+	}
+	if err := fresh.SetFenced(ctx, l2.Fence(), prefix+"row", "new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.SetFenced(ctx, l1.Fence(), prefix+"row", "stale"); err != ErrFenced {
+		t.Fatalf("a stale holder's write: %v, want ErrFenced", err)
+	}
+	if v := rdb.Get(ctx, prefix+"row").Val(); v != "new" {
+		t.Fatalf("row = %q after a stale write, want the successor's", v)
+	}
+	if node, epoch, err := fresh.Holder(ctx, 7); err != nil || node != "new" || epoch != l2.Epoch {
+		t.Fatalf("Holder = %q, %d, %v; want new, %d", node, epoch, err, l2.Epoch)
+	}
+}

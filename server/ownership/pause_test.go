@@ -1,0 +1,162 @@
+package ownership
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The row both holders write, under the test's prefix, and its shard.
+const (
+	pausedRow   = "row"
+	pausedShard = Shard(3)
+)
+
+// TestPausedHolderWritesNothingItsSuccessorSeesWrong: a node holding a
+// shard is paused (SIGSTOP) past its lease; another node takes the shard
+// at a higher epoch and writes; the paused node resumes with a write in
+// flight under its old fence. It must find it no longer holds the shard,
+// and its write must be refused: the row keeps the successor's value.
+func TestPausedHolderWritesNothingItsSuccessorSeesWrong(t *testing.T) {
+	if os.Getenv("OWNERSHIP_PAUSED_CHILD") != "" {
+		runPausedHolder()
+		return
+	}
+	rdb, prefix := testRedis(t)
+	ctx := context.Background()
+	ttl := time.Second
+
+	child := exec.Command(os.Args[0], "-test.run=^TestPausedHolderWritesNothingItsSuccessorSeesWrong$", "-test.v=false")
+	child.Env = append(os.Environ(), "OWNERSHIP_PAUSED_CHILD=1", "OWNERSHIP_PREFIX="+prefix, "OWNERSHIP_REDIS="+rdb.Options().Addr)
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	expect := func(prefix string) string {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the paused holder exited before saying %q", prefix)
+				}
+				if strings.HasPrefix(l, prefix) {
+					return l
+				}
+			case <-deadline:
+				t.Fatalf("the paused holder did not say %q within 20s", prefix)
+			}
+		}
+	}
+	held := expect("holding ")
+	var staleEpoch int64
+	fmt.Sscanf(held, "holding %d", &staleEpoch)
+	if v := rdb.Get(ctx, prefix+pausedRow).Val(); v != "stale" {
+		t.Fatalf("the holder's write before the pause is missing: row = %q", v)
+	}
+
+	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	successor := startNode(t, rdb, prefix, "successor", ttl, Hooks{})
+	settled(t, 10*time.Second, successor)
+	f, ok := successor.Held(pausedShard)
+	if !ok || f.Epoch <= staleEpoch {
+		t.Fatalf("successor holds shard %d: %v at epoch %d (the paused holder had %d)", pausedShard, ok, f.Epoch, staleEpoch)
+	}
+	if err := successor.Leases().SetFenced(ctx, f, prefix+pausedRow, "successor"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := expect("resumed ")
+	if !strings.Contains(resumed, "held=false") {
+		t.Errorf("the resumed holder still trusts its lease: %s", resumed)
+	}
+	if !strings.Contains(resumed, "write=fenced") {
+		t.Errorf("the resumed holder's write in flight was not refused: %s", resumed)
+	}
+	if err := child.Wait(); err != nil {
+		t.Fatalf("paused holder: %v", err)
+	}
+	if v := rdb.Get(ctx, prefix+pausedRow).Val(); v != "successor" {
+		t.Fatalf("row = %q after the paused holder resumed, want the successor's", v)
+	}
+}
+
+// runPausedHolder is the child of the test: it holds every shard, writes
+// the row under its fence until it notices it was paused, then reports
+// whether it still trusts its lease and what became of the write it had
+// in flight.
+func runPausedHolder() {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("OWNERSHIP_REDIS")})
+	defer rdb.Close()
+	prefix := os.Getenv("OWNERSHIP_PREFIX")
+	ttl := time.Second
+	m, err := Start(ctx, Config{
+		Redis: rdb, Prefix: prefix, Node: Node{ID: "paused", Addr: "paused:1"},
+		LeaseTTL: ttl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	defer m.Stop()
+	fence, ok := m.Held(pausedShard)
+	if !ok {
+		fmt.Println("error: not holding the shard")
+		os.Exit(1)
+	}
+	if err := m.Leases().SetFenced(ctx, fence, prefix+pausedRow, "stale"); err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Printf("holding %d\n", fence.Epoch)
+	last := time.Now()
+	for range time.Tick(10 * time.Millisecond) {
+		if time.Since(last) < ttl {
+			last = time.Now()
+			continue
+		}
+		// Woken after more than a lease: the write it had in flight,
+		// under the fence it had before the pause, goes out now.
+		_, still := m.Held(pausedShard)
+		err := m.Leases().SetFenced(ctx, fence, prefix+pausedRow, "stale")
+		outcome := "applied"
+		if errors.Is(err, ErrFenced) {
+			outcome = "fenced"
+		} else if err != nil {
+			outcome = err.Error()
+		}
+		fmt.Printf("resumed held=%v write=%s\n", still, outcome)
+		return
+	}
+}
