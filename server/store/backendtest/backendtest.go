@@ -385,6 +385,21 @@ func testApplyNewerWins(t *testing.T, b store.Backend) {
 	if got, err := b.Sessions(t.Context(), dAB, []string{"bob"}); err != nil || got["bob"] != risen {
 		t.Errorf("Sessions after a rise in place and a lower write at the same active_ts = %+v, %v; want %+v", got, err, risen)
 	}
+	// At the same active_ts nothing but the ticks changes: another write
+	// of that version (a replay, a stale writer) merges its ticks and
+	// leaves every other column as it was.
+	other := risen
+	other.UnreadCount, other.Muted, other.Priority, other.WriteSeq = 9, true, 5, 7
+	other.Ticks = protocol.Ticks{DeliveredSeq: 2, ReadSeq: 1}
+	apply(t, b, store.Derived{Sessions: []session.State{other}})
+	merged := risen
+	merged.Ticks = protocol.Ticks{DeliveredSeq: 2, ReadSeq: 1}
+	if got, err := b.Sessions(t.Context(), dAB, []string{"bob"}); err != nil || got["bob"] != merged {
+		t.Errorf("Sessions after another write at the same active_ts = %+v, %v; want only the ticks merged: %+v", got, err, merged)
+	}
+	if want := session.Merge(session.Merge(session.Merge(st, risen), lower), other); want != merged {
+		t.Errorf("session.Merge = %+v; want %+v", want, merged)
+	}
 	u, err := b.User(t.Context(), "bob")
 	if err != nil || u.Clock != 100 || u.Totals[""] != 1 {
 		t.Errorf("User(bob) = %+v, %v; want clock 100, total 1", u, err)

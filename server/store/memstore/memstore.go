@@ -422,14 +422,10 @@ func (s *Store) Apply(_ context.Context, der store.Derived) error {
 	}
 	for _, st := range der.Sessions {
 		k := store.MemberKey{User: st.User, Conv: st.Conv}
-		old, ok := d.sessions[k]
-		switch {
-		case !ok || st.ActiveTS > old.ActiveTS:
-			d.sessions[k] = st
-		case st.ActiveTS == old.ActiveTS:
-			old.Ticks = old.Ticks.Merge(st.Ticks)
-			d.sessions[k] = old
+		if old, ok := d.sessions[k]; ok {
+			st = session.Merge(old, st)
 		}
+		d.sessions[k] = st
 	}
 	for _, t := range der.Totals {
 		k := [2]string{t.User, t.List}

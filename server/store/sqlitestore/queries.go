@@ -81,13 +81,22 @@ const (
 	qPendingClear = `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ? AND first_undelivered_seq <= ?`
 	qSessionPut   = `INSERT INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (user_id, conv) DO UPDATE SET
-			read_seq = excluded.read_seq, write_seq = excluded.write_seq, unread_count = excluded.unread_count,
-			active_ts = excluded.active_ts, write_ts = excluded.write_ts, muted = excluded.muted,
-			mute_until = excluded.mute_until, priority = excluded.priority, deleted = excluded.deleted,
-			marked_unread = excluded.marked_unread, category = excluded.category, sub_biz = excluded.sub_biz,
-			last_conv = excluded.last_conv, last_seq = excluded.last_seq,
+			read_seq = iif(` + newerSession + `, excluded.read_seq, sessions.read_seq),
+			write_seq = iif(` + newerSession + `, excluded.write_seq, sessions.write_seq),
+			unread_count = iif(` + newerSession + `, excluded.unread_count, sessions.unread_count),
+			write_ts = iif(` + newerSession + `, excluded.write_ts, sessions.write_ts),
+			muted = iif(` + newerSession + `, excluded.muted, sessions.muted),
+			mute_until = iif(` + newerSession + `, excluded.mute_until, sessions.mute_until),
+			priority = iif(` + newerSession + `, excluded.priority, sessions.priority),
+			deleted = iif(` + newerSession + `, excluded.deleted, sessions.deleted),
+			marked_unread = iif(` + newerSession + `, excluded.marked_unread, sessions.marked_unread),
+			category = iif(` + newerSession + `, excluded.category, sessions.category),
+			sub_biz = iif(` + newerSession + `, excluded.sub_biz, sessions.sub_biz),
+			last_conv = iif(` + newerSession + `, excluded.last_conv, sessions.last_conv),
+			last_seq = iif(` + newerSession + `, excluded.last_seq, sessions.last_seq),
 			tick_delivered = max(sessions.tick_delivered, excluded.tick_delivered),
-			tick_read = max(sessions.tick_read, excluded.tick_read)
+			tick_read = max(sessions.tick_read, excluded.tick_read),
+			active_ts = excluded.active_ts
 		WHERE excluded.active_ts >= sessions.active_ts`
 	qTotalPut = `INSERT INTO unread_totals (user_id, sub_biz, total, at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (user_id, sub_biz) DO UPDATE SET total = excluded.total, at = excluded.at
@@ -97,6 +106,11 @@ const (
 	qFormerPut    = `INSERT OR REPLACE INTO former_members (user_id, conv, title, tick_delivered, tick_read) VALUES (?, ?, ?, 0, 0)`
 	qFormerDelete = `DELETE FROM former_members WHERE user_id = ? AND conv = ?`
 )
+
+// newerSession is session.Merge's test in SQL, inside the sessions
+// upsert: the write is of a newer version. At the same active_ts (the
+// WHERE lets it through) only the ticks merge.
+const newerSession = `excluded.active_ts > sessions.active_ts`
 
 // Users and sessions.
 const sessionColumns = `user_id, conv, read_seq, write_seq, unread_count, active_ts, write_ts, muted, mute_until,
