@@ -18,6 +18,8 @@ type Calls struct {
 	redisTrips    prometheus.Counter
 	redisCommands *prometheus.CounterVec
 	dynamo        *prometheus.CounterVec
+	writeUnits    prometheus.Counter
+	readUnits     prometheus.Counter
 }
 
 // NewCalls returns zeroed counters.
@@ -35,12 +37,20 @@ func NewCalls() *Calls {
 			Name: "im_dynamodb_calls_total",
 			Help: "DynamoDB API calls, by operation (retries included).",
 		}, []string{"operation"}),
+		writeUnits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "im_dynamodb_write_units_total",
+			Help: "DynamoDB write capacity units consumed, as DynamoDB reports them.",
+		}),
+		readUnits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "im_dynamodb_read_units_total",
+			Help: "DynamoDB read capacity units consumed, as DynamoDB reports them.",
+		}),
 	}
 }
 
 // Collectors returns the counters, to register.
 func (c *Calls) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.redisTrips, c.redisCommands, c.dynamo}
+	return []prometheus.Collector{c.redisTrips, c.redisCommands, c.dynamo, c.writeUnits, c.readUnits}
 }
 
 // RedisHook counts a client's round trips and commands (redis.Client's
@@ -70,8 +80,9 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 // DynamoDBOption counts a DynamoDB client's calls by operation
-// (dynamodb.NewFromConfig's options); every attempt of a retried call
-// counts.
+// (dynamodb.NewFromConfig's options), every attempt of a retried call,
+// and the capacity units the calls consumed (each call is asked to report
+// them).
 func (c *Calls) DynamoDBOption() func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(stack *smithymiddleware.Stack) error {
@@ -80,6 +91,9 @@ func (c *Calls) DynamoDBOption() func(*dynamodb.Options) {
 					c.dynamo.WithLabelValues(middleware.GetOperationName(ctx)).Inc()
 					return next.HandleFinalize(ctx, in)
 				}), smithymiddleware.After)
+		})
+		o.APIOptions = append(o.APIOptions, func(stack *smithymiddleware.Stack) error {
+			return stack.Initialize.Add(c.capacityMiddleware(), smithymiddleware.After)
 		})
 	}
 }
