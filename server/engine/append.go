@@ -8,7 +8,6 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
-	"github.com/imcore/im/session"
 )
 
 // Append implements store.Store: the message is appended to the log
@@ -204,11 +203,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	err = e.retryMissing(ctx, sessionNeeds(cs.conv, members), func() error {
 		return e.withUsers(members, func(u *userState) error {
 			_, isCovered := slices.BinarySearch(covered, u.user)
-			_, _, err := e.changeSession(u, now, cs.conv, head.Ticks, true, func(st *session.State) session.Moves {
-				moves := st.OnMessage(m.Seq, m.From)
-				moves.Active = moves.Active || isCovered
-				return moves
-			})
+			_, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectMessage, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, From: m.From, Covered: isCovered})
 			clocks[u.user] = u.clock
 			return err
 		})
@@ -270,9 +265,7 @@ func (e *Engine) spread(ctx context.Context, conv string, members []string, r *r
 	return e.retryMissing(ctx, sessionNeeds(conv, members), func() error {
 		return e.withUsers(members, func(u *userState) error {
 			_, isCovered := slices.BinarySearch(covered, u.user)
-			_, _, err := e.changeSession(u, now, conv, r.next, false, func(*session.State) session.Moves {
-				return session.Moves{Active: isCovered}
-			})
+			_, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectRise, Conv: conv, Ticks: r.next, Covered: isCovered})
 			return err
 		})
 	})

@@ -7,7 +7,6 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
-	"github.com/imcore/im/session"
 )
 
 // Group implements store.Store, from memory.
@@ -146,14 +145,14 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 	left := map[string]int64{} // the clocks of those leaving, after it
 	err := e.retryMissing(ctx, sessionNeeds(cs.conv, append(slices.Clone(change.Remove), change.Add...)), func() error {
 		if err := e.withUsers(change.Remove, func(u *userState) error {
-			_, _, err := e.changeSession(u, now, cs.conv, ticks, false, func(st *session.State) session.Moves { return st.OnLeave() })
+			_, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectLeave, Conv: cs.conv, Ticks: ticks})
 			left[u.user] = u.clock
 			return err
 		}); err != nil {
 			return err
 		}
 		return e.withUsers(change.Add, func(u *userState) error {
-			_, _, err := e.changeSession(u, now, cs.conv, ticks, true, func(st *session.State) session.Moves { return st.OnJoin(before) })
+			_, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectJoin, Conv: cs.conv, Ticks: ticks, Seq: before})
 			return err
 		})
 	})

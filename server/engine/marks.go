@@ -7,7 +7,6 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
-	"github.com/imcore/im/session"
 )
 
 // Mark implements store.Store: the marks apply in memory now; the result's
@@ -165,9 +164,7 @@ func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, 
 	err := e.retryMissing(ctx, []need{{user, conv}}, func() error {
 		return e.withUsers([]string{user}, func(u *userState) error {
 			var err error
-			_, changed, err = e.changeSession(u, now, conv, ticks, create, func(st *session.State) session.Moves {
-				return st.OnRead(seq)
-			})
+			_, changed, err = e.applyEffect(u, now, sessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create})
 			clock = u.clock
 			if err == nil && rows != nil {
 				// Staged in the session's critical section: one write.

@@ -34,9 +34,7 @@ func (e *Engine) SessionOp(ctx context.Context, user, conv string, op session.Op
 				return store.ErrNotFound // a gateway exists once something is filed under it
 			}
 			var err error
-			st, res.Changed, err = e.changeSession(u, now, conv, ticks, true, func(st *session.State) session.Moves {
-				return st.Apply(op, args, now)
-			})
+			st, res.Changed, err = e.applyEffect(u, now, sessionEffect{Kind: effectOp, Conv: conv, Ticks: ticks, Op: op, Args: args})
 			res.Cursor = u.clock
 			return err
 		})
@@ -170,8 +168,8 @@ func (e *Engine) expireMutes(ctx context.Context, now int64, user string) error 
 	err = e.retryMissing(ctx, sessionNeedsOf(user, convs), func() error {
 		return e.withUsers([]string{user}, func(u *userState) error {
 			for _, conv := range convs {
-				// changeSession expires the mute; the rule itself changes nothing.
-				if _, _, err := e.changeSession(u, now, conv, ticks[conv], false, func(*session.State) session.Moves { return session.Moves{} }); err != nil {
+				// changeSession expires the mute; the effect itself changes nothing.
+				if _, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectExpire, Conv: conv, Ticks: ticks[conv]}); err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
+)
+
+// effectKind names what an operation does to a member's session.
+type effectKind uint8
+
+const (
+	// effectMessage: a message arrived (Seq from From); the session is
+	// created if need be, and its active_ts moves also when Covered.
+	effectMessage effectKind = iota + 1
+	// effectRise: the conversation's ticks rose; the session changes when
+	// Covered (the rise covers the user's own messages), else takes the
+	// ticks in place.
+	effectRise
+	// effectJoin: the user joined a group at the message after Seq.
+	effectJoin
+	// effectLeave: the user left or was removed from a group.
+	effectLeave
+	// effectRead: the user read up to Seq; the session is created only
+	// with Create.
+	effectRead
+	// effectOp: a session operation (Op with Args).
+	effectOp
+	// effectExpire: nothing but what the passing of time changes (a timed
+	// mute ending).
+	effectExpire
+)
+
+// sessionEffect is what an operation on a conversation does to one of its
+// members' sessions, named and made of plain values rather than a
+// closure: the one place where an operation reaches into a user's state,
+// so that it can be applied on whichever node owns the user (see
+// docs/SCALING.md).
+type sessionEffect struct {
+	Kind effectKind
+	Conv string
+	// Ticks are the conversation's ticks as the operation left them.
+	Ticks   protocol.Ticks
+	Seq     int64
+	From    string
+	Covered bool
+	Create  bool // effectRead only: create the session if missing
+	Op      session.Op
+	Args    session.OpArgs
+}
+
+// creates reports whether the effect creates a missing session.
+func (ef sessionEffect) creates() bool {
+	switch ef.Kind {
+	case effectMessage, effectJoin, effectOp:
+		return true
+	case effectRead:
+		return ef.Create
+	default:
+		return false
+	}
+}
+
+// rule is the effect as a change of the session at time now (ms).
+func (ef sessionEffect) rule(now int64) sessionRule {
+	switch ef.Kind {
+	case effectMessage:
+		return func(st *session.State) session.Moves {
+			moves := st.OnMessage(ef.Seq, ef.From)
+			moves.Active = moves.Active || ef.Covered
+			return moves
+		}
+	case effectRise:
+		return func(*session.State) session.Moves { return session.Moves{Active: ef.Covered} }
+	case effectJoin:
+		return func(st *session.State) session.Moves { return st.OnJoin(ef.Seq) }
+	case effectLeave:
+		return func(st *session.State) session.Moves { return st.OnLeave() }
+	case effectRead:
+		return func(st *session.State) session.Moves { return st.OnRead(ef.Seq) }
+	case effectOp:
+		return func(st *session.State) session.Moves { return st.Apply(ef.Op, ef.Args, now) }
+	default:
+		return func(*session.State) session.Moves { return session.Moves{} }
+	}
+}
+
+// applyEffect applies ef to u's session at time now (see changeSession);
+// the caller holds u's shard lock.
+func (e *Engine) applyEffect(u *userState, now int64, ef sessionEffect) (session.State, bool, error) {
+	return e.changeSession(u, now, ef.Conv, ef.Ticks, ef.creates(), ef.rule(now))
+}
