@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Measures the scaled-out deployment: two imserver nodes on the engines of
+# scripts/engines.sh (Redis, dynalite, s3rver), imbench dm against them
+# (senders on node A, recipients on node B), and the cost per message read
+# off both nodes' /metrics before and after the run.
+#
+#   scripts/bench-cluster.sh [IMBENCH FLAGS...]
+#
+# The flags go to `imbench dm` (default: -pairs 100 -window 4). It prints
+# imbench's report, then per message sent: DynamoDB calls, write and read
+# units, Redis round trips, forwarded frames, and each node's CPU seconds.
+# Everything runs on free loopback ports and is stopped at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
+
+need_go
+scripts/engines.sh install
+dir=$(mktemp -d "${TMPDIR:-/tmp}/im-bench-cluster.XXXXXX")
+pids=()
+cleanup() {
+	set +e
+	[ ${#pids[@]} -gt 0 ] && kill -TERM "${pids[@]}" 2>/dev/null && wait "${pids[@]}" 2>/dev/null
+	scripts/engines.sh stop "$dir/engines" >/dev/null 2>&1
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log "building imserver and imbench"
+go build -o "$dir/bin/" ./cmd/imserver ./cmd/imbench
+scripts/engines.sh start "$dir/engines" >/dev/null
+# shellcheck source=/dev/null
+. "$dir/engines/env"
+
+flags=(-store dynamodb -dynamodb-endpoint "$IM_TEST_DYNAMODB" -region "$AWS_REGION" -table-prefix bench-)
+"$dir/bin/imserver" migrate "${flags[@]}" >/dev/null
+# The server's defaults protect it from abusive clients; a load generator
+# is one (see docs/PERFORMANCE.md).
+open_flags=(-log-level warn -rate 1e6 -rate-burst 1000000 -max-conns-per-ip 0 -max-conns-per-user 0
+	-max-handshakes 0 -max-handshakes-per-ip 0 -group-creates 0 -group-changes 0)
+ports=()
+for id in node-a node-b; do
+	port=$(free_port)
+	ports+=("$port")
+	"$dir/bin/imserver" serve -listen "127.0.0.1:$port" "${flags[@]}" -redis "$IM_TEST_REDIS" \
+		-node-id "$id" -data "$dir/$id" "${open_flags[@]}" >"$dir/$id.log" 2>&1 &
+	pids+=($!)
+done
+for i in 0 1; do
+	deadline=$((SECONDS + 60))
+	until [ "$(http_status "${ports[$i]}" /healthz)" = 200 ]; do
+		[ "$SECONDS" -lt "$deadline" ] || { tail -20 "$dir/node-$i.log" >&2; die "node $i did not come up"; }
+		sleep 0.2
+	done
+done
+
+# counters prints the sum over both nodes of the metrics that make the
+# cost of a message, one "name value" a line.
+counters() {
+	for port in "${ports[@]}"; do
+		curl -fsS "http://127.0.0.1:$port/metrics"
+	done | awk '
+		/^im_dynamodb_calls_total/ { c += $NF }
+		/^im_dynamodb_write_units_total/ { w += $NF }
+		/^im_dynamodb_read_units_total/ { r += $NF }
+		/^im_redis_round_trips_total/ { t += $NF }
+		/^im_forwarded_frames_total/ { f += $NF }
+		/^process_cpu_seconds_total/ { cpu += $NF }
+		/^im_frames_in_total\{type="send"\}/ { s += $NF }
+		END { printf "sends %f\ncalls %f\nwrite_units %f\nread_units %f\nredis_trips %f\nforwarded %f\ncpu %f\n", s, c, w, r, t, f, cpu }'
+}
+counters >"$dir/before"
+args=("$@")
+[ ${#args[@]} -eq 0 ] && args=(-pairs 100 -window 4)
+"$dir/bin/imbench" dm -server "ws://127.0.0.1:${ports[0]}/ws,ws://127.0.0.1:${ports[1]}/ws" \
+	-json "$dir/report.json" "${args[@]}"
+counters >"$dir/after"
+log "cost per message sent (send frames read, counted on both nodes' /metrics over the whole run)"
+paste "$dir/before" "$dir/after" | awk '
+	$1 == "sends" { n = $4 - $2; printf "  %-12s %10.0f\n", "messages", n; next }
+	$1 == "cpu" { d = $4 - $2; printf "  %-12s %10.2f s in all, %8.0f µs per message\n", "node cpu", d, (n > 0 ? d * 1e6 / n : 0); next }
+	{ d = $4 - $2; printf "  %-12s %10.0f in all, %8.2f per message\n", $1, d, (n > 0 ? d / n : 0) }'
