@@ -106,6 +106,14 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 	msg.Conv, msg.Kind, msg.ServerTS = req.Conv, protocol.KindSystem, e.nowMS()
 	change := store.GroupRecordChange{Conv: req.Conv, Create: req.Create, Creator: req.Creator, Key: req.Key,
 		Version: req.Version, Title: req.Title, Add: req.Add, Remove: req.Remove, Msg: msg}
+	if !req.Create {
+		cs.mu.Lock()
+		err := change.Check(func(u string) bool { return cs.members[u] != nil })
+		cs.mu.Unlock()
+		if err != nil {
+			return store.GroupResult{}, err
+		}
+	}
 	rec, err := e.be.ChangeGroup(ctx, change)
 	if err != nil {
 		return store.GroupResult{}, err
@@ -183,7 +191,7 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 		if change.Title != "" {
 			cs.title = change.Title
 		}
-		if !change.Create && len(change.Add)+len(change.Remove) > 0 {
+		if change.ChangesMembers() {
 			cs.version++
 		}
 		cs.resort()

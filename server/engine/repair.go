@@ -150,7 +150,7 @@ func (cs *convState) rewind(changes map[int64]store.GroupRecordChange) {
 		}
 		if c.Create {
 			cs.exists = false
-		} else if len(c.Add)+len(c.Remove) > 0 {
+		} else if c.ChangesMembers() {
 			cs.version--
 		}
 	}

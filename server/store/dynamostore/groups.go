@@ -164,15 +164,8 @@ func (s *Store) changeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 			return store.GroupRecordResult{}, store.ErrStaleMembers
 		}
 		members := c.numMap(aMembers)
-		for _, u := range ch.Remove {
-			if _, ok := members[u]; !ok {
-				return store.GroupRecordResult{}, fmt.Errorf("remove %s from %s: not a member", u, ch.Conv)
-			}
-		}
-		for _, u := range ch.Add {
-			if _, ok := members[u]; ok {
-				return store.GroupRecordResult{}, fmt.Errorf("add %s to %s: already a member", u, ch.Conv)
-			}
+		if err := ch.Check(func(u string) bool { _, ok := members[u]; return ok }); err != nil {
+			return store.GroupRecordResult{}, err
 		}
 		if seq == 0 {
 			if seq, err = s.nextSeq(ctx, ch.Conv); err != nil {
@@ -204,17 +197,12 @@ func (s *Store) changeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 		if err := s.completeChange(ctx, ch.Conv, string(pj)); err != nil {
 			return store.GroupRecordResult{}, err
 		}
-		for _, u := range ch.Remove {
-			delete(members, u)
-		}
-		for _, u := range ch.Add {
-			members[u] = seq
-		}
+		ch.ApplyMembers(members, seq)
 		g := store.GroupState{Conv: ch.Conv, Title: c.str(aTitle), Version: ch.Version, Members: slices.Sorted(maps.Keys(members))}
 		if ch.Title != "" {
 			g.Title = ch.Title
 		}
-		if len(ch.Add)+len(ch.Remove) > 0 {
+		if ch.ChangesMembers() {
 			g.Version++
 		}
 		// The seq may have moved while the message was written.
@@ -234,7 +222,7 @@ func (s *Store) changeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 func (s *Store) commitChange(ctx context.Context, ch store.GroupRecordChange, raise bool, seq int64, pj string) (bool, error) {
 	names := map[string]string{"#v": aVersion, "#p": aPendingCh, "#b": aBehind}
 	values := item{":v": numV(ch.Version), ":p": strV(pj), ":b": strV("1")}
-	if len(ch.Add)+len(ch.Remove) > 0 {
+	if ch.ChangesMembers() {
 		names["#mem"] = aMembers
 	}
 	if len(ch.Add) > 0 || raise {
@@ -252,7 +240,7 @@ func (s *Store) commitChange(ctx context.Context, ch store.GroupRecordChange, ra
 		names[n] = u
 		remove = append(remove, "#mem."+n)
 	}
-	if len(ch.Add)+len(ch.Remove) > 0 {
+	if ch.ChangesMembers() {
 		set = append(set, "#v = #v + :one")
 		values[":one"] = numV(1)
 	}

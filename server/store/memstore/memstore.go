@@ -311,15 +311,8 @@ func (s *Store) ChangeGroup(_ context.Context, ch store.GroupRecordChange) (stor
 		case c.version != ch.Version:
 			return store.GroupRecordResult{}, store.ErrStaleMembers
 		}
-		for _, u := range ch.Remove {
-			if _, ok := d.members[ch.Conv][u]; !ok {
-				return store.GroupRecordResult{}, fmt.Errorf("remove %s: not a member", u)
-			}
-		}
-		for _, u := range ch.Add {
-			if _, ok := d.members[ch.Conv][u]; ok {
-				return store.GroupRecordResult{}, fmt.Errorf("add %s: already a member", u)
-			}
+		if err := ch.Check(func(u string) bool { _, ok := d.members[ch.Conv][u]; return ok }); err != nil {
+			return store.GroupRecordResult{}, err
 		}
 	}
 	// Checked: from here nothing fails, so nothing is half done.
@@ -339,13 +332,8 @@ func (s *Store) ChangeGroup(_ context.Context, ch store.GroupRecordChange) (stor
 	}
 	seq := appended.Msg.Seq
 	c := d.convs[ch.Conv]
-	for _, u := range ch.Remove {
-		delete(d.members[ch.Conv], u)
-	}
-	for _, u := range ch.Add {
-		d.members[ch.Conv][u] = seq
-	}
-	if len(ch.Add)+len(ch.Remove) > 0 && !ch.Create {
+	ch.ApplyMembers(d.members[ch.Conv], seq)
+	if ch.ChangesMembers() {
 		c.version++
 	}
 	if ch.Title != "" && !ch.Create {

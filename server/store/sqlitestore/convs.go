@@ -135,7 +135,7 @@ func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupReco
 			return store.GroupRecordResult{}, fmt.Errorf("add %s: %w", u, err)
 		}
 	}
-	if len(c.Add)+len(c.Remove) > 0 && !c.Create {
+	if c.ChangesMembers() {
 		if _, err := s.execTx(ctx, tx, qBumpMembers, c.Conv); err != nil {
 			return store.GroupRecordResult{}, err
 		}
