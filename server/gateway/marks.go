@@ -123,22 +123,37 @@ func (c *conn) applyHeldLocked(ctx context.Context) {
 		if len(batch.marks) == 0 {
 			continue
 		}
-		finish, perr := c.g.svc.StartMark(ctx, c.caller(), batch.kind, batch.marks)
-		if perr == nil {
+		finish, perr := c.startMark(ctx, batch.kind, batch.marks)
+		switch {
+		case perr == nil:
 			c.marksDue = append(c.marksDue, finish)
-			continue
-		}
-		// Each frame was checked when it came; a membership may have
-		// been lost since. Apply each conversation's mark on its own, so
-		// that one refusal does not drop the others.
-		for _, m := range batch.marks {
-			finish, perr := c.g.svc.StartMark(ctx, c.caller(), batch.kind, []protocol.Mark{m})
-			if perr != nil {
-				finish = func(context.Context) *protocol.Error { return perr }
+		case perr.Code == protocol.CodeForbidden || perr.Code == protocol.CodeNotFound:
+			// Each frame was checked when it came; a membership may have
+			// been lost since. Apply each conversation's mark on its own,
+			// so that one refusal does not drop the others.
+			for _, m := range batch.marks {
+				finish, perr := c.startMark(ctx, batch.kind, []protocol.Mark{m})
+				if perr != nil {
+					finish = func(context.Context) *protocol.Error { return perr }
+				}
+				c.marksDue = append(c.marksDue, finish)
 			}
-			c.marksDue = append(c.marksDue, finish)
+		default:
+			c.marksDue = append(c.marksDue, func(context.Context) *protocol.Error { return perr })
 		}
 	}
+}
+
+// startMark is chat's StartMark; a panic in it is logged and refused
+// internal, as in dispatch (the runner applies marks outside dispatch).
+func (c *conn) startMark(ctx context.Context, kind store.MarkKind, marks []protocol.Mark) (finish markFinish, perr *protocol.Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.g.log.Error("request handler panicked", "type", "marks without id", "user", c.user, "panic", r, "stack", string(debug.Stack()))
+			finish, perr = nil, protocol.Errorf(protocol.CodeInternal, "the server failed on these marks")
+		}
+	}()
+	return c.g.svc.StartMark(ctx, c.caller(), kind, marks)
 }
 
 // runMarks finishes the connection's id-less marks batch after batch: it

@@ -35,12 +35,13 @@ type markStore struct {
 	calls   chan markCall
 	written chan struct{}
 
-	mu    sync.Mutex
-	ticks map[string]protocol.Ticks
+	mu     sync.Mutex
+	ticks  map[string]protocol.Ticks
+	member map[string]bool // "conv user": a member of that group
 }
 
 func newMarkStore() *markStore {
-	return &markStore{calls: make(chan markCall, 100), written: make(chan struct{}), ticks: map[string]protocol.Ticks{}}
+	return &markStore{calls: make(chan markCall, 100), written: make(chan struct{}), ticks: map[string]protocol.Ticks{}, member: map[string]bool{}}
 }
 
 func (s *markStore) Mark(_ context.Context, _ string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, error) {
@@ -68,6 +69,25 @@ func (s *markStore) Mark(_ context.Context, _ string, kind store.MarkKind, marks
 		}
 	}
 	return res, nil
+}
+
+func (s *markStore) Membership(_ context.Context, conv, user string) (store.Membership, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.member[conv+" "+user] {
+		return store.Membership{}, store.ErrNotFound
+	}
+	return store.Membership{JoinedSeq: 1}, nil
+}
+
+func (s *markStore) Group(_ context.Context, conv string) (store.GroupState, error) {
+	return store.GroupState{}, nil // every group exists
+}
+
+func (s *markStore) setMember(conv, user string, member bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.member[conv+" "+user] = member
 }
 
 func (s *markStore) Pending(context.Context, string) ([]store.PendingDelivery, error) {
@@ -270,5 +290,37 @@ func TestHeldMarksApplyBeforeTheNextFrame(t *testing.T) {
 		}
 	}
 	alice.wantStatus(t, conv, protocol.Ticks{DeliveredSeq: 5, ReadSeq: 2})
+	st.wantNoCall(t)
+}
+
+// A held mark whose membership was lost before the merged batch applies
+// is refused on its own (forbidden, without id); the other conversations'
+// marks of the batch are applied.
+func TestHeldMarkRefusedAloneWhenMembershipLost(t *testing.T) {
+	const conv, group = "d:alice:bob", "g:team"
+	st := newMarkStore()
+	st.setMember(group, "bob", true)
+	url := serveMarks(t, st)
+	bob := dialMarks(t, url, "bob")
+
+	bob.write(t, &protocol.Read{Marks: mark(conv, 1)})
+	st.wantCall(t, store.MarkRead, mark(conv, 1)...)
+	bob.write(t, &protocol.Read{Marks: []protocol.Mark{{Conv: group, Seq: 5}, {Conv: conv, Seq: 2}}})
+	bob.barrier(t) // checked (a member then) and held
+	st.wantNoCall(t)
+
+	st.setMember(group, "bob", false)
+	close(st.written)
+	for {
+		f := bob.next(t)
+		if e, ok := f.(*protocol.ErrorFrame); ok {
+			if e.Code != protocol.CodeForbidden || e.ID != "" {
+				t.Fatalf("the mark of a group left: %s, want forbidden without id", protocol.MustEncode(e))
+			}
+			break
+		}
+	}
+	st.wantCall(t, store.MarkRead, mark(conv, 2)...)
+	bob.barrier(t)
 	st.wantNoCall(t)
 }
