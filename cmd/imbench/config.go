@@ -41,6 +41,7 @@ type Config struct {
 	Window    int
 	Rate      float64
 	Ack       string
+	MarkIDs   bool
 	Groups    int
 	GroupSize int
 
@@ -111,6 +112,7 @@ func parseConfig(args []string, out io.Writer) (*Config, error) {
 	fs.IntVar(&cfg.Window, "window", 4, "dm, group: closed loop: sends in flight per sender (until its sent)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "dm, group: open loop at this many messages per second in all (0: closed loop)")
 	fs.StringVar(&cfg.Ack, "ack", "msg", `dm, group: how recipients acknowledge: "msg" — delivered then read, each with an id, for every message as it comes; "batch" — one delivered+read pair in flight per connection, what comes meanwhile acknowledged together (as a real client coalesces)`)
+	fs.BoolVar(&cfg.MarkIDs, "mark-ids", true, `dm, group: recipients' delivered and read frames carry an id, answered ok once durable; -mark-ids=false sends them without id (the protocol makes it optional: no answer comes, only the sender's status says they were applied); only with -ack msg`)
 	fs.IntVar(&cfg.Groups, "groups", 1, "group: groups")
 	fs.IntVar(&cfg.GroupSize, "group-size", 100, "group: members per group, the sender included")
 
@@ -179,6 +181,7 @@ func (c *Config) complete() error {
 		{c.Concurrency < 1, "-connect-concurrency must be positive"},
 		{c.Pairs < 1 || c.Window < 1 || c.Rate < 0, "-pairs and -window must be positive, -rate not negative"},
 		{c.Ack != "msg" && c.Ack != "batch", `-ack must be "msg" or "batch"`},
+		{!c.MarkIDs && c.Ack == "batch", `-ack batch waits for each read's ok: it needs -mark-ids`},
 		{c.Groups < 1 || c.GroupSize < 2, "-groups must be positive and -group-size at least 2"},
 		{c.Users < 1 || c.Messages < 1 || c.Convs < 1 || c.Feeders < 1, "-users, -messages, -convs and -feeders must be positive"},
 		{c.CatchupKind != "direct" && c.CatchupKind != "group", `-catchup-conv must be "direct" or "group"`},

@@ -27,7 +27,7 @@ func TestParseConfig(t *testing.T) {
 		t.Fatalf("flags first: %+v, %v", cfg, err)
 	}
 	for _, bad := range [][]string{{}, {"nosuch"}, {"dm", "-ack", "later"}, {"dm", "-window", "0"}, {"sync", "-changes", "20", "-sessions", "10"},
-		{"dm", "-run-id", "Bad"}, {"dm", "extra"}} {
+		{"dm", "-run-id", "Bad"}, {"dm", "extra"}, {"dm", "-ack", "batch", "-mark-ids=false"}} {
 		if _, err := parseConfig(bad, &out); err == nil {
 			t.Errorf("%q: want an error", bad)
 		}
@@ -39,7 +39,7 @@ func TestHelp(t *testing.T) {
 	if _, err := parseConfig([]string{"-h"}, &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("got %v", err)
 	}
-	for _, want := range []string{"dm ", "group ", "catchup ", "idle ", "sync ", "echo ", "-max-handshakes-per-ip 0", "-pid"} {
+	for _, want := range []string{"dm ", "group ", "catchup ", "idle ", "sync ", "echo ", "-max-handshakes-per-ip 0", "-pid", "-mark-ids"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}

@@ -76,6 +76,7 @@ type recipient struct {
 	cs     *convState
 	c      *conn
 	batch  bool
+	noIDs  bool           // marks are sent without id (-mark-ids=false)
 	have   int64          // holds every seq up to this one
 	ahead  map[int64]bool // seqs received above have+1
 	acked  int64          // highest mark sent
@@ -94,7 +95,7 @@ func newConvLoad(cfg *Config, errs *errorLog, convs []*convState) *convLoad {
 		}
 		cs.snd.setHandler(cs.onSender)
 		for _, r := range cs.rcvs {
-			r.cs, r.batch, r.ahead = cs, cfg.Ack == "batch", map[int64]bool{}
+			r.cs, r.batch, r.noIDs, r.ahead = cs, cfg.Ack == "batch", !cfg.MarkIDs, map[int64]bool{}
 			r.c.setHandler(r.on)
 		}
 	}
@@ -398,15 +399,20 @@ func (r *recipient) advance(seq int64) bool {
 }
 
 // ack acknowledges everything held: delivered, then read, each with an id
-// (the server answers ok once the mark is durable).
+// (the server answers ok once the mark is durable), or without one
+// (-mark-ids=false: nothing answers them).
 func (r *recipient) ack() {
 	marks := []protocol.Mark{{Conv: r.cs.conv, Seq: r.have}}
 	r.acked = r.have
-	if err := r.c.write(&protocol.Delivered{Ref: protocol.Ref{ID: r.c.id("d")}, Marks: marks}); err != nil {
+	delivID := ""
+	if !r.noIDs {
+		delivID = r.c.id("d")
+		r.readID = r.c.id("r")
+	}
+	if err := r.c.write(&protocol.Delivered{Ref: protocol.Ref{ID: delivID}, Marks: marks}); err != nil {
 		r.c.writeFailed(err)
 		return
 	}
-	r.readID = r.c.id("r")
 	if err := r.c.write(&protocol.Read{Ref: protocol.Ref{ID: r.readID}, Marks: marks}); err != nil {
 		r.c.writeFailed(err)
 		return

@@ -94,6 +94,7 @@ func runConvLoad(ctx context.Context, cfg *Config, errs *errorLog, r *Report, pr
 		r.Params.set("window", cfg.Window)
 	}
 	r.Params.set("ack", cfg.Ack)
+	r.Params.set("mark_ids", cfg.MarkIDs)
 	r.Params.set("body", cfg.BodyBytes)
 	r.Params.set("warmup_s", cfg.Warmup.Seconds())
 	r.Params.set("duration_s", cfg.Duration.Seconds())

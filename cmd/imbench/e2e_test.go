@@ -15,7 +15,7 @@ import (
 
 // startServer starts an in-process server with the limits a benchmark
 // needs out of the way.
-func startServer(t *testing.T) *servertest.Env {
+func startServer(t testing.TB) *servertest.Env {
 	return servertest.Start(t, func(c *server.Config) {
 		gw := &c.Gateway
 		gw.RateLimit, gw.RateBurst = 1e6, 1_000_000
@@ -81,6 +81,10 @@ func TestWorkloads(t *testing.T) {
 		if r.ServerProc == nil || r.ServerProc.RSSMaxKiB <= 0 {
 			t.Errorf("server process not sampled: %+v", r.ServerProc)
 		}
+	})
+	t.Run("dm closed, marks without id", func(t *testing.T) {
+		r := bench(t, env, "dm", "-pairs", "3", "-window", "2", "-count", "30", "-mark-ids=false")
+		wantCounts(t, r, map[string]int64{"messages": 30, "sent": 30, "read": 30, "reads_missing": 0, "recipient_msgs": 30, "recipient_msgs_missing": 0})
 	})
 	t.Run("dm open", func(t *testing.T) {
 		r := bench(t, env, "dm", "-pairs", "3", "-rate", "3000", "-count", "30", "-ack", "batch")

@@ -26,19 +26,8 @@ func (s *Service) Mark(ctx context.Context, c Caller, kind store.MarkKind, marks
 // is not a member of. Frames started one after another apply in that
 // order; their finishes may overlap.
 func (s *Service) StartMark(ctx context.Context, c Caller, kind store.MarkKind, marks []protocol.Mark) (finish func(context.Context) *protocol.Error, perr *protocol.Error) {
-	if perr := protocol.ValidateMarks(marks); perr != nil {
+	if perr := s.CheckMarks(ctx, c, marks); perr != nil {
 		return nil, perr
-	}
-	checked := make(map[string]bool, len(marks))
-	for _, m := range marks {
-		if checked[m.Conv] {
-			continue
-		}
-		conv, _ := protocol.ParseConv(m.Conv)
-		if _, perr := s.checkMember(ctx, conv, c.User); perr != nil {
-			return nil, perr
-		}
-		checked[m.Conv] = true
 	}
 	res, err := s.store.Mark(ctx, c.User, kind, marks)
 	if err != nil {
@@ -59,6 +48,28 @@ func (s *Service) StartMark(ctx context.Context, c Caller, kind store.MarkKind, 
 		}
 		return nil
 	}, nil
+}
+
+// CheckMarks says whether StartMark would refuse a delivered or read
+// frame's marks (invalid, or naming a conversation the caller is not a
+// member of), changing nothing: a frame checked on its own can then be
+// applied merged with others.
+func (s *Service) CheckMarks(ctx context.Context, c Caller, marks []protocol.Mark) *protocol.Error {
+	if perr := protocol.ValidateMarks(marks); perr != nil {
+		return perr
+	}
+	checked := make(map[string]bool, len(marks))
+	for _, m := range marks {
+		if checked[m.Conv] {
+			continue
+		}
+		conv, _ := protocol.ParseConv(m.Conv)
+		if _, perr := s.checkMember(ctx, conv, c.User); perr != nil {
+			return perr
+		}
+		checked[m.Conv] = true
+	}
+	return nil
 }
 
 // pushStatusToMembers pushes a rise of a conversation's ticks to its

@@ -38,8 +38,16 @@ type conn struct {
 	// channel is made by the first of them.
 	inFlight        chan inFlight
 	inFlightRunning atomic.Bool
-	inFlightCount   atomic.Int64 // started and not yet answered
-	inFlightDone    sync.WaitGroup
+	inFlightCount   atomic.Int64   // started and not yet answered
+	inFlightDone    sync.WaitGroup // and the marks runner
+
+	// Marks without id (see marks.go): held while a batch of them is in
+	// flight; marksIdle is set while the marks runner runs, and closed
+	// when it ends.
+	marksMu   sync.Mutex
+	marksHeld heldMarks
+	marksDue  []markFinish // applied, to be finished by the runner
+	marksIdle chan struct{}
 
 	closeOnce sync.Once
 	closeCode int

@@ -18,11 +18,24 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) (answer proto
 			answer = protocol.Errorf(protocol.CodeInternal, "the server failed on this %s", frame.FrameType()).Frame(requestID(frame))
 		}
 	}()
+	switch f := frame.(type) {
+	case *protocol.Delivered:
+		if f.ID == "" {
+			return c.markWithoutID(ctx, f, store.MarkDelivered, f.Marks)
+		}
+	case *protocol.Read:
+		if f.ID == "" {
+			return c.markWithoutID(ctx, f, store.MarkRead, f.Marks)
+		}
+	}
+	// Marks without id held back (marks.go) apply before any other frame.
+	c.applyHeldMarks(ctx)
 	switch frame.(type) {
 	case *protocol.Send, *protocol.Delivered, *protocol.Read, *protocol.Typing:
 		// Pipelined (inflight.go), or answered by nobody.
 	default:
 		c.settle(ctx)
+		c.settleMarks()
 	}
 	svc := c.g.svc
 	switch f := frame.(type) {
