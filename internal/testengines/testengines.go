@@ -19,6 +19,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Redis returns the test Redis URL.
@@ -57,4 +59,17 @@ func endpoint(t testing.TB, name string) string {
 	}
 	t.Skipf("%s is not set: run scripts/test.sh (or scripts/engines.sh) to start the engines", name)
 	return ""
+}
+
+// RedisClient returns a client of the test Redis, closed when the test
+// ends, and a key prefix no other test uses.
+func RedisClient(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	opts, err := redis.ParseURL(Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb, Prefix(t)
 }

@@ -145,16 +145,7 @@ func used(context.Context) (bool, error) { return false, nil }
 
 // testRedis returns a client of the test Redis and a key prefix of the
 // test's own.
-func testRedis(t *testing.T) (*redis.Client, string) {
-	t.Helper()
-	opts, err := redis.ParseURL(testengines.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb, testengines.Prefix(t)
-}
+func testRedis(t *testing.T) (*redis.Client, string) { return testengines.RedisClient(t) }
 
 // flush deletes every key of prefix, as FLUSHALL would (the test Redis is
 // shared, so only this test's keys).

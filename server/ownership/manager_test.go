@@ -14,19 +14,6 @@ import (
 	"github.com/imcore/im/internal/testengines"
 )
 
-// testRedis returns a client of the test Redis and a key prefix of the
-// test's own.
-func testRedis(t *testing.T) (*redis.Client, string) {
-	t.Helper()
-	opts, err := redis.ParseURL(testengines.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb, testengines.Prefix(t)
-}
-
 // hookLog records the hooks a manager called, in order.
 type hookLog struct {
 	mu     sync.Mutex
@@ -125,7 +112,7 @@ func unsettled(managers []*Manager) string {
 }
 
 func TestOneNodeHoldsEveryShard(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := testengines.RedisClient(t)
 	var h hookLog
 	a := startNode(t, rdb, prefix, "a", time.Second, h.hooks())
 	if got := len(a.HeldShards()); got != Shards {
@@ -144,7 +131,7 @@ func TestOneNodeHoldsEveryShard(t *testing.T) {
 // others (who drain them first), a node leaving gives all of its own to
 // the rest, and every shard has one holder once settled.
 func TestJoinAndLeaveHandOver(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := testengines.RedisClient(t)
 	var ha, hb, hc hookLog
 	ttl := time.Second
 	a := startNode(t, rdb, prefix, "a", ttl, ha.hooks())
@@ -188,7 +175,7 @@ func TestJoinAndLeaveHandOver(t *testing.T) {
 // (dies) keeps its shards until its leases expire, then the others take
 // them.
 func TestDeadNodesShardsAreTakenAfterTheLease(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := testengines.RedisClient(t)
 	ttl := time.Second
 	a := startNode(t, rdb, prefix, "a", ttl, Hooks{})
 	b := startNode(t, rdb, prefix, "b", ttl, Hooks{})
@@ -202,7 +189,7 @@ func TestDeadNodesShardsAreTakenAfterTheLease(t *testing.T) {
 }
 
 func TestSetFencedRefusesAStaleEpoch(t *testing.T) {
-	rdb, prefix := testRedis(t)
+	rdb, prefix := testengines.RedisClient(t)
 	ctx := context.Background()
 	old := NewLeases(rdb, prefix, "old", time.Second)
 	l1, err := old.Take(ctx, 7)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/imcore/im/internal/testengines"
 )
 
 // The row both holders write, under the test's prefix, and its shard.
@@ -33,7 +35,7 @@ func TestPausedHolderWritesNothingItsSuccessorSeesWrong(t *testing.T) {
 		runPausedHolder()
 		return
 	}
-	rdb, prefix := testRedis(t)
+	rdb, prefix := testengines.RedisClient(t)
 	ctx := context.Background()
 	ttl := time.Second
 
