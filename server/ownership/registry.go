@@ -33,8 +33,8 @@ func NewRegistry(rdb redis.UniversalClient, prefix string, ttl time.Duration) *R
 	return &Registry{rdb: rdb, prefix: prefix, ttl: ttl}
 }
 
-func (r *Registry) setKey() string  { return r.prefix + "nodes" }
-func (r *Registry) addrKey() string { return r.prefix + "node-addr" }
+func (r *Registry) setKey() string  { return r.prefix + "owners/nodes" }
+func (r *Registry) addrKey() string { return r.prefix + "owners/addr" }
 
 // Announce records n as live for the registry's TTL from now.
 func (r *Registry) Announce(ctx context.Context, n Node) error {
