@@ -33,6 +33,9 @@ func TestWithNodeNamesTheNodeOnceOnEveryLine(t *testing.T) {
 			t.Errorf("node named %d times: %s", n, lines[i])
 		}
 	}
+	if !strings.HasSuffix(lines[0], " node=node-a") || !strings.Contains(lines[0], `msg=plain k=1`) {
+		t.Errorf("the node is not last, after the line as it was: %s", lines[0])
+	}
 	if !strings.Contains(lines[2], "user=alice") {
 		t.Errorf("the record's other attributes were lost: %s", lines[2])
 	}
