@@ -109,7 +109,7 @@ func serve(args []string) error {
 		*nodeID = relay.DefaultNodeID()
 	}
 	logger = server.WithNode(logger, *nodeID)
-	cfg.DataDir, cfg.Auth, cfg.AllowRemoteDev, cfg.Logger = *dataDir, *authMode, *allowRemote, logger
+	cfg.DataDir, cfg.Auth, cfg.AllowRemoteDev, cfg.Logger, cfg.NodeID = *dataDir, *authMode, *allowRemote, logger, *nodeID
 	if storage.scaledOut() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cfg.Backend, cfg.Cluster, err = server.OpenScaledOut(ctx, storage.scaleOut(*redisURL, *nodeID), logger)
