@@ -66,6 +66,15 @@ func TestConnectionsAreLoggedWithTheirNode(t *testing.T) {
 		}
 	}
 
+	carol := env.DialOnline(t, "carol", "tablet")
+	carol.Close() // no close frame: the connection just ends
+	line = lines.next(t, "node-x", `msg="connection closed"`, "user=carol")
+	for _, want := range []string{"device=tablet", "by=client", "code=1006", `reason="connection lost: `} {
+		if !strings.Contains(line, want) {
+			t.Errorf("close of carol's connection without %s: %s", want, line)
+		}
+	}
+
 	bob := env.DialOnline(t, "bob", "phone")
 	remote = "remote=" + bob.WS.LocalAddr().String()
 	env.Stop()

@@ -65,7 +65,7 @@ func TestClusterStatusListsTheNodes(t *testing.T) {
 		t.Errorf("engines checked: %+v; want redis and dynamodb", st.Engines)
 	}
 	text := httpGet(t, "http://"+nodes[0].Addr+"/status")
-	for _, want := range []string{"nodes: 2 live", "  A ", "  B ", "redis", "dynamodb"} {
+	for _, want := range []string{"nodes: 2 listed, 2 ready", "  A ", "  B ", "redis", "dynamodb"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/status as text lacks %q:\n%s", want, text)
 		}

@@ -79,11 +79,14 @@ func (s Status) Healthy() bool {
 // WriteText writes s for a terminal.
 func (s Status) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "nodes: %d live (%s)\n", len(s.Nodes), s.At.UTC().Format(time.RFC3339))
-	shards := false
+	shards, ready := false, 0
 	for _, n := range s.Nodes {
 		shards = shards || n.Shards != nil
+		if n.NotReady == "" {
+			ready++
+		}
 	}
+	fmt.Fprintf(tw, "nodes: %d listed, %d ready (%s)\n", len(s.Nodes), ready, s.At.UTC().Format(time.RFC3339))
 	if len(s.Nodes) > 0 {
 		fmt.Fprint(tw, "  NODE\tADDRESS\tREADY\tCONNS\tDEVICES\tUSERS\tUP\tHEARTBEAT")
 		if shards {
@@ -385,7 +388,6 @@ func (in *Inspector) checkRedis() EngineStatus {
 func (in *Inspector) checkDynamoDB(ctx context.Context) EngineStatus {
 	start := time.Now()
 	tables := dynamostore.TableNames(in.prefix)
-	var items int64
 	for _, table := range tables {
 		out, err := in.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
@@ -394,10 +396,8 @@ func (in *Inspector) checkDynamoDB(ctx context.Context) EngineStatus {
 		if status := out.Table.TableStatus; status != "ACTIVE" {
 			return engineStatus("dynamodb", in.dynamoAt, start, "", fmt.Errorf("table %s is %s", table, status))
 		}
-		items += aws.ToInt64(out.Table.ItemCount)
 	}
-	return engineStatus("dynamodb", in.dynamoAt, start,
-		fmt.Sprintf("%d tables %s* active, about %d items", len(tables), in.prefix, items), nil)
+	return engineStatus("dynamodb", in.dynamoAt, start, fmt.Sprintf("%d tables %s* active", len(tables), in.prefix), nil)
 }
 
 // LockGate returns how long the lock gate of package distlock stays

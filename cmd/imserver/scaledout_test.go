@@ -109,7 +109,7 @@ func TestStatusCommandListsTheNodes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s\n%s", code, errOut, out)
 	}
-	for _, want := range []string{"nodes: 2 live", "node-1  " + a.addr, "node-2  " + b.addr, "redis ", "dynamodb ", " ok "} {
+	for _, want := range []string{"nodes: 2 listed, 2 ready", "node-1  " + a.addr, "node-2  " + b.addr, "redis ", "dynamodb ", " ok "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

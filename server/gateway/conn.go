@@ -150,6 +150,10 @@ func (c *conn) closeReason() (by string, code int, reason string) {
 	var ce *websocket.CloseError
 	var ne net.Error
 	switch err := c.readErr; {
+	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
+		// No close frame: the library's code for a connection that
+		// just ended.
+		return "client", ce.Code, "connection lost: " + ce.Text
 	case errors.As(err, &ce):
 		reason = "client closed"
 		if ce.Text != "" {
