@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/imcore/im/server/blob"
+	"github.com/imcore/im/server/relay"
 	"github.com/imcore/im/server/store/dynamostore"
 )
 
@@ -179,7 +180,10 @@ type Inspector struct {
 	dynamoAt string
 	blobs    blob.Store
 	prefix   string
-	now      func() time.Time
+	// relayPrefix is the relay's: the table prefix, or relay.DefaultPrefix
+	// when that is empty.
+	relayPrefix string
+	now         func() time.Time
 }
 
 // newInspector returns an Inspector on the deployment's clients.
@@ -188,7 +192,12 @@ func newInspector(so ScaleOut, rdb redis.UniversalClient, db *dynamodb.Client, b
 	if at == "" {
 		at = "aws " + so.Region
 	}
-	return &Inspector{rdb: rdb, redisURL: redactURL(so.RedisURL), db: db, dynamoAt: at, blobs: blobs, prefix: so.TablePrefix, now: time.Now}
+	relayPrefix := so.TablePrefix
+	if relayPrefix == "" {
+		relayPrefix = relay.DefaultPrefix
+	}
+	return &Inspector{rdb: rdb, redisURL: redactURL(so.RedisURL), db: db, dynamoAt: at, blobs: blobs,
+		prefix: so.TablePrefix, relayPrefix: relayPrefix, now: time.Now}
 }
 
 // Inspect connects to the deployment's engines to read its status (the
@@ -227,9 +236,9 @@ func redactURL(raw string) string {
 
 func (in *Inspector) nodesKey() string            { return in.prefix + "nodes" }
 func (in *Inspector) infoKey(node string) string  { return in.prefix + "node:" + node + ":info" }
-func (in *Inspector) usersKey(node string) string { return in.prefix + "node:" + node + ":users" } // relay's
-func (in *Inspector) channelPrefix() string       { return in.prefix + "push:" }                   // relay's
-func (in *Inspector) lockGateKey() string         { return in.prefix + "lock/epoch" }              // distlock's
+func (in *Inspector) usersKey(node string) string { return in.relayPrefix + "node:" + node + ":users" } // relay's
+func (in *Inspector) channelPrefix() string       { return in.relayPrefix + "push:" }                   // relay's
+func (in *Inspector) lockGateKey() string         { return in.prefix + "lock/epoch" }                   // distlock's
 
 // Beat records n as live for heartbeatTTL.
 func (in *Inspector) Beat(ctx context.Context, n NodeStatus) error {
