@@ -129,6 +129,21 @@ func TestStatusCommandListsTheNodes(t *testing.T) {
 	if len(st.Nodes) != 1 || st.Nodes[0].ID != "node-1" {
 		t.Fatalf("after node-2 stopped: %+v; want node-1 alone", st.Nodes)
 	}
+
+	// Every node down: the engines are still checked.
+	if err := a.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("node-1 at SIGTERM: %v", err)
+	}
+	out, errOut, code = runCommand(t, nil, append([]string{"status"}, store...)...)
+	if code != 0 || !strings.Contains(out, "nodes: 0 listed") || !strings.Contains(out, "dynamodb ") {
+		t.Fatalf("status with every node down: exit %d, %s\n%s", code, errOut, out)
+	}
+	// An engine that does not answer fails the command.
+	down := append(append([]string{"status"}, store...), "-dynamodb-endpoint", "http://127.0.0.1:1")
+	out, _, code = runCommand(t, nil, down...)
+	if code == 0 || !strings.Contains(out, "FAILING") {
+		t.Fatalf("status with DynamoDB unreachable: exit %d\n%s", code, out)
+	}
 }
 
 // TestEmbeddedServerNamesItselfOnlyWhenAsked: the embedded server logs
