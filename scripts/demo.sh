@@ -8,7 +8,11 @@
 #   scripts/demo.sh -cluster     the same on two nodes sharing Redis,
 #                                DynamoDB and S3 (scripts/cluster.sh, run in
 #                                the bottom pane): alice and bob's second
-#                                device on node A, bob on node B
+#                                device on node A, bob on node B; a node
+#                                killed leaves the other and the engines
+#                                running, the pane prints how to start it
+#                                again, and the engines keep their data in
+#                                IM_DEMO_DIR
 #
 # Environment: IM_DEMO_PORT (default 7070; with -cluster node A's, node B
 # on the next port), IM_DEMO_DIR (default a new temporary directory),

@@ -1,7 +1,8 @@
 // Starts dynalite (the local DynamoDB engine of the tests and the cluster
-// demo) on 127.0.0.1:PORT, with tables ready at once.
+// demo) on 127.0.0.1:PORT, with tables ready at once: in memory, or kept in
+// DIR (LevelDB) when one is given, to be served again by the next start.
 //
-//   node scripts/dynalite.js PORT
+//   node scripts/dynalite.js PORT [DIR]
 //
 // dynalite rethrows the error of a request its client abandons mid-body
 // (ECONNRESET), which ends the whole process: a test that cancels a call,
@@ -12,7 +13,7 @@
 
 const port = Number(process.argv[2])
 if (!Number.isInteger(port) || port <= 0) {
-  console.error('usage: node scripts/dynalite.js PORT')
+  console.error('usage: node scripts/dynalite.js PORT [DIR]')
   process.exit(2)
 }
 
@@ -26,7 +27,9 @@ process.on('uncaughtException', (err) => {
 })
 
 const dynalite = require('dynalite')
-const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
+const options = { createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }
+if (process.argv[3]) options.path = process.argv[3]
+const server = dynalite(options)
 server.listen(port, '127.0.0.1', () => {
-  console.log(`Dynalite listening at: http://127.0.0.1:${port}`)
+  console.log(`Dynalite listening at: http://127.0.0.1:${port}` + (options.path ? ` (tables in ${options.path})` : ''))
 })

@@ -8,6 +8,11 @@
 #                                  and s3rver@3 into the cache below
 #   scripts/engines.sh start DIR   start the three, wait until each answers,
 #                                  write DIR/env
+#   scripts/engines.sh start -persist DIR
+#                                  the same, keeping every engine's data in
+#                                  DIR (the cluster rig): started again on
+#                                  DIR, they serve what they held, on the
+#                                  same ports when those are free
 #   scripts/engines.sh stop DIR    stop what "start DIR" started (a second
 #                                  stop does nothing)
 #
@@ -17,8 +22,12 @@
 #   IM_TEST_S3=http://127.0.0.1:PORT
 #   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (what s3rver accepts; dynalite
 #   accepts any), AWS_REGION, and IM_ENGINES_{REDIS,DYNAMODB,S3}_PID.
-# Each engine logs to DIR/NAME.log. Redis and dynalite keep nothing on disk;
-# s3rver keeps its objects in DIR/s3.
+# Each engine logs to DIR/NAME.log. s3rver keeps its objects in DIR/s3.
+# Without -persist, Redis and dynalite keep nothing on disk (the tests want
+# fresh engines). With it, Redis writes an append-only file and snapshots
+# in DIR/redis (appendfsync everysec: a crash of Redis itself loses at most
+# the last second), dynalite keeps its tables in DIR/dynamodb (LevelDB),
+# and DIR/ports remembers the ports for the next start.
 #
 # Environment: IM_ENGINES_DIR, where the npm packages go (default
 # $XDG_CACHE_HOME/im-engines, else ~/.cache/im-engines: outside the repo).
@@ -65,13 +74,18 @@ install_engines() {
 # Each launch_NAME runs engine NAME in the foreground on 127.0.0.1:PORT.
 # They exec, so that the pid of a launch started with & is the engine's.
 launch_redis() {
+	if [ -n "$persist" ]; then
+		exec redis-server --bind 127.0.0.1 --port "$1" --daemonize no \
+			--dir "$dir/redis" --appendonly yes --appendfsync everysec \
+			--save '3600 1 300 100 60 10000' --logfile ''
+	fi
 	exec redis-server --bind 127.0.0.1 --port "$1" --daemonize no \
 		--save '' --appendonly no --dir "$dir" --logfile ''
 }
 # dynalite runs through scripts/dynalite.js, which keeps it up when a
 # client abandons a request (dynalite alone exits on it).
 launch_dynamodb() {
-	NODE_PATH="$npm_dir/node_modules" exec node "$root/scripts/dynalite.js" "$1"
+	NODE_PATH="$npm_dir/node_modules" exec node "$root/scripts/dynalite.js" "$1" ${persist:+"$dir/dynamodb"}
 }
 launch_s3() {
 	exec "$s3rver_bin" --address 127.0.0.1 --port "$1" --directory "$dir/s3" --silent
@@ -99,6 +113,15 @@ start_one() {
 	local name=$1 pid deadline attempt
 	for attempt in 1 2 3; do
 		port=$(free_port)
+		# A persistent engine started again takes its port of last time
+		# when it is free, so that what points at it still does.
+		if [ "$attempt" = 1 ] && [ -n "$persist" ] && [ -r "$dir/ports" ]; then
+			local previous
+			previous=$(sed -n "s/^$name //p" "$dir/ports")
+			if [ -n "$previous" ] && ! port_in_use "$previous"; then
+				port=$previous
+			fi
+		fi
 		"launch_$name" "$port" </dev/null >"$dir/$name.log" 2>&1 &
 		pid=$!
 		# Recorded at once, so that a failure from here on stops it.
@@ -131,9 +154,17 @@ start_engines() {
 		die "the engines are not installed: run scripts/engines.sh install"
 	fi
 	if [ -s "$dir/pids" ]; then
-		die "engines were started in $dir and not stopped: scripts/engines.sh stop $dir"
+		if any_running; then
+			die "engines were started in $dir and not stopped: scripts/engines.sh stop $dir"
+		fi
+		# What started them was killed before it could stop them, and
+		# they are gone too: nothing to stop.
+		log "the engines once started in $dir are gone; starting them again"
 	fi
 	mkdir -p "$dir/s3"
+	if [ -n "$persist" ]; then
+		mkdir -p "$dir/redis" "$dir/dynamodb"
+	fi
 	: >"$dir/pids"
 	# Whatever fails from here on, nothing started is left running.
 	trap 'stop_engines' EXIT
@@ -158,6 +189,9 @@ start_engines() {
 		export IM_ENGINES_S3_PID=$s3_pid
 	EOF
 	mv "$dir/env.tmp" "$dir/env"
+	if [ -n "$persist" ]; then
+		printf 'redis %s\ndynamodb %s\ns3 %s\n' "$redis_port" "$dynamodb_port" "$s3_port" >"$dir/ports"
+	fi
 	trap - EXIT
 	log "engines up: Redis on $redis_port, DynamoDB on $dynamodb_port, S3 on $s3_port (. $dir/env)"
 }
@@ -172,6 +206,17 @@ is_ours() {
 	[ -r "/proc/$pid/cmdline" ] || return 0
 	# Redis shows "redis-server 127.0.0.1:PORT", the others "--port PORT".
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qE "(^|[^0-9])$port([^0-9]|\$)"
+}
+
+# any_running succeeds when an engine DIR/pids lists still runs.
+any_running() {
+	local lines=() line name pid port
+	mapfile -t lines <"$dir/pids" || return 1
+	for line in "${lines[@]}"; do
+		read -r name pid port <<<"$line"
+		is_ours "$pid" "$port" && return 0
+	done
+	return 1
 }
 
 # stop_one ends PID with SIGTERM, and with SIGKILL if it is still there 5
@@ -216,6 +261,11 @@ install)
 	install_engines
 	;;
 start)
+	persist=
+	if [ "${2:-}" = -persist ] || [ "${2:-}" = --persist ]; then
+		persist=1
+		shift
+	fi
 	[ $# -eq 2 ] || usage
 	mkdir -p "$2"
 	dir=$(cd "$2" && pwd)

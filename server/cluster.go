@@ -33,6 +33,18 @@ type Cluster struct {
 	// Close releases the connections to what the nodes share, after the
 	// store is closed.
 	Close func() error
+
+	// NodeID names this node in presence, in its heartbeat and in
+	// /status.
+	NodeID string
+	// Inspector records this node's heartbeat and reads the deployment's
+	// status (/status, /readyz's recovery). Nil: the node records nothing
+	// and /status shows only itself.
+	Inspector *Inspector
+	// Ownership reports the shards this node owns. It stays nil until the
+	// ownership of conversations and users by shard exists (issue 18):
+	// status then shows no shards rather than made-up ones.
+	Ownership Ownership
 }
 
 // Devices registers the devices of this node and pushes frames to the

@@ -21,7 +21,12 @@ import (
 // test's own: DynamoDB tables and Redis keys no other test uses.
 func startNodes(t *testing.T, n int) []*servertest.Env {
 	t.Helper()
-	so := servertest.ScaledOut(t)
+	return startNodesOn(t, servertest.ScaledOut(t), n)
+}
+
+// startNodesOn starts n servers on the deployment so.
+func startNodesOn(t *testing.T, so server.ScaleOut, n int) []*servertest.Env {
+	t.Helper()
 	nodes := make([]*servertest.Env, n)
 	for i := range nodes {
 		node := so

@@ -75,6 +75,9 @@ type Config struct {
 	// StoreMaxPages caps the database's size in pages (see
 	// sqlitestore.Options.MaxPages); for tests of a full disk.
 	StoreMaxPages int
+	// NodeID names the embedded server in /status (imserver's -node-id);
+	// a node of a cluster is named by Cluster.NodeID.
+	NodeID string
 	// Cluster, when set, makes the server one node of several sharing
 	// Backend (see OpenScaledOut); nil for the embedded server.
 	Cluster *Cluster
@@ -109,6 +112,15 @@ type Server struct {
 
 	probedAt atomic.Int64 // unix ns of the last probe write /readyz made
 	pending  pendingCache
+
+	started  time.Time
+	addr     atomic.Value // string: where Serve listens
+	recovery recoveryState
+	// stopBeats ends the heartbeat (status.go), beatsDone says it ended;
+	// nil when the server records none. shutDown: none may start.
+	beatsMu              sync.Mutex
+	stopBeats, beatsDone chan struct{}
+	shutDown             bool
 
 	// stopArchiving ends the periodic archival (see archive.go).
 	stopArchiving func()
@@ -153,7 +165,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, unlock: unlock, hub: hub.New(), metrics: metrics.New()}
+	s := &Server{cfg: cfg, log: cfg.Logger, unlock: unlock, hub: hub.New(), metrics: metrics.New(), started: time.Now()}
+	s.addr.Store("")
 	if err := s.build(); err != nil {
 		if c, ok := s.devices.(interface{ Close() error }); ok {
 			c.Close()
@@ -228,6 +241,7 @@ func (s *Server) build() error {
 		}
 		authn = tokens
 	}
+	s.registerRecoveryMetrics()
 	if _, ok := backendAs[pendingCounter](s.be); ok {
 		s.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "im_pending_deliveries",
@@ -245,6 +259,7 @@ func (s *Server) build() error {
 	mux.Handle("GET /ws", s.gw)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /status", s.status)
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	s.http = &http.Server{
 		Handler: mux,
@@ -274,7 +289,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		Penalized: s.gw.Penalized,
 		OnRefuse:  s.metrics.Refuse,
 	})
+	s.addr.Store(ln.Addr().String())
 	s.ready.Store(true)
+	s.startHeartbeat()
 	s.log.Info("listening", "addr", ln.Addr().String(), "auth", s.cfg.Auth, "data", s.cfg.DataDir,
 		"max_conns", limited.MaxConns(), "max_conns_per_ip", s.cfg.MaxConnsPerIP)
 	err := s.http.Serve(gateway.CorkListener(limited))
@@ -292,6 +309,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopArchiving()
 	errHTTP := s.http.Shutdown(ctx)
 	errGW := s.gw.Shutdown(ctx)
+	s.stopHeartbeat()
 	var errRelay, errCluster error
 	if c, ok := s.devices.(interface{ Close() error }); ok {
 		errRelay = c.Close()
@@ -386,19 +404,30 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-// readyz answers whether the server can take traffic: serving, and its
-// store committing.
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if !s.ready.Load() {
-		http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
-		return
-	}
-	if err := s.storeHealth(); err != nil {
-		http.Error(w, "the store is failing: "+err.Error(), http.StatusServiceUnavailable)
+// readyz answers whether the server can take traffic: serving, its store
+// committing and, on a node of a cluster, not recovering from Redis
+// losing its data (see recovery.go).
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if why := s.notReady(r.Context()); why != "" {
+		http.Error(w, why, http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	fmt.Fprintln(w, "ready")
+}
+
+// notReady says why the server cannot take traffic now, "" when it can.
+func (s *Server) notReady(ctx context.Context) string {
+	if !s.ready.Load() {
+		return "starting or stopping"
+	}
+	if err := s.storeHealth(); err != nil {
+		return "the store is failing: " + err.Error()
+	}
+	if why := s.recovering(ctx).why; why != "" {
+		return why
+	}
+	return ""
 }
 
 // probeEvery bounds how often /readyz makes a probe write.

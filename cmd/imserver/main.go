@@ -22,6 +22,9 @@ Usage:
                                     (with the server stopped)
   imserver migrate [store flags]    create the DynamoDB tables and the S3 bucket
                                     of the scaled-out deployment (-store dynamodb)
+  imserver status [store flags] -redis URL
+                                    the scaled-out deployment at a glance: live
+                                    nodes, their connections, the engines' health
   imserver archive -older-than 90d [flags]
                                     move old message bodies to cold storage
                                     (-blob), while the server runs
@@ -53,6 +56,8 @@ func main() {
 		err = restore(args)
 	case "archive":
 		err = archive(args)
+	case "status":
+		err = status(args)
 	case "help":
 		fmt.Print(usage)
 		return

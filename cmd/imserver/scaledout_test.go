@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/imcore/im/internal/testengines"
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/servertest"
 )
@@ -81,5 +85,74 @@ func TestTokensOfTheScaledOutDeployment(t *testing.T) {
 	}
 	if _, perr := node.Authenticate(ctx, &protocol.Hello{Protocol: protocol.Version, Token: token, Device: "d"}); perr == nil || perr.Code != protocol.CodeUnauthorized {
 		t.Fatalf("a revoked token: %v, want unauthorized", perr)
+	}
+}
+
+// TestStatusCommandListsTheNodes: two nodes started from their command
+// lines name themselves in every log line; imserver status, on the store
+// flags alone, lists both with the engines' health, and a node stopped is
+// no longer listed.
+func TestStatusCommandListsTheNodes(t *testing.T) {
+	so := servertest.ScaledOut(t)
+	store := []string{"-store", "dynamodb", "-dynamodb-endpoint", so.DynamoDBEndpoint, "-table-prefix", so.TablePrefix, "-redis", so.RedisURL}
+	node := func(id string) *process {
+		return startServer(t, append([]string{"-data", t.TempDir(), "-node-id", id}, store...)...)
+	}
+	a, b := node("node-1"), node("node-2")
+	for _, p := range []*process{a, b} {
+		if line := p.logs.String(); !regexp.MustCompile(`msg=listening addr=\S+ .* node=node-[12]`).MatchString(line) {
+			t.Fatalf("the listening line does not name its node:\n%s", line)
+		}
+	}
+
+	out, errOut, code := runCommand(t, nil, append([]string{"status"}, store...)...)
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"nodes: 2 listed, 2 ready", "node-1  " + a.addr, "node-2  " + b.addr, "redis ", "dynamodb ", " ok "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+
+	if err := b.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("node-2 at SIGTERM: %v", err)
+	}
+	out, errOut, code = runCommand(t, nil, append([]string{"status", "-format", "json"}, store...)...)
+	if code != 0 {
+		t.Fatalf("status -format json: exit %d: %s", code, errOut)
+	}
+	var st server.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status -format json: %v\n%s", err, out)
+	}
+	if len(st.Nodes) != 1 || st.Nodes[0].ID != "node-1" {
+		t.Fatalf("after node-2 stopped: %+v; want node-1 alone", st.Nodes)
+	}
+
+	// Every node down: the engines are still checked.
+	if err := a.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("node-1 at SIGTERM: %v", err)
+	}
+	out, errOut, code = runCommand(t, nil, append([]string{"status"}, store...)...)
+	if code != 0 || !strings.Contains(out, "nodes: 0 listed") || !strings.Contains(out, "dynamodb ") {
+		t.Fatalf("status with every node down: exit %d, %s\n%s", code, errOut, out)
+	}
+	// An engine that does not answer fails the command.
+	down := append(append([]string{"status"}, store...), "-dynamodb-endpoint", "http://127.0.0.1:1")
+	out, _, code = runCommand(t, nil, down...)
+	if code == 0 || !strings.Contains(out, "FAILING") {
+		t.Fatalf("status with DynamoDB unreachable: exit %d\n%s", code, out)
+	}
+}
+
+// TestEmbeddedServerNamesItselfOnlyWhenAsked: the embedded server logs
+// no node unless given -node-id.
+func TestEmbeddedServerNamesItselfOnlyWhenAsked(t *testing.T) {
+	if logs := startServer(t, "-data", t.TempDir()).logs.String(); strings.Contains(logs, "node=") {
+		t.Errorf("an embedded server without -node-id names a node:\n%s", logs)
+	}
+	if logs := startServer(t, "-data", t.TempDir(), "-node-id", "solo").logs.String(); !strings.Contains(logs, "node=solo") {
+		t.Errorf("an embedded server with -node-id solo does not name it:\n%s", logs)
 	}
 }

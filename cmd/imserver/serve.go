@@ -20,6 +20,7 @@ import (
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/clientaddr"
 	"github.com/imcore/im/server/gateway"
+	"github.com/imcore/im/server/relay"
 )
 
 func serve(args []string) error {
@@ -65,7 +66,7 @@ func serve(args []string) error {
 	origins := fs.String("allowed-origins", "", `comma-separated web origins (e.g. "https://app.example.com", or "*") allowed to open a WebSocket besides the server's own host`)
 	storage := addStoreFlags(fs)
 	redisURL := fs.String("redis", "", "Redis URL of the scaled-out deployment (redis://[user:pass@]host:port/db, rediss:// for TLS); -store dynamodb needs it")
-	nodeID := fs.String("node-id", "", "this node's name in presence, unique per process (empty: host name, process id and a random suffix); a node restarted with the same id takes over its presence")
+	nodeID := fs.String("node-id", "", "this node's name in presence and in every log line (node=), unique per process (empty: host name, process id and a random suffix; the embedded server then logs no node); a node restarted with the same id takes over its presence")
 	fs.StringVar(&cfg.TokenSecretFile, "token-secret-file", "", "file holding the token signing secret every node shares (hex; -auth token); empty: kept in the data directory")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
@@ -97,10 +98,18 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg.DataDir, cfg.Auth, cfg.AllowRemoteDev, cfg.Logger = *dataDir, *authMode, *allowRemote, logger
 	if err := storage.check(); err != nil {
 		return err
 	}
+	// Every line a node logs names it: the lines of several nodes end up
+	// side by side. A node of the scaled-out deployment always has an id
+	// (a made-up one when -node-id is empty); the embedded server is the
+	// only one of its kind, and names itself only when given -node-id.
+	if storage.scaledOut() && *nodeID == "" {
+		*nodeID = relay.DefaultNodeID()
+	}
+	logger = server.WithNode(logger, *nodeID)
+	cfg.DataDir, cfg.Auth, cfg.AllowRemoteDev, cfg.Logger, cfg.NodeID = *dataDir, *authMode, *allowRemote, logger, *nodeID
 	if storage.scaledOut() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cfg.Backend, cfg.Cluster, err = server.OpenScaledOut(ctx, storage.scaleOut(*redisURL, *nodeID), logger)

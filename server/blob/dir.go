@@ -169,3 +169,18 @@ func syncDir(dir string) error {
 	defer f.Close()
 	return f.Sync()
 }
+
+// Check reports whether the directory is there, for health reports.
+func (d *Dir) Check(ctx context.Context) error {
+	info, err := os.Stat(d.root)
+	if err != nil {
+		return fmt.Errorf("blob: %w", err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("blob: %s is not a directory", d.root)
+	}
+	return nil
+}
+
+// String names the store: its directory.
+func (d *Dir) String() string { return d.root }

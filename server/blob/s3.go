@@ -143,3 +143,15 @@ func isNotFound(err error) bool {
 	var httpErr interface{ HTTPStatusCode() int }
 	return errors.As(err, &httpErr) && httpErr.HTTPStatusCode() == http.StatusNotFound
 }
+
+// Check reports whether the bucket answers (HeadBucket), for health
+// reports; it changes nothing.
+func (s *S3) Check(ctx context.Context) error {
+	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		return fmt.Errorf("blob: bucket %s: %w", s.bucket, err)
+	}
+	return nil
+}
+
+// String names the store: s3://BUCKET.
+func (s *S3) String() string { return "s3://" + s.bucket }

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -52,6 +54,7 @@ type conn struct {
 	closeOnce sync.Once
 	closeCode int
 	closeText string
+	readErr   error // why reading ended; the reader's alone
 
 	// While replaying, live pushes are held back here (see replay.go).
 	heldMu      sync.Mutex
@@ -133,6 +136,47 @@ func (c *conn) run(started time.Time, handshakeDone func()) {
 	}
 	c.close(websocket.CloseNormalClosure, "")
 	<-c.writerDone
+	if c.g.log.Enabled(ctx, slog.LevelDebug) {
+		by, code, reason := c.closeReason()
+		c.g.log.Debug("connection closed", "user", c.user, "device", c.device, "remote", c.ws.RemoteAddr().String(),
+			"by", by, "code", code, "reason", reason, "duration", time.Since(started).Round(time.Millisecond))
+	}
+}
+
+// closeReason says, once the connection is over, who ended it (client or
+// server), with which WebSocket close code and why: the server's own
+// reason when it closed first (shutdown, a slow consumer, a policy), else
+// what ended the client's side (its close frame, a timeout, a lost
+// connection).
+func (c *conn) closeReason() (by string, code int, reason string) {
+	switch {
+	case c.closeCode == websocket.CloseAbnormalClosure && c.closeText == "":
+		return "client", c.closeCode, "connection lost: a write failed"
+	case c.closeCode != websocket.CloseNormalClosure || c.closeText != "":
+		return "server", c.closeCode, c.closeText
+	}
+	var ce *websocket.CloseError
+	var ne net.Error
+	switch err := c.readErr; {
+	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
+		// No close frame: the library's code for a connection that
+		// just ended.
+		return "client", ce.Code, "connection lost: " + ce.Text
+	case errors.As(err, &ce):
+		reason = "client closed"
+		if ce.Text != "" {
+			reason += ": " + ce.Text
+		}
+		return "client", ce.Code, reason
+	case errors.As(err, &ne) && ne.Timeout():
+		if c.user == "" {
+			return "server", websocket.CloseNormalClosure, "no hello in time"
+		}
+		return "server", websocket.CloseNormalClosure, "no pong in time"
+	case err != nil:
+		return "client", websocket.CloseAbnormalClosure, "connection lost: " + err.Error()
+	}
+	return "server", c.closeCode, "closed"
 }
 
 // ping answers a client's ping with a pong, as the WebSocket library would,
@@ -334,6 +378,9 @@ func (c *conn) closing() bool {
 func (c *conn) readFrame() (protocol.Frame, string, *protocol.Error, error) {
 	kind, data, err := c.ws.ReadMessage()
 	if err != nil {
+		if c.readErr == nil {
+			c.readErr = err
+		}
 		return nil, "", nil, err
 	}
 	if kind != websocket.TextMessage {

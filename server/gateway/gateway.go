@@ -239,6 +239,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered the HTTP error
 	}
 	g.metrics.Connections.Inc()
+	g.log.Debug("connection opened", "remote", ws.RemoteAddr().String(), "ip", ip)
 	c := newConn(g, ws, ip)
 	// The connection runs on a goroutine of its own and this one returns,
 	// so that the HTTP server lets go of what it kept for the request (its

@@ -1,0 +1,152 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/imcore/im/server"
+	"github.com/imcore/im/server/distlock"
+	"github.com/imcore/im/server/servertest"
+)
+
+// nodeStatus reads a node's /status as JSON.
+func nodeStatus(t *testing.T, env *servertest.Env) server.Status {
+	t.Helper()
+	var st server.Status
+	if err := json.Unmarshal([]byte(httpGet(t, "http://"+env.Addr+"/status?format=json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestClusterStatusListsTheNodes: /status on any node lists every live
+// node with its connections and the users its presence lists, and the
+// engines' health; a node that stops is no longer listed.
+func TestClusterStatusListsTheNodes(t *testing.T) {
+	nodes := startNodes(t, 2)
+	nodes[0].DialOnline(t, "alice", "laptop")
+	nodes[1].DialOnline(t, "bob", "phone")
+	nodes[1].DialOnline(t, "carol", "phone")
+
+	// Each node shows itself as it is now, the others as of their last
+	// heartbeat.
+	var st server.Status
+	for i, want := range []struct{ devices, users int }{{1, 1}, {2, 2}} {
+		st = nodeStatus(t, nodes[i])
+		if len(st.Nodes) != 2 || st.Nodes[0].ID != "A" || st.Nodes[1].ID != "B" {
+			t.Fatalf("nodes listed by %s: %+v; want A and B", string(rune('A'+i)), st.Nodes)
+		}
+		n := st.Nodes[i]
+		if n.Devices != want.devices || n.Connections != want.devices || n.Users != int64(want.users) {
+			t.Errorf("node %s: %d devices, %d connections, %d users; want %d, %d, %d", n.ID, n.Devices, n.Connections, n.Users, want.devices, want.devices, want.users)
+		}
+		if !n.Subscribed || n.NotReady != "" || n.Seen.IsZero() || n.Addr != nodes[i].Addr {
+			t.Errorf("node %s: %+v; want subscribed, ready, seen, at %s", n.ID, n, nodes[i].Addr)
+		}
+		if n.Shards != nil {
+			t.Errorf("node %s reports shards %v: no ownership exists yet", n.ID, n.Shards)
+		}
+	}
+	names := map[string]bool{}
+	for _, e := range st.Engines {
+		names[e.Name] = true
+		if !e.OK {
+			t.Errorf("engine %s failing: %s", e.Name, e.Detail)
+		}
+	}
+	if !names["redis"] || !names["dynamodb"] {
+		t.Errorf("engines checked: %+v; want redis and dynamodb", st.Engines)
+	}
+	text := httpGet(t, "http://"+nodes[0].Addr+"/status")
+	for _, want := range []string{"nodes: 2 listed, 2 ready", "  A ", "  B ", "redis", "dynamodb"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/status as text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "SHARDS") {
+		t.Errorf("/status shows a shards column with no ownership:\n%s", text)
+	}
+
+	nodes[1].Stop()
+	st = nodeStatus(t, nodes[0])
+	if len(st.Nodes) != 1 || st.Nodes[0].ID != "A" {
+		t.Fatalf("after B stopped: %+v; want A alone", st.Nodes)
+	}
+}
+
+// TestClusterReadyzWhileLocksAreHeldBack: after Redis lost its data the
+// lock gate grants no lock for a grace period, and every send waits;
+// meanwhile /readyz answers 503 saying so, im_recovering is 1 and
+// /status shows the node not ready. Once the gate opens, ready again.
+func TestClusterReadyzWhileLocksAreHeldBack(t *testing.T) {
+	so := servertest.ScaledOut(t)
+	node := startNodesOn(t, so, 1)[0]
+	readyz := func() (int, string) {
+		resp, err := http.Get("http://" + node.Addr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
+	}
+	if code, body := readyz(); code != http.StatusOK {
+		t.Fatalf("readyz before: %d %s", code, body)
+	}
+	if v := scrape(t, node)["im_recovering"]; v != 0 {
+		t.Fatalf("im_recovering before: %v", v)
+	}
+
+	opts, err := redis.ParseURL(so.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	// Redis lost the deployment's data (its keys alone: other tests share
+	// this Redis); the next lock taken closes the gate for the grace.
+	if err := rdb.Del(ctx, so.TablePrefix+"lock/epoch").Err(); err != nil {
+		t.Fatal(err)
+	}
+	lockCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = distlock.NewRedis(rdb, so.TablePrefix, 0).Lock(lockCtx, []string{"probe"})
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "lock gate") {
+		t.Fatalf("a lock right after the loss: %v; want the gate closed", err)
+	}
+
+	code, body := readyz()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "recovering") {
+		t.Fatalf("readyz while the gate is closed: %d %q; want 503 recovering", code, body)
+	}
+	m := scrape(t, node)
+	if m["im_recovering"] != 1 || m["im_recovery_remaining_seconds"] <= 0 {
+		t.Fatalf("while the gate is closed: im_recovering %v, im_recovery_remaining_seconds %v", m["im_recovering"], m["im_recovery_remaining_seconds"])
+	}
+	if st := nodeStatus(t, node); !strings.Contains(st.Nodes[0].NotReady, "recovering") {
+		t.Fatalf("/status while the gate is closed: %+v", st.Nodes[0])
+	}
+
+	// The grace over (opened here rather than waited for).
+	if err := rdb.Set(ctx, so.TablePrefix+"lock/epoch", "0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	node.WaitFor("readyz 200 once the gate opened", func() bool {
+		code, _ := readyz()
+		return code == http.StatusOK
+	})
+	if v := scrape(t, node)["im_recovering"]; v != 0 {
+		t.Fatalf("im_recovering after: %v", v)
+	}
+}
