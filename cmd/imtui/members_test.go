@@ -185,3 +185,68 @@ func TestNewMemberSeesTheStartOfTheConversation(t *testing.T) {
 		t.Fatalf("the new member's chat:\n%s", screen)
 	}
 }
+
+// panes splits a side-by-side screen into the list's lines and the
+// chat's.
+func panes(screen string) (list, chat []string) {
+	for _, l := range strings.Split(screen, "\n") {
+		left, right, _ := strings.Cut(l, "│")
+		list, chat = append(list, left), append(chat, right)
+	}
+	return list, chat
+}
+
+// lineOf is the index of the first line holding s, -1 for none.
+func lineOf(lines []string, s string) int {
+	return slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, s) })
+}
+
+// TestRemovedMemberIsTold checks that a member removed from a group sees
+// it in the chat, as a line below the last message, and in the list,
+// instead of the group's last message as if still a member; added back,
+// the chat shows the removal above the message that adds him.
+func TestRemovedMemberIsTold(t *testing.T) {
+	env := servertest.Start(t)
+	alice := startEngine(t, env.URL, "alice")
+	carol := startEngine(t, env.URL, "carol")
+	conv := alice.createGroup("team", "bob", "carol")
+	alice.send(conv, "last words for bob")
+
+	d := startUI(t, env.URL, "bob", "last words for bob")
+	press(d, "enter")
+	d.waitView(t, "the chat", func(s string) bool {
+		_, chat := panes(s)
+		return lineOf(chat, "last words for bob") >= 0
+	})
+
+	carol.groupOp(conv, "remove", "bob")
+	const notice = "no longer a member"
+	screen := d.waitView(t, "the removal told", func(s string) bool {
+		list, chat := panes(s)
+		// The notice in the history, and the input's line below it.
+		n := 0
+		for _, l := range chat {
+			if strings.Contains(l, notice) {
+				n++
+			}
+		}
+		return n == 2 && lineOf(list, notice) >= 0
+	})
+	list, chat := panes(screen)
+	if lineOf(list, "last words for bob") >= 0 {
+		t.Errorf("the list shows the group's last message as if bob were a member:\n%s", screen)
+	}
+	if lineOf(chat, notice) < lineOf(chat, "last words for bob") {
+		t.Errorf("the notice is not below the last message:\n%s", screen)
+	}
+
+	alice.groupOp(conv, "add", "bob")
+	screen = d.waitView(t, "added back", func(s string) bool {
+		_, chat := panes(s)
+		return lineOf(chat, "alice added bob") >= 0
+	})
+	_, chat = panes(screen)
+	if i := lineOf(chat, notice); i < 0 || i > lineOf(chat, "alice added bob") {
+		t.Errorf("added back, the removal is not above the add:\n%s", screen)
+	}
+}
