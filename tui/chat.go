@@ -320,6 +320,9 @@ func (p *chatPane) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Search):
 		p.ask(showDialogMsg{newSearchDialog(p.com, c.conv, c.title())})
 	default:
+		if cmd, ok := p.moreHistoryKey(msg); ok {
+			return cmd
+		}
 		if a, ok := groupActionKey(msg); ok {
 			d, cmd := startGroupAction(p.com, c.sess, a)
 			if d != nil {
