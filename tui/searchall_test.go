@@ -40,6 +40,12 @@ func TestSearchEveryChatFromTheList(t *testing.T) {
 		t.Fatalf("after the jump: selection %d, focus %v", c.sel, h.m.focusArea())
 	}
 	h.checkGeometry()
+
+	// A title filter that finds no chat points at the search of messages.
+	h.press("esc", "esc", "/")
+	h.typeText("zq")
+	h.contains("No chat titled like “zq”.", "ctrl+s searches the messages.")
+	h.checkGeometry()
 }
 
 // TestHitRanges checks where a search's words are marked: anywhere, in
