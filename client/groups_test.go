@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/imcore/im/protocol"
@@ -82,6 +83,13 @@ func TestGroupConversation(t *testing.T) {
 
 	carol.client.GroupOp(g.Conv, "leave", nil, "")
 	carol.waitEvent("the leave", func(e Event) bool { _, ok := e.(GroupChanged); return ok })
+	// Her device notes that she is no longer a member when her session
+	// says so; nothing from the group comes after it.
+	carol.waitFor("the note that she is no longer a member", func() bool {
+		msgs := carol.messages(g.Conv)
+		last := msgs[len(msgs)-1]
+		return last.Kind == protocol.KindSystem && strings.HasPrefix(last.MsgID, "left-") && last.From == "carol"
+	})
 	held := len(carol.messages(g.Conv))
 	if _, err := alice.client.Send(g.Conv, "after carol left"); err != nil {
 		t.Fatal(err)

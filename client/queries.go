@@ -61,9 +61,10 @@ func (c *Client) SaveDraft(conv, text string) {
 	}
 }
 
-// SearchMessages returns up to limit stored messages of conv that hold
-// every word of query (or words starting so), newest first. It searches
-// what this device holds, offline too.
+// SearchMessages returns up to limit stored messages of conv ("" for
+// every conversation) that hold every word of query anywhere, inside
+// words and in any script too, newest first. It searches what this
+// device holds, offline too.
 func (c *Client) SearchMessages(conv, query string, limit int) ([]Message, error) {
 	found, err := c.store.SearchMessages(conv, query, limit)
 	if err != nil {

@@ -145,7 +145,9 @@ func (c *Client) Receipts(ctx context.Context, conv string) ([]protocol.MemberRe
 
 // LoadOlder asks the server for the page of conv's history before
 // beforeSeq (0: the newest page), stores it and reports MessagesChanged;
-// the UI then reads it with Messages. A refusal is an ErrorEvent.
+// the UI then reads it with Messages. A page that reaches the start of
+// what the user may read is followed by HistoryStart. A refusal is an
+// ErrorEvent.
 func (c *Client) LoadOlder(conv string, beforeSeq int64) {
 	c.enqueue(&request{
 		op:    "history",
@@ -158,9 +160,14 @@ func (c *Client) LoadOlder(conv string, beforeSeq int64) {
 				return
 			}
 			if len(page.Messages) > 0 {
-				l.storeHistory(page.Messages)
+				if !l.storeHistory(page.Messages) {
+					return
+				}
 			} else {
 				c.events.push(MessagesChanged{Conv: conv})
+			}
+			if start := historyStart(beforeSeq, page); start > 0 {
+				c.events.push(HistoryStart{Conv: conv, Seq: start})
 			}
 		},
 	})

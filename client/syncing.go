@@ -68,10 +68,15 @@ func (l *link) onSessions(list string, f protocol.Frame) {
 		return
 	}
 	delete(l.syncFail, list)
-	if err := l.c.store.PutSessions(page.Sessions); err != nil {
+	left, err := l.c.store.PutSessionsOf(l.self, page.Sessions)
+	if err != nil {
 		l.c.log.Error("store sessions", "err", err)
 		l.c.events.push(ErrorEvent{Op: "sync", Err: err})
 		return
+	}
+	for _, conv := range left {
+		// The notice that the user is no longer a member is in its history.
+		l.c.events.push(MessagesChanged{Conv: conv})
 	}
 	if err := l.c.store.SetCursor(list, page.Cursor); err != nil {
 		l.c.log.Error("store cursor", "err", err)

@@ -3,35 +3,67 @@ package localstore
 import (
 	"fmt"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 )
 
-// SearchMessages returns up to limit stored messages of conv whose body
-// holds every word of query (as a word or the start of one, without case
-// or accents), newest first. Messages still in the outbox are not
+// SearchMessages returns up to limit stored messages of conv ("" for
+// every conversation) whose body holds every word of query, newest first.
+// A word is found anywhere in a body, inside a word too and in any
+// script; words of three characters or more without case or accents,
+// shorter ones without case in ASCII. Messages still in the outbox are not
 // searched. A query with no word finds nothing.
 func (s *Store) SearchMessages(conv, query string, limit int) ([]Message, error) {
-	match := ftsQuery(query)
-	if match == "" || limit <= 0 {
+	long, short := searchTerms(query)
+	if len(long)+len(short) == 0 || limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.r.Query(`SELECT m.conv, COALESCE(m.seq, 0), m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind, m.failed
-		FROM messages_fts f JOIN messages m ON m.id = f.rowid
-		WHERE messages_fts MATCH ? AND m.conv = ? AND m.seq IS NOT NULL
-		ORDER BY m.seq DESC LIMIT ?`, match, conv, limit)
+	var (
+		q    strings.Builder
+		args []any
+	)
+	q.WriteString(`SELECT m.conv, COALESCE(m.seq, 0), m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind, m.failed FROM `)
+	if len(long) > 0 {
+		q.WriteString(`messages_fts f JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ? AND `)
+		args = append(args, strings.Join(long, " "))
+	} else {
+		q.WriteString(`messages m WHERE `)
+	}
+	q.WriteString(`m.seq IS NOT NULL`)
+	for _, w := range short {
+		q.WriteString(` AND m.body LIKE ? ESCAPE '\'`)
+		args = append(args, "%"+likeEscaper.Replace(w)+"%")
+	}
+	if conv != "" {
+		q.WriteString(` AND m.conv = ? ORDER BY m.seq DESC`)
+		args = append(args, conv)
+	} else {
+		q.WriteString(` ORDER BY m.server_ts DESC, m.id DESC`)
+	}
+	q.WriteString(` LIMIT ?`)
+	args = append(args, limit)
+	rows, err := s.r.Query(q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("search %s: %w", conv, err)
 	}
 	return scanMessages(rows, nil)
 }
 
-// ftsQuery turns what the user typed into an FTS5 query: each word quoted
-// (no operator or syntax error can come from the user) and matched as a
-// prefix, all of them required.
-func ftsQuery(query string) string {
-	words := strings.FieldsFunc(query, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	for i, w := range words {
-		words[i] = `"` + w + `"*`
+// minIndexedTerm is the shortest word the trigram index finds.
+const minIndexedTerm = 3
+
+// searchTerms splits what the user typed at spaces: the words the index
+// can find, as FTS5 strings (quoted, so that no operator or syntax error
+// can come from the user), and the shorter ones, as typed.
+func searchTerms(query string) (long, short []string) {
+	for _, w := range strings.Fields(query) {
+		if utf8.RuneCountInString(w) < minIndexedTerm {
+			short = append(short, w)
+			continue
+		}
+		long = append(long, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
 	}
-	return strings.Join(words, " ")
+	return long, short
 }
+
+// likeEscaper makes a word literal in a LIKE pattern that escapes with \.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)

@@ -14,10 +14,18 @@
 #                                again, and the engines keep their data in
 #                                IM_DEMO_DIR
 #
+# Each client gets at least 100 columns, so that it shows the list and the
+# chat side by side: on a terminal of 306 columns or more the three sit in
+# a row; from 203 alice is on top and bob's phone and tablet below her;
+# narrower, each client has a tmux window of its own (ctrl+b n goes to the
+# next).
+#
 # Environment: IM_DEMO_PORT (default 7070; with -cluster node A's, node B
 # on the next port), IM_DEMO_DIR (default a new temporary directory),
 # IM_DEMO_SESSION (tmux session name, default im-demo), IM_DEMO_DETACH=1 to
-# leave the tmux session running detached.
+# leave the tmux session running detached (320x80), IM_DEMO_COLS and
+# IM_DEMO_ROWS to lay it out for a terminal of that size instead of this
+# one.
 # Quit with ctrl+c in each imtui, or `tmux kill-session -t im-demo` (with
 # -cluster that stops the nodes and the engines too).
 set -euo pipefail
@@ -40,6 +48,14 @@ port_b=$((port + 1))
 dir=${IM_DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/im-demo.XXXXXX")}
 dir=$(mkdir -p "$dir" && cd "$dir" && pwd)
 session=${IM_DEMO_SESSION:-im-demo}
+# The size the tmux window is laid out for: the terminal's when attaching
+# (tmux resizes the window to it), a wide one when detached.
+if [ "${IM_DEMO_DETACH:-}" = 1 ]; then
+	cols=${IM_DEMO_COLS:-320} rows=${IM_DEMO_ROWS:-80}
+else
+	cols=${IM_DEMO_COLS:-$(tput cols 2>/dev/null || echo 240)}
+	rows=${IM_DEMO_ROWS:-$(tput lines 2>/dev/null || echo 60)}
+fi
 url="ws://127.0.0.1:$port/ws"
 url_b="ws://127.0.0.1:$port_b/ws"
 
@@ -76,7 +92,7 @@ demo_failed() {
 if [ -z "$cluster" ]; then
 	file_accounts "$dir/server"
 	log "starting imserver on 127.0.0.1:$port"
-	tmux new-session -d -s "$session" -x 240 -y 60 -n demo \
+	tmux new-session -d -s "$session" -x "$cols" -y "$rows" -n demo \
 		"'$dir/bin/imserver' serve -listen 127.0.0.1:$port -data '$dir/server' 2>&1 | tee '$dir/server.log'"
 	wait_tcp "$port" 10 || demo_failed "$dir/server.log" "imserver did not start"
 else
@@ -85,7 +101,7 @@ else
 	log "starting the cluster: the engines, node A on 127.0.0.1:$port, node B on 127.0.0.1:$port_b"
 	# The bottom pane runs the cluster: killing the session (its SIGHUP)
 	# stops the nodes and the engines.
-	tmux new-session -d -s "$session" -x 240 -y 60 -n demo -c "$PWD" \
+	tmux new-session -d -s "$session" -x "$cols" -y "$rows" -n demo -c "$PWD" \
 		"IM_CLUSTER_DIR='$dir' IM_CLUSTER_BIN='$dir/bin' IM_CLUSTER_PORT_A=$port IM_CLUSTER_PORT_B=$port_b scripts/cluster.sh 2>&1 | tee '$dir/cluster.log'"
 	deadline=$((SECONDS + 120))
 	until [ "$(http_status "$port" /healthz)" = 200 ] && [ "$(http_status "$port_b" /healthz)" = 200 ]; do
@@ -104,21 +120,34 @@ log "seeding demo chats through $url"
 "$dir/bin/imdemo" -server "$url"
 
 tui() { echo "'$dir/bin/imtui' -server $1 -data '$dir/clients' -user $2 -profile $3"; }
-# Three clients side by side above the server's log (with -cluster, the
-# nodes' logs): bob's phone on node B, the others on node A.
+# Three clients above the server's log (with -cluster, the nodes' logs):
+# bob's phone on node B, the others on node A. The profiles name bob's
+# devices: his status bars read bob@phone and bob@tablet.
 bob_url=$url
 [ -n "$cluster" ] && bob_url=$url_b
-alice=$(tmux split-window -v -b -l 80% -t "$session:demo" -P -F '#{pane_id}' "$(tui "$url" alice laptop)")
-bob=$(tmux split-window -h -l 66% -t "$alice" -P -F '#{pane_id}' "$(tui "$bob_url" bob phone)")
-tmux split-window -h -l 50% -t "$bob" "$(tui "$url" bob tablet)"
-tmux select-pane -t "$alice"
-
-if [ -n "$cluster" ]; then
-	log "demo ready: alice (left, node A), bob (middle, node B), bob's second device (right, node A), the nodes' logs below"
+where_node=
+[ -n "$cluster" ] && where_node=" (bob's phone on node B, the others on node A)"
+if [ "$cols" -ge 306 ]; then
+	alice=$(tmux split-window -v -b -l 80% -t "$session:demo" -P -F '#{pane_id}' "$(tui "$url" alice laptop)")
+	bob=$(tmux split-window -h -l 66% -t "$alice" -P -F '#{pane_id}' "$(tui "$bob_url" bob phone)")
+	tmux split-window -h -l 50% -t "$bob" "$(tui "$url" bob tablet)"
+	tmux select-pane -t "$alice"
+	layout="alice (left), bob's phone (middle), bob's tablet (right), the logs below (ctrl+b then an arrow key: the next pane)"
+elif [ "$cols" -ge 203 ]; then
+	alice=$(tmux split-window -v -b -l 85% -t "$session:demo" -P -F '#{pane_id}' "$(tui "$url" alice laptop)")
+	bob=$(tmux split-window -v -l 50% -t "$alice" -P -F '#{pane_id}' "$(tui "$bob_url" bob phone)")
+	tmux split-window -h -l 50% -t "$bob" "$(tui "$url" bob tablet)"
+	tmux select-pane -t "$alice"
+	layout="alice (top), bob's phone (bottom left), bob's tablet (bottom right), the logs below (ctrl+b then an arrow key: the next pane)"
 else
-	log "demo ready: alice (left), bob (middle), bob's second device (right), server log below"
+	tmux rename-window -t "$session:demo" logs
+	tmux new-window -t "$session" -n tablet "$(tui "$url" bob tablet)"
+	tmux new-window -t "$session" -n phone "$(tui "$bob_url" bob phone)"
+	tmux new-window -t "$session" -n alice "$(tui "$url" alice laptop)"
+	layout="one window each: alice, bob's phone, bob's tablet, the logs (ctrl+b n: the next window)"
 fi
-log "data in $dir; switch panes with ctrl+b then an arrow key"
+log "demo ready$where_node: $layout"
+log "data in $dir"
 if [ "${IM_DEMO_DETACH:-}" = 1 ]; then
 	log "detached: tmux attach -t $session"
 elif [ -n "${TMUX:-}" ]; then

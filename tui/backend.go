@@ -28,8 +28,9 @@ type Backend interface {
 	// Messages returns up to limit stored messages of conv below beforeSeq
 	// in ascending order; beforeSeq 0 is the newest page, outbox included.
 	Messages(conv string, beforeSeq int64, limit int) ([]client.Message, error)
-	// SearchMessages returns up to limit stored messages of conv holding
-	// every word of query, newest first.
+	// SearchMessages returns up to limit stored messages of conv ("" for
+	// every conversation) holding every word of query anywhere, newest
+	// first.
 	SearchMessages(conv, query string, limit int) ([]client.Message, error)
 	// LoadOlder fetches the page below beforeSeq from the server; a
 	// MessagesChanged event follows when it is stored.

@@ -26,6 +26,7 @@ type chatPane struct {
 	com       *common
 	c         *conversation       // nil while no chat is open
 	positions map[string]position // where the user left chats, reading further up
+	starts    historyStarts       // where the server said chats start for the user
 	gen       int                 // counts the chats opened, to drop stale pages
 	draftGen  int                 // counts changes of the input, for the timed draft save
 	input     textarea.Model
@@ -78,6 +79,7 @@ func (p *chatPane) open(s protocol.Session) tea.Cmd {
 	p.keepPosition()
 	p.gen++
 	p.c = newConversation(s, p.com.live.ticks[s.Conv], p.gen)
+	p.c.startSeq = p.starts[s.Conv]
 	p.input.Reset()
 	p.input.SetValue(p.com.live.drafts[s.Conv])
 	p.mode = focusInput
@@ -318,6 +320,9 @@ func (p *chatPane) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Search):
 		p.ask(showDialogMsg{newSearchDialog(p.com, c.conv, c.title())})
 	default:
+		if cmd, ok := p.moreHistoryKey(msg); ok {
+			return cmd
+		}
 		if a, ok := groupActionKey(msg); ok {
 			d, cmd := startGroupAction(p.com, c.sess, a)
 			if d != nil {
@@ -378,7 +383,7 @@ func (p *chatPane) openInfo(i int) tea.Cmd {
 	if msg.Kind == protocol.KindSystem {
 		return notice("system messages have no receipts", false)
 	}
-	d, cmd := newInfoDialog(p.com, c.conv, msg)
+	d, cmd := newInfoDialog(p.com, c.conv, msg, c.msgs[i+1:])
 	p.ask(showDialogMsg{d})
 	return cmd
 }

@@ -163,7 +163,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 		p = &rc.st.bubbles[1]
 	}
 	maxInner := max(8, min(w*3/4, w-4)-2)
-	text := rc.cells.wrap(sanitize(m.Body), maxInner)
+	text := rc.cells.wrapLinked(sanitize(m.Body), maxInner)
 	if len(text) == 0 {
 		text = []string{""}
 	}

@@ -45,7 +45,8 @@ type conversation struct {
 	reloading    bool  // a reload is in flight
 	reloadAgain  bool  // another change came during it
 
-	storeEnd bool // a former member's: nothing older is stored, and the server may not be asked
+	storeEnd bool  // a former member's: nothing older is stored, and the server may not be asked
+	startSeq int64 // the server has nothing older than this the user may read, 0 unknown
 
 	readSent   int64     // highest seq marked read
 	lastTyping time.Time // when Typing was last sent
@@ -131,10 +132,11 @@ func (c *conversation) storedCount() int {
 	return n
 }
 
-// atBeginning says the first message of the conversation is loaded.
+// atBeginning says the first message of the conversation is loaded: seq
+// 1, or the first one the user may read (a member who joined later).
 func (c *conversation) atBeginning() bool {
 	o := c.oldestSeq()
-	return c.loaded && (o == 1 || (o == 0 && c.sess.WriteSeq == 0))
+	return c.loaded && (o == 1 || (o == 0 && c.sess.WriteSeq == 0) || (o > 0 && o <= c.startSeq))
 }
 
 // anchor remembers which message is at the top of the screen.

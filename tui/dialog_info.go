@@ -25,15 +25,18 @@ type infoDialog struct {
 	com   *common
 	title string
 	body  []string
-	id    int    // matches the receipts request that fills it
-	seq   int64  // the message
-	from  string // its sender
+	id    int             // matches the receipts request that fills it
+	seq   int64           // the message
+	from  string          // its sender
+	later map[string]bool // the members added after it
 	width int
 }
 
 // newInfoDialog shows the info of message msg of conv and returns the
-// command that fetches its receipts.
-func newInfoDialog(com *common, conv string, msg client.Message) (*infoDialog, tea.Cmd) {
+// command that fetches its receipts. after holds the messages stored
+// after msg: the members their system messages add were not in the group
+// when msg was written, and are no receivers of it.
+func newInfoDialog(com *common, conv string, msg client.Message, after []client.Message) (*infoDialog, tea.Cmd) {
 	preview := com.cells.truncate(oneLine(msg.Body), 40)
 	d := &infoDialog{
 		com:   com,
@@ -41,6 +44,7 @@ func newInfoDialog(com *common, conv string, msg client.Message) (*infoDialog, t
 		id:    com.nextID(),
 		seq:   msg.Seq,
 		from:  msg.From,
+		later: addedUsers(after),
 		width: 40,
 		body: []string{
 			"“" + preview + "”",
@@ -81,7 +85,7 @@ func (d *infoDialog) Update(msg tea.Msg) (bool, tea.Cmd) {
 			d.body = append(d.body, "could not load receipts: "+msg.err.Error())
 			return false, nil
 		}
-		d.body = append(d.body, receiptLines(d.seq, d.com.me(), d.from, msg.members)...)
+		d.body = append(d.body, receiptLines(d.seq, d.com.me(), d.from, withoutUsers(msg.members, d.later))...)
 	case tea.KeyPressMsg:
 		s, k := msg.String(), d.com.keys.Dialog
 		if key.Matches(msg, k.Cancel) || key.Matches(msg, k.Confirm) || s == "q" || s == "i" {

@@ -6,6 +6,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/imcore/im/client"
 )
@@ -23,14 +24,15 @@ type searchResultsMsg struct {
 // jumpToMsg asks the chat to show message msg, selected.
 type jumpToMsg struct{ msg client.Message }
 
-// searchDialog searches the messages of a chat stored on this device: the
-// hits, newest first, show as the user types; enter shows the one chosen
-// in the chat.
+// searchDialog searches the messages of a chat stored on this device, or
+// of every chat: the hits, newest first, show as the user types with the
+// words found marked; enter shows the one chosen in its chat.
 type searchDialog struct {
 	asks
 	com     *common
-	conv    string
-	title   string
+	conv    string                   // "" searches every chat
+	title   string                   // the chat's
+	chatOf  func(conv string) string // names a hit's chat, searching every chat
 	input   textinput.Model
 	hits    []client.Message
 	sel     int
@@ -45,6 +47,14 @@ func newSearchDialog(com *common, conv, title string) *searchDialog {
 	d := &searchDialog{com: com, conv: conv, title: title, input: newFilterInput(&com.st), width: 40, height: 20}
 	d.input.Prompt = "› "
 	d.input.Focus()
+	return d
+}
+
+// newGlobalSearchDialog searches the messages of every chat; chatOf
+// names a hit's chat.
+func newGlobalSearchDialog(com *common, chatOf func(conv string) string) *searchDialog {
+	d := newSearchDialog(com, "", "")
+	d.chatOf = chatOf
 	return d
 }
 
@@ -118,25 +128,33 @@ func (d *searchDialog) search(query string) tea.Cmd {
 func (d *searchDialog) View() string {
 	st, cw, w := &d.com.st, d.com.cells, d.width
 	var b strings.Builder
-	b.WriteString(st.dialogTitle.Render("Search in "+d.title) + "\n\n" + d.input.View() + "\n")
+	title, where := "Search in "+d.title, "this chat's messages"
+	if d.conv == "" {
+		title, where = "Search in every chat", "the messages of every chat"
+	}
+	b.WriteString(st.dialogTitle.Render(title) + "\n\n" + d.input.View() + "\n")
 	q := strings.TrimSpace(d.input.Value())
 	switch {
 	case d.err != "":
 		b.WriteString("\n" + st.errText.Render(cw.truncate(d.err, w)))
 	case q == "":
-		b.WriteString("\n" + st.dim.Render("Words to find in this chat's messages on this device."))
+		b.WriteString("\n" + st.dim.Render(cw.truncate("Words to find in "+where+" on this device.", w)))
 	case len(d.hits) == 0 && d.pending == 0:
-		b.WriteString("\n" + st.dim.Render(cw.truncate("No message here holds “"+oneLine(q)+"”.", w)))
+		b.WriteString("\n" + st.dim.Render(cw.truncate("No message holds “"+oneLine(q)+"”.", w)))
 	}
-	now := d.com.now()
+	now, terms, hit := d.com.now(), strings.Fields(q), st.hitStyle()
 	end := min(len(d.hits), d.top+d.rows())
 	for i := d.top; i < end; i++ {
 		m := &d.hits[i]
-		line := cw.truncate(listTime(msgTime(m, now).UnixMilli(), now)+" "+m.From+": "+oneLine(m.Body), w-2)
+		where := ""
+		if d.chatOf != nil {
+			where = d.chatOf(m.Conv) + " · "
+		}
+		line := cw.truncate(listTime(msgTime(m, now).UnixMilli(), now)+" "+where+m.From+": "+oneLine(m.Body), w-2)
 		if i == d.sel {
-			b.WriteString("\n" + st.accent.Render("▸ "+line))
+			b.WriteString("\n" + highlight("▸ "+line, terms, st.accent, hit))
 		} else {
-			b.WriteString("\n  " + line)
+			b.WriteString("\n  " + highlight(line, terms, lipgloss.NewStyle(), hit))
 		}
 	}
 	if n := len(d.hits); n > 0 {

@@ -31,6 +31,8 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		if m.chat.conv() == ev.Conv {
 			cmds = append(cmds, m.chat.reload())
 		}
+	case client.HistoryStart:
+		m.chat.onHistoryStart(ev)
 	case client.TicksChanged:
 		live := m.com.live
 		live.ticks[ev.Conv] = live.ticks[ev.Conv].Merge(ev.Ticks)

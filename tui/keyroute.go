@@ -47,6 +47,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.groupMenuKey()
 	case key.Matches(msg, g.Reconnect):
 		return m.reconnect()
+	case key.Matches(msg, g.SearchAll):
+		return m.route(showDialogMsg{newGlobalSearchDialog(m.com, m.chatName)})
 	}
 	if focus == focusList {
 		if key.Matches(msg, m.com.keys.List.Quit) && !typing {

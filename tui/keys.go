@@ -16,6 +16,7 @@ type globalKeys struct {
 	PrevFocus key.Binding
 	GroupMenu key.Binding // the selected group row or the open group chat
 	Reconnect key.Binding // offline: try to connect now
+	SearchAll key.Binding // the messages of every chat
 }
 
 // listKeys act on the session list.
@@ -39,6 +40,7 @@ type inputKeys struct {
 type historyKeys struct {
 	Up, Down, PageUp, PageDown, HalfUp, HalfDown, Top, Bottom key.Binding
 	Info, Input, Back, Search                                 key.Binding
+	OpenLink, Copy, FirstUnread                               key.Binding
 }
 
 // dialogKeys act in dialogs and on the help screen.
@@ -65,6 +67,7 @@ func defaultKeyMap() keyMap {
 			// ctrl+g would be the textarea's select all.
 			GroupMenu: bind([]string{"ctrl+r"}, "ctrl+r", "group actions menu"),
 			Reconnect: bind([]string{"ctrl+l"}, "ctrl+l", "reconnect now (offline)"),
+			SearchAll: bind([]string{"ctrl+s"}, "ctrl+s", "search the messages of every chat"),
 		},
 		List: listKeys{
 			Up:         bind([]string{"up", "k", "ctrl+p"}, "↑/k", "previous chat"),
@@ -103,11 +106,15 @@ func defaultKeyMap() keyMap {
 			HalfUp:   bind([]string{"u", "ctrl+u"}, "u", "half page up"),
 			HalfDown: bind([]string{"d", "ctrl+d"}, "d", "half page down"),
 			Top:      bind([]string{"g", "home"}, "g/home", "oldest loaded (loads older)"),
-			Bottom:   bind([]string{"G", "end"}, "G/end", "newest"),
+			Bottom:   bind([]string{"G", "end"}, "G/end", "jump to the newest"),
 			Info:     bind([]string{"i", "ctrl+o"}, "i", "message info (receipts)"),
 			Input:    bind([]string{"enter", "a"}, "enter/a", "write a message"),
 			Back:     bind([]string{"esc", "q", "h", "left"}, "esc/q", "back to the list"),
 			Search:   bind([]string{"/"}, "/", "search the messages"),
+			OpenLink: bind([]string{"o"}, "o", "open the selected message's link"),
+			Copy:     bind([]string{"y"}, "y", "copy the selected message (OSC 52)"),
+			// n as in next unread.
+			FirstUnread: bind([]string{"n"}, "n", "jump to the first unread"),
 		},
 		Dialog: dialogKeys{
 			Confirm:   bind([]string{"enter"}, "enter", "confirm / choose"),
@@ -126,10 +133,10 @@ func (k keyMap) helpSections() []helpSection {
 		{"Chats", []key.Binding{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.Open, l.Back, l.Search}},
 		{"Chat actions", []key.Binding{l.Pin, l.Mute, l.MarkUnread, l.Delete, l.Category, l.NewChat, l.NewGroup, l.Quit}},
 		{"Writing", []key.Binding{in.Send, in.Newline, in.ScrollUp, in.ScrollDown, in.PageUp, in.PageDown, in.Info, in.Back}},
-		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back, h.Search,
+		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.FirstUnread, h.Info, h.OpenLink, h.Copy, h.Input, h.Back, h.Search,
 			groupHelp()}},
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
-			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect}},
+			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect, g.SearchAll}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
 			bind([]string{"y"}, "y / n", "yes / no in confirmations"), bind([]string{"1"}, "1-9", "pick an option")}},
 	}

@@ -61,6 +61,10 @@ func (l *listPane) View() string {
 	case l.filtering && len(l.rows) == 0:
 		b.WriteString("\n" + c.st.dim.Render(c.cells.fit(" No chat titled like “"+oneLine(l.filter.Value())+"”.", w)))
 		lines++
+		if lines < h {
+			b.WriteString("\n" + c.st.dim.Render(c.cells.fit(" ctrl+s searches the messages.", w)))
+			lines++
+		}
 	case l.loadErr != "" && len(l.rows) == 0:
 		b.WriteString("\n" + c.st.errText.Render(c.cells.fit(" "+l.loadErr, w)))
 		lines++

@@ -162,6 +162,14 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 			cmds = append(cmds, m.updateDialog(msg))
 		}
 	case jumpToMsg:
+		if conv := msg.msg.Conv; conv != "" && conv != m.chat.conv() {
+			// A hit of the search of every chat: its chat opens first.
+			s, found := m.list.find(conv)
+			if !found {
+				s = protocol.Session{Conv: conv}
+			}
+			cmds = append(cmds, m.openChat(s))
+		}
 		if m.chat.isOpen() {
 			m.setFocus(focusHistory)
 			cmds = append(cmds, m.chat.jumpTo(msg.msg))

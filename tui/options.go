@@ -33,6 +33,9 @@ type Options struct {
 	// NoNotify turns off the bell and the desktop notifications (OSC 9 and
 	// OSC 777) for messages that arrive out of sight.
 	NoNotify bool
+	// OpenURL opens a message's link. Default: the system's opener
+	// (xdg-open, open on macOS), not waited for.
+	OpenURL func(url string) error
 }
 
 // Themes are the names Options.Theme takes.

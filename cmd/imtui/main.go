@@ -146,7 +146,7 @@ func run(args []string, stderr io.Writer) error {
 	if theme == "auto" {
 		theme = ""
 	}
-	p := tea.NewProgram(tui.New(backend{Client: c, server: o.server}, tui.Options{NoNotify: !o.notify, Theme: theme}))
+	p := tea.NewProgram(tui.New(backend{Client: c, server: o.server, profile: o.profile}, tui.Options{NoNotify: !o.notify, Theme: theme}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runErr := make(chan error, 1)
@@ -192,7 +192,8 @@ func tokenUser(token string) string {
 // backend is the engine as the UI sees it.
 type backend struct {
 	*client.Client
-	server string
+	server  string
+	profile string // the -profile flag
 }
 
 // Server implements tui.Backend.

@@ -4,9 +4,11 @@
 package tuitest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -346,21 +348,29 @@ func (f *Fake) SaveDraft(conv, text string) {
 	}
 }
 
-// SearchMessages implements tui.Backend: stored messages of conv whose
-// body holds query, ignoring case, newest first.
+// SearchMessages implements tui.Backend: stored messages of conv (""
+// for every conversation) whose body holds query, ignoring case, newest
+// first (across conversations, by server time).
 func (f *Fake) SearchMessages(conv, query string, limit int) ([]client.Message, error) {
 	f.record(Call{Method: "SearchMessages", Conv: conv, Body: query})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q := strings.ToLower(strings.TrimSpace(query))
 	var out []client.Message
-	msgs := f.msgs[conv]
-	for i := len(msgs) - 1; i >= 0 && len(out) < limit && q != ""; i-- {
-		if m := msgs[i]; !m.Outbox && m.Seq > 0 && strings.Contains(strings.ToLower(m.Body), q) {
-			out = append(out, m)
+	for c, msgs := range f.msgs {
+		if conv != "" && c != conv {
+			continue
+		}
+		for i := len(msgs) - 1; i >= 0 && q != ""; i-- {
+			if m := msgs[i]; !m.Outbox && m.Seq > 0 && strings.Contains(strings.ToLower(m.Body), q) {
+				out = append(out, m)
+			}
 		}
 	}
-	return out, nil
+	slices.SortStableFunc(out, func(a, b client.Message) int {
+		return cmp.Or(cmp.Compare(b.ServerTS, a.ServerTS), strings.Compare(a.Conv, b.Conv), cmp.Compare(b.Seq, a.Seq))
+	})
+	return out[:min(len(out), limit)], nil
 }
 
 // SetTickTimes sets what TickTimes answers for message seq of conv.
