@@ -79,6 +79,12 @@ type Client struct {
 	typedAt map[string]time.Time
 	running bool
 
+	// sendMu makes Send one ordered outbox: each message takes a
+	// client_ts (and so a msg_id) after the previous one's, and its row
+	// after the previous one's, in the order Send was called.
+	sendMu     sync.Mutex
+	lastSendTS int64 // client_ts of the newest message sent, ms
+
 	framesSent sync.Map // frame type → *atomic.Int64, for tests
 }
 

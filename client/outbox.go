@@ -27,7 +27,9 @@ type outboxKey struct{ conv, msgID string }
 // not, and returns it (Outbox true). The engine sends it, under the same
 // msg_id however many times it must try, until the server answers sent.
 // The error is for local failures: an invalid conversation or body, the
-// store.
+// store. Messages are queued in the order of the calls: each takes a later
+// client_ts and msg_id than the one before, even within a millisecond, and
+// the server stores a conversation's messages in that order.
 func (c *Client) Send(conv, body string) (Message, error) {
 	parsed, ok := protocol.ParseConv(conv)
 	if !ok || parsed.Kind == protocol.ConvBiz {
@@ -40,9 +42,15 @@ func (c *Client) Send(conv, body string) (Message, error) {
 	if user == "" {
 		return Message{}, errors.New("send: the user is not known until the first welcome")
 	}
-	now := c.now()
-	m := protocol.Message{Conv: conv, MsgID: newMsgID(now), From: user, Body: body, ClientTS: now.UnixMilli()}
-	if err := c.store.EnqueueOutbox(m); err != nil {
+	c.sendMu.Lock()
+	ts := max(c.now().UnixMilli(), c.lastSendTS+1)
+	m := protocol.Message{Conv: conv, MsgID: newMsgID(time.UnixMilli(ts)), From: user, Body: body, ClientTS: ts}
+	err := c.store.EnqueueOutbox(m)
+	if err == nil {
+		c.lastSendTS = ts
+	}
+	c.sendMu.Unlock()
+	if err != nil {
 		return Message{}, err
 	}
 	c.events.push(MessagesChanged{Conv: conv})
