@@ -50,8 +50,9 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	if focus == focusList {
 		if key.Matches(msg, m.com.keys.List.Quit) && !typing {
-			m.quitting = true
-			return nil
+			// A q in a word typed on the list ("quick note") must not end
+			// the program: q asks, and q again (or ctrl+c) quits.
+			return m.route(showDialogMsg{newQuitDialog(m.com, msg.String())})
 		}
 		return m.list.Update(msg)
 	}

@@ -82,8 +82,8 @@ func defaultKeyMap() keyMap {
 			Category:   bind([]string{"c"}, "c", "move to category (folder)"),
 			NewChat:    bind([]string{"n"}, "n", "new chat by user id"),
 			NewGroup:   bind([]string{"N"}, "N", "new group"),
-			Search:     bind([]string{"/"}, "/", "search chats by title"),
-			Quit:       bind([]string{"q"}, "q", "quit"),
+			Search:     bind([]string{"/"}, "/", "search chats by title (or type a word)"),
+			Quit:       bind([]string{"q"}, "q", "quit (asks: q again quits)"),
 		},
 		Input: inputKeys{
 			Send:       bind([]string{"enter"}, "enter", "send"),
@@ -131,7 +131,7 @@ func (k keyMap) helpSections() []helpSection {
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
 			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
-			bind([]string{"y"}, "y / n", "yes / no in confirmations"), bind([]string{"1"}, "1-9", "pick an option")}},
+			bind([]string{"y"}, "y / n", "yes / no (delete, leave, quit: ←/→, enter)"), bind([]string{"1"}, "1-9", "pick an option")}},
 	}
 }
 

@@ -86,8 +86,8 @@ func (l *listPane) sessionAction(msg tea.KeyPressMsg) tea.Cmd {
 				return tea.Batch(op("set_category", 0, cat), notice(note, false)), nil
 			})})
 	case key.Matches(msg, k.Delete):
-		var d *confirmDialog
-		d = newConfirm(com, "Delete chat", "Delete "+title+"? Its messages stay on the server; a new message brings it back.",
+		var d *dangerDialog
+		d = newDanger(com, "Delete chat", "Delete "+title+"? Its messages stay on the server; a new message brings it back.", "Delete",
 			func() tea.Cmd {
 				d.ask(convDeletedMsg{conv})
 				return tea.Batch(op("delete", 0, ""), notice("deleted "+title, false))
