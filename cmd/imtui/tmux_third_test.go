@@ -117,3 +117,27 @@ func TestTmuxWordsOnTheListDeleteAndQuitNothing(t *testing.T) {
 	r.tm.keys(alice, "Escape")
 	r.tm.waitFor(alice, "bob's chat in the list, still running", false, containsAll("👤 bob", "● online"))
 }
+
+// Bug 3: a folder name the server refuses ("Work Stuff") is not kept on
+// the device: the dialog says the rule and refuses it, and neither the
+// list nor a restart shows the folder.
+func TestTmuxRefusedFolderNameIsNotKept(t *testing.T) {
+	r := newRig(t)
+	alice := r.client("alice", "alice", 100, 30)
+	r.newChat(alice, "bob")
+	r.send(alice, "hello bob")
+	r.toList(alice)
+	r.tm.keys(alice, "c")
+	r.tm.waitFor(alice, "the category dialog with the rule", false, containsAll("Move bob to a category", "a-z 0-9 _ . -"))
+	r.tm.text(alice, "Work Stuff")
+	r.tm.keys(alice, "Enter")
+	r.tm.waitFor(alice, "the name refused", false, containsAll(`try "work-stuff"`))
+	r.tm.keys(alice, "Escape")
+	noFolder := func(s string) bool {
+		return strings.Contains(s, "👤 bob") && !strings.Contains(s, "Move bob") && !strings.Contains(s, "Work Stuff") && !strings.Contains(s, "📁")
+	}
+	r.tm.waitFor(alice, "the list without the folder", false, noFolder)
+	r.restartClient(alice, "alice")
+	r.tm.waitFor(alice, "alice online again", false, containsAll("● online", "👤 bob"))
+	r.tm.waitFor(alice, "the list without the folder after a restart", false, noFolder)
+}
