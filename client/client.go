@@ -35,7 +35,7 @@ type Config struct {
 	Store *localstore.Store
 
 	// MinBackoff and MaxBackoff bound the jittered exponential wait
-	// between connection attempts; 500ms and 30s when zero.
+	// between connection attempts; 500ms and DefaultMaxBackoff when zero.
 	MinBackoff, MaxBackoff time.Duration
 	// AckDelay is how long the engine waits for a burst of messages to end
 	// before acknowledging it with one delivered frame; 30ms when zero.
@@ -50,6 +50,12 @@ type Config struct {
 	// Now is the clock for client timestamps; time.Now when nil.
 	Now func() time.Time
 }
+
+// DefaultMaxBackoff caps the wait between connection attempts: a server
+// that restarts is noticed within a few seconds however long it was gone,
+// and the jitter (each wait drawn from the upper half of its bound) keeps
+// its clients from coming back all at once.
+const DefaultMaxBackoff = 5 * time.Second
 
 // ErrOffline is returned by a request that needs the server while there
 // is no connection.
@@ -111,7 +117,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.MinBackoff = 500 * time.Millisecond
 	}
 	if cfg.MaxBackoff < cfg.MinBackoff {
-		cfg.MaxBackoff = max(30*time.Second, cfg.MinBackoff)
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
 	}
 	if cfg.AckDelay <= 0 {
 		cfg.AckDelay = 30 * time.Millisecond
