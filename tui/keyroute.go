@@ -47,6 +47,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.groupMenuKey()
 	case key.Matches(msg, g.Reconnect):
 		return m.reconnect()
+	case key.Matches(msg, g.Status):
+		return m.route(showDialogMsg{newStatusDialog(m.com, &m.status)})
 	}
 	if focus == focusList {
 		if key.Matches(msg, m.com.keys.List.Quit) && !typing {

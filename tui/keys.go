@@ -16,6 +16,7 @@ type globalKeys struct {
 	PrevFocus key.Binding
 	GroupMenu key.Binding // the selected group row or the open group chat
 	Reconnect key.Binding // offline: try to connect now
+	Status    key.Binding // the connection and the last error, whole
 }
 
 // listKeys act on the session list.
@@ -65,6 +66,7 @@ func defaultKeyMap() keyMap {
 			// ctrl+g would be the textarea's select all.
 			GroupMenu: bind([]string{"ctrl+r"}, "ctrl+r", "group actions menu"),
 			Reconnect: bind([]string{"ctrl+l"}, "ctrl+l", "reconnect now (offline)"),
+			Status:    bind([]string{"ctrl+s"}, "ctrl+s", "status: why offline, the last error, whole"),
 		},
 		List: listKeys{
 			Up:         bind([]string{"up", "k", "ctrl+p"}, "↑/k", "previous chat"),
@@ -129,7 +131,7 @@ func (k keyMap) helpSections() []helpSection {
 		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.Info, h.Input, h.Back, h.Search,
 			groupHelp()}},
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
-			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect}},
+			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect, g.Status}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
 			bind([]string{"y"}, "y / n", "yes / no (delete, leave, quit: ←/→, enter)"), bind([]string{"1"}, "1-9", "pick an option")}},
 	}
