@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,11 @@ import (
 // Config is what a Client needs. URL and Store are required, and User or
 // Token.
 type Config struct {
-	// URL is the server's WebSocket endpoint, ws://host:port/ws.
+	// URL is the server's WebSocket endpoint, ws://host:port/ws, or
+	// several endpoints of one deployment separated by commas: the client
+	// connects to the first that answers, and when its connection ends
+	// tries the next at once, waiting out the back-off only when each has
+	// failed in turn.
 	URL string
 	// User names the user on a dev-auth server. With Token set it may be
 	// empty; if given, the token's user must match.
@@ -68,6 +73,7 @@ var ErrStopped = errors.New("client stopped")
 // Client is one profile's engine. Its methods are safe for concurrent use.
 type Client struct {
 	cfg    Config
+	urls   []string // the endpoints of URL, in order
 	store  *localstore.Store
 	log    *slog.Logger
 	now    func() time.Time
@@ -97,7 +103,8 @@ type Client struct {
 // New checks cfg and returns a client ready to Run. The profile's user, if
 // the store already has one, must be cfg.User.
 func New(cfg Config) (*Client, error) {
-	if cfg.URL == "" || cfg.Store == nil {
+	urls := SplitURLs(cfg.URL)
+	if len(urls) == 0 || cfg.Store == nil {
 		return nil, errors.New("client: URL and Store are required")
 	}
 	if cfg.User == "" && cfg.Token == "" {
@@ -140,6 +147,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{
 		cfg:     cfg,
+		urls:    urls,
 		store:   cfg.Store,
 		log:     cfg.Logger,
 		now:     cfg.Now,
@@ -151,6 +159,18 @@ func New(cfg Config) (*Client, error) {
 		reads:   make(map[string]int64),
 		typedAt: make(map[string]time.Time),
 	}, nil
+}
+
+// SplitURLs returns the endpoints of a comma-separated list, without
+// blanks and empty entries.
+func SplitURLs(list string) []string {
+	var out []string
+	for _, u := range strings.Split(list, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // Close stops delivering events and closes the Events channel (events
