@@ -20,6 +20,25 @@ const maxSendsInFlight = 64
 // could not take (rate limited, internal error).
 const sendRetryDelay = time.Second
 
+// ErrServerBehind is the error of the ErrorEvent that says the server's
+// history of a conversation is behind what this device holds: it numbered a
+// new message with a seq the device already holds for another (it lost
+// data, or it is not the server the device knew). The device keeps its
+// messages, set aside before the server's history, and goes on with the
+// server's numbering.
+var ErrServerBehind = errors.New("the server's history is behind this device's")
+
+// reportBehind says, for each conversation the store found the server
+// behind in (TakeBehind), that it is: never silently.
+func (l *link) reportBehind() {
+	for _, b := range l.c.store.TakeBehind() {
+		err := fmt.Errorf("%w in %s: it numbered a new message %d where this device held up to %d (it lost messages?); the device keeps them, before the server's", ErrServerBehind, b.Conv, b.Seq, b.Held)
+		l.c.log.Warn("server behind", "conv", b.Conv, "seq", b.Seq, "held", b.Held)
+		l.c.events.push(ErrorEvent{Op: "sync", Err: err})
+		l.c.events.push(MessagesChanged{Conv: b.Conv})
+	}
+}
+
 // outboxKey names an outbox message.
 type outboxKey struct{ conv, msgID string }
 
@@ -120,6 +139,7 @@ func (l *link) onSent(it localstore.OutboxItem, f protocol.Frame) {
 	case *protocol.Sent:
 		delete(l.retryAt, it.Conv)
 		m, err := l.c.store.ConfirmSent(f.Conv, f.MsgID, f.Seq, f.ServerTS)
+		l.reportBehind()
 		if errors.Is(err, localstore.ErrNotInOutbox) {
 			l.flushOutbox()
 			return
