@@ -66,7 +66,7 @@ func defaultKeyMap() keyMap {
 			// ctrl+g would be the textarea's select all.
 			GroupMenu: bind([]string{"ctrl+r"}, "ctrl+r", "group actions menu"),
 			Reconnect: bind([]string{"ctrl+l"}, "ctrl+l", "reconnect now (offline)"),
-			Status:    bind([]string{"ctrl+s"}, "ctrl+s", "status: why offline, the last error, whole"),
+			Status:    bind([]string{"ctrl+s"}, "ctrl+s", "status: the whole error"),
 		},
 		List: listKeys{
 			Up:         bind([]string{"up", "k", "ctrl+p"}, "↑/k", "previous chat"),
@@ -84,7 +84,7 @@ func defaultKeyMap() keyMap {
 			Category:   bind([]string{"c"}, "c", "move to category (folder)"),
 			NewChat:    bind([]string{"n"}, "n", "new chat by user id"),
 			NewGroup:   bind([]string{"N"}, "N", "new group"),
-			Search:     bind([]string{"/"}, "/", "search chats by title (or type a word)"),
+			Search:     bind([]string{"/"}, "/", "search by title (or type a word)"),
 			Quit:       bind([]string{"q"}, "q", "quit (asks: q again quits)"),
 		},
 		Input: inputKeys{
@@ -133,7 +133,7 @@ func (k keyMap) helpSections() []helpSection {
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
 			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect, g.Status}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
-			bind([]string{"y"}, "y / n", "yes / no (delete, leave, quit: ←/→, enter)"), bind([]string{"1"}, "1-9", "pick an option")}},
+			bind([]string{"y"}, "y / n", "yes / no (delete, quit: ←/→ enter)"), bind([]string{"1"}, "1-9", "pick an option")}},
 	}
 }
 
