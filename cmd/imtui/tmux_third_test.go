@@ -146,3 +146,15 @@ func TestTmuxRefusedFolderNameIsNotKept(t *testing.T) {
 	r.tm.waitFor(alice, "alice online again", false, containsAll("● online", "👤 bob"))
 	r.tm.waitFor(alice, "the list without the folder after a restart", false, noFolder)
 }
+
+// Bug 12: given two servers, a client whose server goes away comes back
+// online on the other at once, and the status bar names it.
+func TestTmuxFailsOverToTheNextServer(t *testing.T) {
+	r := newRig(t)
+	other := startImserver(t, filepath.Join(r.bin, "imserver"), filepath.Join(r.dir, "other"), "127.0.0.1:0")
+	otherURL := "ws://" + other.addr + "/ws"
+	alice := r.client("alice", "alice", 140, 24, "-server", r.url()+","+otherURL)
+	r.tm.waitFor(alice, "alice on the first server", false, containsAll("● online", r.url()))
+	r.stopServer()
+	r.tm.waitFor(alice, "alice online on the second server", false, containsAll("● online", otherURL))
+}
