@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,11 @@ import (
 // Config is what a Client needs. URL and Store are required, and User or
 // Token.
 type Config struct {
-	// URL is the server's WebSocket endpoint, ws://host:port/ws.
+	// URL is the server's WebSocket endpoint, ws://host:port/ws, or
+	// several endpoints of one deployment separated by commas: the client
+	// connects to the first that answers, and when its connection ends
+	// tries the next at once, waiting out the back-off only when each has
+	// failed in turn.
 	URL string
 	// User names the user on a dev-auth server. With Token set it may be
 	// empty; if given, the token's user must match.
@@ -35,7 +40,7 @@ type Config struct {
 	Store *localstore.Store
 
 	// MinBackoff and MaxBackoff bound the jittered exponential wait
-	// between connection attempts; 500ms and 30s when zero.
+	// between connection attempts; 500ms and DefaultMaxBackoff when zero.
 	MinBackoff, MaxBackoff time.Duration
 	// AckDelay is how long the engine waits for a burst of messages to end
 	// before acknowledging it with one delivered frame; 30ms when zero.
@@ -51,6 +56,12 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultMaxBackoff caps the wait between connection attempts: a server
+// that restarts is noticed within a few seconds however long it was gone,
+// and the jitter (each wait drawn from the upper half of its bound) keeps
+// its clients from coming back all at once.
+const DefaultMaxBackoff = 5 * time.Second
+
 // ErrOffline is returned by a request that needs the server while there
 // is no connection.
 var ErrOffline = errors.New("offline")
@@ -62,6 +73,7 @@ var ErrStopped = errors.New("client stopped")
 // Client is one profile's engine. Its methods are safe for concurrent use.
 type Client struct {
 	cfg    Config
+	urls   []string // the endpoints of URL, in order
 	store  *localstore.Store
 	log    *slog.Logger
 	now    func() time.Time
@@ -79,13 +91,20 @@ type Client struct {
 	typedAt map[string]time.Time
 	running bool
 
+	// sendMu makes Send one ordered outbox: each message takes a
+	// client_ts (and so a msg_id) after the previous one's, and its row
+	// after the previous one's, in the order Send was called.
+	sendMu     sync.Mutex
+	lastSendTS int64 // client_ts of the newest message sent, ms
+
 	framesSent sync.Map // frame type → *atomic.Int64, for tests
 }
 
 // New checks cfg and returns a client ready to Run. The profile's user, if
 // the store already has one, must be cfg.User.
 func New(cfg Config) (*Client, error) {
-	if cfg.URL == "" || cfg.Store == nil {
+	urls := SplitURLs(cfg.URL)
+	if len(urls) == 0 || cfg.Store == nil {
 		return nil, errors.New("client: URL and Store are required")
 	}
 	if cfg.User == "" && cfg.Token == "" {
@@ -105,7 +124,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.MinBackoff = 500 * time.Millisecond
 	}
 	if cfg.MaxBackoff < cfg.MinBackoff {
-		cfg.MaxBackoff = max(30*time.Second, cfg.MinBackoff)
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
 	}
 	if cfg.AckDelay <= 0 {
 		cfg.AckDelay = 30 * time.Millisecond
@@ -128,6 +147,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{
 		cfg:     cfg,
+		urls:    urls,
 		store:   cfg.Store,
 		log:     cfg.Logger,
 		now:     cfg.Now,
@@ -139,6 +159,18 @@ func New(cfg Config) (*Client, error) {
 		reads:   make(map[string]int64),
 		typedAt: make(map[string]time.Time),
 	}, nil
+}
+
+// SplitURLs returns the endpoints of a comma-separated list, without
+// blanks and empty entries.
+func SplitURLs(list string) []string {
+	var out []string
+	for _, u := range strings.Split(list, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // Close stops delivering events and closes the Events channel (events

@@ -64,6 +64,7 @@ func (l *link) storeMessages(msgs []protocol.Message) {
 		return
 	}
 	fresh, err := l.c.store.PutNewMessages(msgs)
+	l.reportBehind()
 	if err != nil {
 		// Not acknowledged: the server pushes them again on the next hello.
 		l.c.log.Error("store messages", "err", err)

@@ -29,6 +29,7 @@ type link struct {
 	c    *Client
 	ws   *websocket.Conn
 	self string
+	url  string // the server's endpoint
 
 	in         chan protocol.Frame
 	readErr    chan error
@@ -61,11 +62,11 @@ type link struct {
 	opsFail   int             // session ops refused for a passing reason in a row
 }
 
-func newLink(c *Client, ws *websocket.Conn) *link {
+func newLink(c *Client, ws *websocket.Conn, url string) *link {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	return &link{
-		c: c, ws: ws, self: c.User(),
+		c: c, ws: ws, self: c.User(), url: url,
 		in: make(chan protocol.Frame, inLen), readErr: make(chan error, 1), readerDone: make(chan struct{}),
 		out: make(chan []byte, outLen), writerDone: make(chan struct{}), stop: make(chan struct{}),
 		later:   make(chan func(*link), 16),
@@ -84,7 +85,7 @@ func (l *link) run(ctx context.Context) error {
 	l.c.mu.Lock()
 	l.c.link = l
 	l.c.mu.Unlock()
-	l.c.setConn(Conn{State: Online})
+	l.c.setConn(Conn{State: Online, URL: l.url})
 	l.c.loadPendingReads()
 	l.sendLocal()
 	l.syncAll()

@@ -20,6 +20,25 @@ const maxSendsInFlight = 64
 // could not take (rate limited, internal error).
 const sendRetryDelay = time.Second
 
+// ErrServerBehind is the error of the ErrorEvent that says the server's
+// history of a conversation is behind what this device holds: it numbered a
+// new message with a seq the device already holds for another (it lost
+// data, or it is not the server the device knew). The device keeps its
+// messages, set aside before the server's history, and goes on with the
+// server's numbering.
+var ErrServerBehind = errors.New("the server's history is behind this device's")
+
+// reportBehind says, for each conversation the store found the server
+// behind in (TakeBehind), that it is: never silently.
+func (l *link) reportBehind() {
+	for _, b := range l.c.store.TakeBehind() {
+		err := fmt.Errorf("%w in %s: it numbered a new message %d where this device held up to %d (it lost messages?); the device keeps them, before the server's", ErrServerBehind, b.Conv, b.Seq, b.Held)
+		l.c.log.Warn("server behind", "conv", b.Conv, "seq", b.Seq, "held", b.Held)
+		l.c.events.push(ErrorEvent{Op: "sync", Err: err})
+		l.c.events.push(MessagesChanged{Conv: b.Conv})
+	}
+}
+
 // outboxKey names an outbox message.
 type outboxKey struct{ conv, msgID string }
 
@@ -27,7 +46,9 @@ type outboxKey struct{ conv, msgID string }
 // not, and returns it (Outbox true). The engine sends it, under the same
 // msg_id however many times it must try, until the server answers sent.
 // The error is for local failures: an invalid conversation or body, the
-// store.
+// store. Messages are queued in the order of the calls: each takes a later
+// client_ts and msg_id than the one before, even within a millisecond, and
+// the server stores a conversation's messages in that order.
 func (c *Client) Send(conv, body string) (Message, error) {
 	parsed, ok := protocol.ParseConv(conv)
 	if !ok || parsed.Kind == protocol.ConvBiz {
@@ -40,9 +61,15 @@ func (c *Client) Send(conv, body string) (Message, error) {
 	if user == "" {
 		return Message{}, errors.New("send: the user is not known until the first welcome")
 	}
-	now := c.now()
-	m := protocol.Message{Conv: conv, MsgID: newMsgID(now), From: user, Body: body, ClientTS: now.UnixMilli()}
-	if err := c.store.EnqueueOutbox(m); err != nil {
+	c.sendMu.Lock()
+	ts := max(c.now().UnixMilli(), c.lastSendTS+1)
+	m := protocol.Message{Conv: conv, MsgID: newMsgID(time.UnixMilli(ts)), From: user, Body: body, ClientTS: ts}
+	err := c.store.EnqueueOutbox(m)
+	if err == nil {
+		c.lastSendTS = ts
+	}
+	c.sendMu.Unlock()
+	if err != nil {
 		return Message{}, err
 	}
 	c.events.push(MessagesChanged{Conv: conv})
@@ -112,6 +139,7 @@ func (l *link) onSent(it localstore.OutboxItem, f protocol.Frame) {
 	case *protocol.Sent:
 		delete(l.retryAt, it.Conv)
 		m, err := l.c.store.ConfirmSent(f.Conv, f.MsgID, f.Seq, f.ServerTS)
+		l.reportBehind()
 		if errors.Is(err, localstore.ErrNotInOutbox) {
 			l.flushOutbox()
 			return

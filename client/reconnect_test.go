@@ -188,3 +188,30 @@ func TestBackoffStaysWithinBounds(t *testing.T) {
 		}
 	}
 }
+
+// A client left with the default back-off notices a server that restarts
+// within a few seconds, however long the outage lasted: the wait between
+// attempts is capped at 5 s, drawn from its upper half so that the
+// clients of a restarted server do not all come back at once.
+func TestDefaultBackoffNoticesARestartWithinSeconds(t *testing.T) {
+	c := newProfile(t, "ws://127.0.0.1:1/ws", "alice", "", func(c *Config) { c.MinBackoff, c.MaxBackoff = 0, 0 }).client
+	if c.cfg.MaxBackoff > 5*time.Second {
+		t.Fatalf("the longest wait between attempts is %v, want at most 5s", c.cfg.MaxBackoff)
+	}
+	seen := map[time.Duration]bool{}
+	for n := range 64 {
+		d := backoff(c.cfg.MinBackoff, c.cfg.MaxBackoff, n)
+		if d > 5*time.Second {
+			t.Fatalf("attempt %d waits %v, want at most 5s", n, d)
+		}
+		if n >= 8 {
+			if d < c.cfg.MaxBackoff/2 {
+				t.Fatalf("attempt %d waits %v, below half the cap %v", n, d, c.cfg.MaxBackoff)
+			}
+			seen[d] = true
+		}
+	}
+	if len(seen) < 2 {
+		t.Fatalf("the waits at the cap are all %v: no jitter", seen)
+	}
+}

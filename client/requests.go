@@ -10,6 +10,7 @@ import (
 
 	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/session"
 )
 
 // typingInterval is the least time between two typing frames for one
@@ -22,9 +23,16 @@ const typingInterval = 3 * time.Second
 // offline: the operation shows in the stored list at once
 // (SessionsChanged), is kept until the server answers, across restarts,
 // and goes out as soon as there is a connection; the server's answer
-// replaces what was shown, a refusal is an ErrorEvent and the list shows
-// the server's state again.
+// replaces what was shown; a refusal is an ErrorEvent and the operation is
+// undone on the device. An operation the server's rules would refuse (a
+// folder name outside 1-32 characters of a-z 0-9 _ . -) is an ErrorEvent
+// at once, saying the rule, and changes nothing.
 func (c *Client) SessionOp(conv, op string, until int64, category string) {
+	if perr := session.Validate(session.Op(op), session.OpArgs{Until: until, Category: category}); perr != nil {
+		// The server would refuse it: say so now, and show nothing.
+		c.events.push(ErrorEvent{Op: "session_op " + op, Err: perr})
+		return
+	}
 	if op == "delete" && c.leftGroup(conv) {
 		// The server refuses every frame about a group the user has left;
 		// deleting it from the list is this device's business alone.

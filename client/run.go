@@ -60,10 +60,13 @@ func (c *Client) Run(ctx context.Context) (err error) {
 		c.failQueue(ErrStopped)
 		c.setConn(Conn{State: Stopped, Err: err})
 	}()
-	attempt := 0
+	attempt := 0 // rounds of every endpoint failed in a row
+	cur := 0     // the endpoint to try next
+	failed := 0  // endpoints failed in this round
 	for {
-		c.setConn(Conn{State: Connecting})
-		welcomed, err := c.connect(ctx)
+		url := c.urls[cur]
+		c.setConn(Conn{State: Connecting, URL: url})
+		welcomed, err := c.connect(ctx, url)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -71,12 +74,20 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			return perm.err
 		}
 		if welcomed {
-			attempt = 0
+			attempt, failed = 0, 0
 		}
+		// The next endpoint of the deployment is tried at once; the wait
+		// comes when each has failed in turn.
+		cur = (cur + 1) % len(c.urls)
+		if failed++; failed < len(c.urls) {
+			c.log.Info("disconnected, trying the next server", "url", url, "err", err, "next", c.urls[cur])
+			continue
+		}
+		failed = 0
 		delay := backoff(c.cfg.MinBackoff, c.cfg.MaxBackoff, attempt)
 		attempt++
-		c.log.Info("disconnected", "err", err, "retry_in", delay)
-		c.setConn(Conn{State: Offline, RetryAt: c.now().Add(delay), Err: err})
+		c.log.Info("disconnected", "url", url, "err", err, "retry_in", delay)
+		c.setConn(Conn{State: Offline, RetryAt: c.now().Add(delay), Err: err, URL: url})
 		wait := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -101,17 +112,17 @@ func backoff(minWait, maxWait time.Duration, n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// connect makes one connection and serves it until it ends. welcomed says
-// whether the server accepted the hello.
-func (c *Client) connect(ctx context.Context) (welcomed bool, err error) {
+// connect makes one connection to url and serves it until it ends.
+// welcomed says whether the server accepted the hello.
+func (c *Client) connect(ctx context.Context, url string) (welcomed bool, err error) {
 	dialCtx, cancel := context.WithTimeout(ctx, helloTimeout)
 	defer cancel()
-	ws, resp, err := c.cfg.Dialer.DialContext(dialCtx, c.cfg.URL, nil)
+	ws, resp, err := c.cfg.Dialer.DialContext(dialCtx, url, nil)
 	if err != nil {
 		if resp != nil && wrongAddress(resp.StatusCode) {
-			return false, &permanentError{fmt.Errorf("%w: %s answered HTTP %d", ErrNoEndpoint, c.cfg.URL, resp.StatusCode)}
+			return false, &permanentError{fmt.Errorf("%w: %s answered HTTP %d", ErrNoEndpoint, url, resp.StatusCode)}
 		}
-		return false, fmt.Errorf("dial %s: %w", c.cfg.URL, err)
+		return false, fmt.Errorf("dial %s: %w", url, err)
 	}
 	defer ws.Close()
 	// The hello blocks in a read; ending ctx closes the socket under it.
@@ -126,7 +137,7 @@ func (c *Client) connect(ctx context.Context) (welcomed bool, err error) {
 	if err := c.adoptUser(welcome.User); err != nil {
 		return false, err
 	}
-	return true, newLink(c, ws).run(ctx)
+	return true, newLink(c, ws, url).run(ctx)
 }
 
 // hello says hello and waits for the welcome.

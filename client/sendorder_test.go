@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/servertest"
@@ -119,4 +120,38 @@ func TestChatStartedOfflineIsListedAfterRestart(t *testing.T) {
 		}
 	}
 	t.Fatalf("the list (%d sessions) does not show the chat holding the unsent message", len(list))
+}
+
+// Messages written within one millisecond keep the order they were
+// written in: each takes a later client_ts and a later msg_id than the one
+// before, and the chat and the outbox list them in that order.
+func TestSendsInOneMillisecondKeepTheirOrder(t *testing.T) {
+	const dm = "d:alice:bob"
+	frozen := time.Date(2026, 3, 14, 15, 30, 0, 0, time.UTC)
+	alice := newProfile(t, "ws://127.0.0.1:1/ws", "alice", "", func(c *Config) { c.Now = func() time.Time { return frozen } })
+	var want []string
+	for i := range 5 {
+		body := fmt.Sprintf("b1-%d", i+1)
+		want = append(want, body)
+		if _, err := alice.client.Send(dm, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := alice.messages(dm)
+	box, err := alice.store.Outbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != len(want) || len(box) != len(want) {
+		t.Fatalf("%d messages in the chat, %d in the outbox, want %d", len(msgs), len(box), len(want))
+	}
+	for i := range want {
+		if msgs[i].Body != want[i] || box[i].Body != want[i] {
+			t.Fatalf("message %d is %q in the chat and %q in the outbox, want %q", i, msgs[i].Body, box[i].Body, want[i])
+		}
+		if i > 0 && (msgs[i].ClientTS <= msgs[i-1].ClientTS || msgs[i].MsgID <= msgs[i-1].MsgID) {
+			t.Fatalf("%q (client_ts %d, %s) does not come after %q (client_ts %d, %s)",
+				msgs[i].Body, msgs[i].ClientTS, msgs[i].MsgID, msgs[i-1].Body, msgs[i-1].ClientTS, msgs[i-1].MsgID)
+		}
+	}
 }

@@ -54,7 +54,13 @@ func (l *link) onOpAnswer(op localstore.PendingOp, f protocol.Frame) {
 	if isOK {
 		answer = ok.Session
 	}
-	if err := l.c.store.FinishSessionOp(op.ID, answer); err != nil {
+	finish := func() error { return l.c.store.FinishSessionOp(op.ID, answer) }
+	if !isOK {
+		// Refused for good: the server's copy did not change and will not
+		// come to replace what this device showed, so it is undone here.
+		finish = func() error { return l.c.store.UndoSessionOp(op.ID) }
+	}
+	if err := finish(); err != nil {
 		l.c.log.Error("finish session op", "conv", op.Conv, "op", op.Op, "err", err)
 	}
 	if !isOK {

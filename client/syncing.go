@@ -224,7 +224,9 @@ func (l *link) onFillPage(conv string, forward bool, f protocol.Frame) (more boo
 // storeHistory stores a history page and moves the session to its newest
 // message; it reports whether the page was stored.
 func (l *link) storeHistory(msgs []protocol.Message) bool {
-	if _, err := l.c.store.PutMessages(msgs); err != nil {
+	_, err := l.c.store.PutMessages(msgs)
+	l.reportBehind()
+	if err != nil {
 		l.c.log.Error("store history", "err", err)
 		l.c.events.push(ErrorEvent{Op: "history", Err: err})
 		return false

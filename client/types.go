@@ -35,6 +35,7 @@ type Conn struct {
 	State   ConnState
 	RetryAt time.Time // when Offline: the next attempt
 	Err     error     // when Offline: why the last attempt failed or ended
+	URL     string    // the server's endpoint of the connection or the attempt
 }
 
 // Message is a message as the client holds it: a stored message, or one of

@@ -35,19 +35,25 @@ func (s *Store) PutMessages(msgs []protocol.Message) (stored int, err error) {
 }
 
 // PutNewMessages is PutMessages returning the messages that were new (or
-// took their seq), in the order given.
+// took their seq), in the order given. A message whose seq the device
+// holds for another one (the server is behind) is noted for TakeBehind;
+// the device keeps what it holds, but for its own messages, which take
+// the seq the server gave them (room is made for them, as ConfirmSent
+// does).
 func (s *Store) PutNewMessages(msgs []protocol.Message) (fresh []protocol.Message, err error) {
 	for _, m := range msgs {
 		if m.Conv == "" || m.MsgID == "" || m.Seq <= 0 {
 			return nil, fmt.Errorf("put message %q in %q: conv, msg_id and a positive seq are required", m.MsgID, m.Conv)
 		}
 	}
+	var behind []Behind
 	err = s.withTx(context.Background(), func(tx *sql.Tx) error {
 		put, err := prepareMessagePut(tx)
 		if err != nil {
 			return err
 		}
 		defer put.close()
+		defer func() { behind = put.behind }()
 		fresh = fresh[:0]
 		touched := make(map[string]bool)
 		for _, m := range msgs {
@@ -70,12 +76,16 @@ func (s *Store) PutNewMessages(msgs []protocol.Message) (fresh []protocol.Messag
 	if err != nil {
 		return nil, fmt.Errorf("put messages: %w", err)
 	}
+	s.noteBehind(behind)
 	return fresh, nil
 }
 
-// messagePut holds the statements that store messages in one transaction.
+// messagePut holds the statements that store messages in one transaction,
+// and the notes of conversations found behind (vacateSeq) meanwhile.
 type messagePut struct {
+	tx              *sql.Tx
 	confirm, insert *sql.Stmt
+	behind          []Behind
 }
 
 func prepareMessagePut(tx *sql.Tx) (*messagePut, error) {
@@ -90,7 +100,7 @@ func prepareMessagePut(tx *sql.Tx) (*messagePut, error) {
 		confirm.Close()
 		return nil, err
 	}
-	return &messagePut{confirm: confirm, insert: insert}, nil
+	return &messagePut{tx: tx, confirm: confirm, insert: insert}, nil
 }
 
 func (p *messagePut) close() {
@@ -103,7 +113,13 @@ func (p *messagePut) close() {
 func (p *messagePut) put(m protocol.Message) (int, error) {
 	res, err := p.confirm.Exec(m.Seq, m.ServerTS, m.Kind, m.Conv, m.MsgID)
 	if err != nil {
-		return 0, fmt.Errorf("confirm %s/%s: %w", m.Conv, m.MsgID, err)
+		// The seq may be another message's: the server is behind.
+		if moved, verr := p.vacate(m); verr != nil || !moved {
+			return 0, fmt.Errorf("confirm %s/%s: %w", m.Conv, m.MsgID, err)
+		}
+		if res, err = p.confirm.Exec(m.Seq, m.ServerTS, m.Kind, m.Conv, m.MsgID); err != nil {
+			return 0, fmt.Errorf("confirm %s/%s: %w", m.Conv, m.MsgID, err)
+		}
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
 		return 1, nil
@@ -113,7 +129,45 @@ func (p *messagePut) put(m protocol.Message) (int, error) {
 		return 0, fmt.Errorf("insert %s/%d: %w", m.Conv, m.Seq, err)
 	}
 	n, _ := res.RowsAffected()
+	if n == 0 {
+		// Held already, or its seq is another message's: the server is
+		// behind. The store keeps the message it holds (the user's own
+		// send, answered with that seq, makes room: ConfirmSent), and
+		// notes it, so that the user is told.
+		if err := p.noteConflict(m); err != nil {
+			return 0, err
+		}
+	}
 	return int(n), nil
+}
+
+// noteConflict notes the server behind when another message than m holds
+// m's seq.
+func (p *messagePut) noteConflict(m protocol.Message) error {
+	var held string
+	err := p.tx.QueryRow(`SELECT msg_id FROM messages WHERE conv = ? AND seq = ?`, m.Conv, m.Seq).Scan(&held)
+	if err == sql.ErrNoRows || err == nil && held == m.MsgID {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var top int64
+	if err := p.tx.QueryRow(`SELECT MAX(seq) FROM messages WHERE conv = ?`, m.Conv).Scan(&top); err != nil {
+		return err
+	}
+	p.behind = append(p.behind, Behind{Conv: m.Conv, Seq: m.Seq, Held: top})
+	return nil
+}
+
+// vacate makes room for the user's own message m at its seq (vacateSeq);
+// it reports whether it moved messages.
+func (p *messagePut) vacate(m protocol.Message) (bool, error) {
+	b, err := vacateSeq(p.tx, m.Conv, m.MsgID, m.Seq)
+	if b != nil {
+		p.behind = append(p.behind, *b)
+	}
+	return b != nil, err
 }
 
 // Messages returns the newest limit stored messages of conv below

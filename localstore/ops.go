@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"github.com/imcore/im/protocol"
@@ -27,8 +28,16 @@ func (s *Store) ApplySessionOp(op PendingOp) (int64, error) {
 	now := s.now().UnixMilli()
 	var id int64
 	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
-		err := tx.QueryRow(`INSERT INTO pending_ops (conv, op, until, category) VALUES (?, ?, ?, ?) RETURNING id`,
-			op.Conv, op.Op, op.Until, op.Category).Scan(&id)
+		var before []byte
+		if sess, ok, err := getSession(tx, op.Conv); err != nil {
+			return err
+		} else if ok {
+			if before, err = json.Marshal(sess); err != nil {
+				return err
+			}
+		}
+		err := tx.QueryRow(`INSERT INTO pending_ops (conv, op, until, category, before) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+			op.Conv, op.Op, op.Until, op.Category, string(before)).Scan(&id)
 		if err != nil {
 			return err
 		}
@@ -85,6 +94,63 @@ func (s *Store) FinishSessionOp(id int64, answer *protocol.Session) error {
 		return fmt.Errorf("finish session op %d: %w", id, err)
 	}
 	return nil
+}
+
+// UndoSessionOp forgets pending op id, which the server refused for good,
+// and undoes it on the stored session: the fields the operation changed
+// take back the values they had before it (a refused folder leaves the
+// list), then the user's other pending operations on the conversation are
+// applied again over them. The server's copy of the session, which did not
+// change, would never come to do it. Undoing an unknown id does nothing.
+func (s *Store) UndoSessionOp(id int64) error {
+	now := s.now().UnixMilli()
+	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
+		var conv, op, before string
+		err := tx.QueryRow(`DELETE FROM pending_ops WHERE id = ? RETURNING conv, op, before`, id).Scan(&conv, &op, &before)
+		if err == sql.ErrNoRows {
+			return nil
+		}
+		if err != nil || before == "" {
+			return err
+		}
+		var was protocol.Session
+		if err := json.Unmarshal([]byte(before), &was); err != nil {
+			return err
+		}
+		undo := change{rule: func(st *session.State) session.Moves {
+			undoFields(st, session.Op(op), &was)
+			return session.Moves{Active: true}
+		}}
+		if _, _, err := changeSession(tx, nobody, conv, now, undo); err != nil {
+			return err
+		}
+		return reapplyPending(tx, conv, now)
+	})
+	if err != nil {
+		return fmt.Errorf("undo session op %d: %w", id, err)
+	}
+	return nil
+}
+
+// undoFields puts back in st the fields op changes, from was (the session
+// before op). A delete's cleared unread comes back only while no message
+// arrived since.
+func undoFields(st *session.State, op session.Op, was *protocol.Session) {
+	switch op {
+	case session.OpPin, session.OpUnpin:
+		st.Priority = was.Priority
+	case session.OpMute, session.OpUnmute:
+		st.Muted, st.MuteUntil = was.Muted, was.MuteUntil
+	case session.OpMarkUnread:
+		st.MarkedUnread = was.MarkedUnread
+	case session.OpDelete:
+		st.Deleted = was.Deleted
+		if st.WriteSeq == was.WriteSeq {
+			st.ReadSeq, st.UnreadCount = was.ReadSeq, was.UnreadCount
+		}
+	case session.OpSetCategory:
+		st.Category = was.Category
+	}
 }
 
 // reapplyPending applies again, over a copy of conv's session from the

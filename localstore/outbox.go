@@ -75,9 +75,12 @@ func (s *Store) Outbox() ([]OutboxItem, error) {
 // ConfirmSent applies the server's sent answer: the message takes its seq
 // and server time and leaves the outbox, in one step. It returns the
 // stored message. A sent for a message no longer in the outbox (a repeated
-// answer) returns ErrNotInOutbox and changes nothing.
+// answer) returns ErrNotInOutbox and changes nothing. A seq the device
+// holds for another message (the server is behind) is made room for, and
+// noted for TakeBehind: an answered send always settles.
 func (s *Store) ConfirmSent(conv, msgID string, seq, serverTS int64) (protocol.Message, error) {
 	var m protocol.Message
+	var behind *Behind
 	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
 		res, err := tx.Exec(`DELETE FROM outbox WHERE conv = ? AND msg_id = ?`, conv, msgID)
 		if err != nil {
@@ -85,6 +88,9 @@ func (s *Store) ConfirmSent(conv, msgID string, seq, serverTS int64) (protocol.M
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrNotInOutbox
+		}
+		if behind, err = vacateSeq(tx, conv, msgID, seq); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(`UPDATE messages SET seq = ?, server_ts = ? WHERE conv = ? AND msg_id = ? AND seq IS NULL`,
 			seq, serverTS, conv, msgID); err != nil {
@@ -100,6 +106,9 @@ func (s *Store) ConfirmSent(conv, msgID string, seq, serverTS int64) (protocol.M
 	})
 	if err != nil {
 		return protocol.Message{}, fmt.Errorf("confirm %s/%s: %w", conv, msgID, err)
+	}
+	if behind != nil {
+		s.noteBehind([]Behind{*behind})
 	}
 	return m, nil
 }

@@ -27,6 +27,7 @@ type Store struct {
 	r        *sql.DB // readers
 	deviceID string
 	now      func() time.Time
+	behind   behindNotes
 }
 
 // Open opens (creating if needed) the database at path, brings its schema

@@ -279,7 +279,12 @@ func TestSessionActionsCallBackend(t *testing.T) {
 	if len(f.Calls()) != n {
 		t.Fatal("declined delete called the backend")
 	}
-	h.press("d", "y")
+	// y is no answer (a word holds it): the button is chosen, then enter.
+	h.press("d", "y", "enter")
+	if len(f.Calls()) != n {
+		t.Fatal("d y enter deleted")
+	}
+	h.press("d", "right", "enter")
 	want(tuitest.Call{Method: "SessionOp", Conv: "d:alice:dave", Op: "delete"})
 	h.checkGeometry()
 }
@@ -376,8 +381,23 @@ func TestMessageInfo(t *testing.T) {
 func TestQuit(t *testing.T) {
 	h := newHarness(t, newFixture(), 80, 24)
 	h.press("q")
+	if h.quit {
+		t.Fatal("q alone quit from the list: it asks")
+	}
+	h.contains("Quit imtui")
+	h.press("enter") // Cancel is chosen
+	if h.quit {
+		t.Fatal("q enter quit: enter chose Cancel")
+	}
+	h.lacks("Quit imtui")
+	h.press("q", "q")
 	if !h.quit {
-		t.Fatal("q should quit from the list")
+		t.Fatal("q q should quit from the list")
+	}
+	h = newHarness(t, newFixture(), 80, 24)
+	h.press("q", "right", "enter")
+	if !h.quit {
+		t.Fatal("q then the Quit button should quit")
 	}
 	h = newHarness(t, newFixture(), 80, 24)
 	openBob(h)

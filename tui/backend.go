@@ -36,7 +36,9 @@ type Backend interface {
 	// MessagesChanged event follows when it is stored.
 	LoadOlder(conv string, beforeSeq int64)
 	// Send queues body for conv; it works offline (the message is returned
-	// with Outbox true).
+	// with Outbox true). The UI calls it from Update, in the order the user
+	// sent, so it must only queue (a local write), never wait for the
+	// network, and keep the order of its calls.
 	Send(conv, body string) (client.Message, error)
 	// MarkRead says the user has seen conv up to seq.
 	MarkRead(conv string, seq int64)

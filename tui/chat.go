@@ -377,8 +377,11 @@ func (p *chatPane) openInfo(i int) tea.Cmd {
 		return notice("no receipts: you are no longer a member of this group", false)
 	}
 	msg := c.msgs[i]
-	if msg.Seq <= 0 || msg.Outbox {
+	if msg.Seq == 0 || msg.Outbox {
 		return notice("not sent yet: waiting for the server", false)
+	}
+	if msg.Seq < 0 {
+		return notice("no receipts: the server no longer holds this message (its history is behind this device's)", false)
 	}
 	if msg.Kind == protocol.KindSystem {
 		return notice("system messages have no receipts", false)

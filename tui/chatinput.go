@@ -7,8 +7,6 @@ import (
 
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
-
-	"github.com/imcore/im/client"
 )
 
 // maxBodyBytes is the protocol's limit on a message body.
@@ -93,25 +91,27 @@ func (p *chatPane) send() tea.Cmd {
 }
 
 // sendParts empties the input and sends parts to conv, in order; a part
-// the backend refuses, and those after it, come back to the input.
+// the backend refuses, and those after it, come back to the input. The
+// parts are queued here, in Update, not in a command: Bubble Tea runs
+// commands concurrently, and messages typed in a burst must reach the
+// outbox in the order they were typed. Queueing is a local write; the
+// network is the engine's business.
 func (p *chatPane) sendParts(conv string, parts []string) tea.Cmd {
 	p.input.Reset()
 	forget := p.keepDraft()
 	p.layout()
 	p.c.gotoBottom()
 	p.c.lastTyping = time.Time{}
-	b := p.com.b
-	return tea.Batch(forget, func() tea.Msg {
-		var last client.Message
-		for i, part := range parts {
-			msg, err := b.Send(conv, part)
-			if err != nil {
-				return sentMsg{conv: conv, body: strings.Join(parts[i:], "\n"), err: err}
-			}
-			last = msg
+	sent := sentMsg{conv: conv}
+	for i, part := range parts {
+		msg, err := p.com.b.Send(conv, part)
+		if err != nil {
+			sent = sentMsg{conv: conv, body: strings.Join(parts[i:], "\n"), err: err}
+			break
 		}
-		return sentMsg{conv: conv, msg: last}
-	})
+		sent.msg = msg
+	}
+	return tea.Batch(forget, func() tea.Msg { return sent })
 }
 
 // splitBody cuts body into parts of at most limit bytes, after a line

@@ -20,10 +20,15 @@ type renderCtx struct {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// tickOf is the tick of one of the user's own messages.
+// tickOf is the tick of one of the user's own messages. One set aside
+// when the server came back behind the device (a negative seq) was sent
+// once: it shows sent, never the clock.
 func (c *conversation) tickOf(m *client.Message) protocol.Tick {
-	if m.Outbox || m.Seq <= 0 {
+	switch {
+	case m.Outbox || m.Seq == 0:
 		return protocol.TickPending
+	case m.Seq < 0:
+		return protocol.TickSent
 	}
 	return protocol.TickOf(m.Seq, c.ticks)
 }

@@ -49,11 +49,14 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.reconnect()
 	case key.Matches(msg, g.SearchAll):
 		return m.route(showDialogMsg{newGlobalSearchDialog(m.com, m.chatName)})
+	case key.Matches(msg, g.Status):
+		return m.route(showDialogMsg{newStatusDialog(m.com, &m.status)})
 	}
 	if focus == focusList {
 		if key.Matches(msg, m.com.keys.List.Quit) && !typing {
-			m.quitting = true
-			return nil
+			// A q in a word typed on the list ("quick note") must not end
+			// the program: q asks, and q again (or ctrl+c) quits.
+			return m.route(showDialogMsg{newQuitDialog(m.com, msg.String())})
 		}
 		return m.list.Update(msg)
 	}

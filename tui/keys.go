@@ -17,6 +17,7 @@ type globalKeys struct {
 	GroupMenu key.Binding // the selected group row or the open group chat
 	Reconnect key.Binding // offline: try to connect now
 	SearchAll key.Binding // the messages of every chat
+	Status    key.Binding // the connection and the last error, whole
 }
 
 // listKeys act on the session list.
@@ -68,6 +69,7 @@ func defaultKeyMap() keyMap {
 			GroupMenu: bind([]string{"ctrl+r"}, "ctrl+r", "group actions menu"),
 			Reconnect: bind([]string{"ctrl+l"}, "ctrl+l", "reconnect now (offline)"),
 			SearchAll: bind([]string{"ctrl+s"}, "ctrl+s", "search the messages of every chat"),
+			Status:    bind([]string{"ctrl+x"}, "ctrl+x", "status: the whole error"),
 		},
 		List: listKeys{
 			Up:         bind([]string{"up", "k", "ctrl+p"}, "↑/k", "previous chat"),
@@ -85,8 +87,8 @@ func defaultKeyMap() keyMap {
 			Category:   bind([]string{"c"}, "c", "move to category (folder)"),
 			NewChat:    bind([]string{"n"}, "n", "new chat by user id"),
 			NewGroup:   bind([]string{"N"}, "N", "new group"),
-			Search:     bind([]string{"/"}, "/", "search chats by title"),
-			Quit:       bind([]string{"q"}, "q", "quit"),
+			Search:     bind([]string{"/"}, "/", "search by title (or type a word)"),
+			Quit:       bind([]string{"q"}, "q", "quit (asks: q again quits)"),
 		},
 		Input: inputKeys{
 			Send:       bind([]string{"enter"}, "enter", "send"),
@@ -136,9 +138,9 @@ func (k keyMap) helpSections() []helpSection {
 		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.FirstUnread, h.Info, h.OpenLink, h.Copy, h.Input, h.Back, h.Search,
 			groupHelp()}},
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
-			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect, g.SearchAll}},
+			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect, g.SearchAll, g.Status}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
-			bind([]string{"y"}, "y / n", "yes / no in confirmations"), bind([]string{"1"}, "1-9", "pick an option")}},
+			bind([]string{"y"}, "y / n", "yes / no (delete, quit: ←/→ enter)"), bind([]string{"1"}, "1-9", "pick an option")}},
 	}
 }
 

@@ -179,8 +179,20 @@ func (l *listPane) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		l.ask(showDialogMsg{newGroupDialog(l.com)})
 	case key.Matches(msg, k.Pin, k.Mute, k.MarkUnread, k.Delete, k.Category):
 		return l.sessionAction(msg)
+	case typedText(msg):
+		// A letter that is no command is the start of a word: it goes to
+		// the search by title (as a chat app's list does), with what
+		// follows, rather than being read letter by letter as commands.
+		l.startFilter()
+		return l.filterKey(msg)
 	}
 	return nil
+}
+
+// typedText says msg is a printable character (not a space) with no
+// modifier but shift: text, when no binding claims it.
+func typedText(msg tea.KeyPressMsg) bool {
+	return msg.Text != "" && strings.TrimSpace(msg.Text) != "" && msg.Mod&^tea.ModShift == 0
 }
 
 // openRow opens the selected chat, folder or business list.

@@ -96,6 +96,9 @@ type noticeMsg struct {
 	err  bool
 }
 
+// quitMsg asks the root to end the program: the quit dialog was answered.
+type quitMsg struct{}
+
 // convDeletedMsg says the user deleted conv from the list: its chat, if
 // open, closes.
 type convDeletedMsg struct{ conv string }

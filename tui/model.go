@@ -201,6 +201,8 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		m.dialog.SetSize(dialogWidth(m.width), m.height)
 	case leaveChatMsg:
 		cmds = append(cmds, m.leaveChat())
+	case quitMsg:
+		m.quitting = true
 	case convDeletedMsg:
 		if m.chat.conv() == msg.conv {
 			cmds = append(cmds, m.closeChat())

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -73,11 +72,11 @@ func (l *listPane) sessionAction(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return tea.Batch(op("mark_unread", 0, ""), notice("marked "+title+" unread", false))
 	case key.Matches(msg, k.Category):
-		l.ask(showDialogMsg{newPrompt(com, "Move "+title+" to a category", "An empty name takes it out of its folder.",
+		l.ask(showDialogMsg{newPrompt(com, "Move "+title+" to a category", folderRule+". An empty name takes it out of its folder.",
 			[]string{"Category"}, []string{s.Category}, func(v []string) (tea.Cmd, error) {
 				cat := v[0]
-				if len(cat) > 64 {
-					return nil, errors.New("at most 64 characters")
+				if err := checkFolder(cat); err != nil {
+					return nil, err
 				}
 				note := "moved " + title + " to " + cat
 				if cat == "" {
@@ -86,8 +85,8 @@ func (l *listPane) sessionAction(msg tea.KeyPressMsg) tea.Cmd {
 				return tea.Batch(op("set_category", 0, cat), notice(note, false)), nil
 			})})
 	case key.Matches(msg, k.Delete):
-		var d *confirmDialog
-		d = newConfirm(com, "Delete chat", "Delete "+title+"? Its messages stay on the server; a new message brings it back.",
+		var d *dangerDialog
+		d = newDanger(com, "Delete chat", "Delete "+title+"? Its messages stay on the server; a new message brings it back.", "Delete",
 			func() tea.Cmd {
 				d.ask(convDeletedMsg{conv})
 				return tea.Batch(op("delete", 0, ""), notice("deleted "+title, false))

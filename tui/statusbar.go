@@ -27,6 +27,8 @@ type statusBar struct {
 	notice    statusNotice
 	noticeGen int
 	width     int
+	lastErr   string    // the last error notice, whole, for the status dialog
+	lastErrAt time.Time // when it came
 }
 
 // statusNotice is a transient line in the status bar.
@@ -78,6 +80,9 @@ func (s *statusBar) Update(msg tea.Msg) tea.Cmd {
 func (s *statusBar) notify(text string, isErr bool) tea.Cmd {
 	s.noticeGen++
 	s.notice = statusNotice{text: text, err: isErr, gen: s.noticeGen}
+	if isErr {
+		s.lastErr, s.lastErrAt = text, s.com.now()
+	}
 	gen := s.noticeGen
 	return s.com.tick(noticeTTL, func(time.Time) tea.Msg { return noticeExpiredMsg{gen: gen} })
 }
@@ -189,6 +194,7 @@ func (s *statusBar) View() string {
 	serverPart := barPart{text: "· " + b.Server() + " ", style: st.statusBar, shrink: true}
 
 	rest := s.width
+	statusKey := keys.Status.Help().Key
 	for _, p := range []*barPart{&statePart, &noticePart, &helpPart, &retryPart, &reasonPart, &identPart, &serverPart} {
 		if p.text == "" {
 			continue
@@ -197,7 +203,12 @@ func (s *statusBar) View() string {
 			if !p.shrink || rest < 8 {
 				break // this part, and every less important one, gives way
 			}
-			p.text = cw.truncate(p.text, rest-1) + " "
+			if (p == &reasonPart || p == &noticePart && s.notice.err) && rest >= 8+len(statusKey) {
+				// A cut reason says which key shows it whole.
+				p.text = cw.truncate(p.text, rest-2-len(statusKey)) + " " + statusKey + " "
+			} else {
+				p.text = cw.truncate(p.text, rest-1) + " "
+			}
 		}
 		p.shown = true
 		rest -= cw.width(p.text)

@@ -44,3 +44,22 @@ func TestThemeFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestSeveralServers checks that -server takes several comma-separated
+// WebSocket URLs (the nodes of one deployment), each checked.
+func TestSeveralServers(t *testing.T) {
+	o, err := parseOptions([]string{"-user", "alice", "-server", "ws://10.0.0.1:7070/ws, wss://im.example/ws"}, io.Discard)
+	if err != nil {
+		t.Fatalf("two URLs refused: %v", err)
+	}
+	if o.server != "ws://10.0.0.1:7070/ws, wss://im.example/ws" {
+		t.Fatalf("server %q", o.server)
+	}
+	for _, bad := range []string{"ws://10.0.0.1:7070/ws,http://im.example/ws", ",", "ws://a/ws,,"} {
+		_, err := parseOptions([]string{"-user", "alice", "-server", bad}, io.Discard)
+		var u usageError
+		if !errors.As(err, &u) {
+			t.Errorf("-server %q: err %v, want a usage error", bad, err)
+		}
+	}
+}

@@ -48,7 +48,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("imtui", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.server, "server", "ws://127.0.0.1:7070/ws", "imserver WebSocket URL")
+	fs.StringVar(&o.server, "server", "ws://127.0.0.1:7070/ws", "imserver WebSocket URL; several, comma-separated (the nodes of one deployment), to fail over to the next that answers")
 	fs.StringVar(&o.user, "user", "", "user id, on a server with dev auth")
 	fs.StringVar(&o.token, "token", "", "login token (from imserver token USER), on a server with token auth")
 	fs.StringVar(&o.profile, "profile", "default", "profile name: each profile is one device with its own local database")
@@ -88,10 +88,21 @@ func checkOptions(o options, fs *flag.FlagSet) error {
 		return fmt.Errorf("-user %q is not a user id (1-32 characters of a-z 0-9 _ . -, starting with a letter or digit)", o.user)
 	case !protocol.ValidDevice(o.profile):
 		return fmt.Errorf("-profile %q must be 1-64 characters of A-Z a-z 0-9 _ -", o.profile)
-	case !strings.HasPrefix(o.server, "ws://") && !strings.HasPrefix(o.server, "wss://"):
-		return fmt.Errorf("-server %q must be a ws:// or wss:// URL, like ws://127.0.0.1:7070/ws", o.server)
+	case badServer(o.server) != nil:
+		return fmt.Errorf("-server %q must be ws:// or wss:// URLs separated by commas, like ws://127.0.0.1:7070/ws (not %q)", o.server, *badServer(o.server))
 	case o.theme != "auto" && !slices.Contains(tui.Themes, o.theme):
 		return fmt.Errorf("-theme %q must be auto, %s", o.theme, strings.Join(tui.Themes, " or "))
+	}
+	return nil
+}
+
+// badServer returns the first entry of the comma-separated -server list
+// that is no WebSocket URL (nil when they all are).
+func badServer(list string) *string {
+	for _, u := range strings.Split(list, ",") {
+		if u = strings.TrimSpace(u); !strings.HasPrefix(u, "ws://") && !strings.HasPrefix(u, "wss://") {
+			return &u
+		}
 	}
 	return nil
 }
@@ -196,7 +207,13 @@ type backend struct {
 	profile string // the -profile flag
 }
 
-// Server implements tui.Backend.
-func (b backend) Server() string { return b.server }
+// Server implements tui.Backend: the endpoint of the connection or the
+// attempt, of those -server lists.
+func (b backend) Server() string {
+	if u := b.Conn().URL; u != "" {
+		return u
+	}
+	return b.server
+}
 
 var _ tui.Backend = backend{}
