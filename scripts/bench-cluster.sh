@@ -8,7 +8,8 @@
 #
 # The flags go to `imbench dm` (default: -pairs 100 -window 4). It prints
 # imbench's report, then per message sent: DynamoDB calls, write and read
-# units, Redis round trips, forwarded frames, and each node's CPU seconds.
+# units, Redis round trips, forwarded frames, and each node's CPU seconds;
+# before the load, the DynamoDB engine's own ceiling on the same engines.
 # Everything runs on free loopback ports and is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,11 @@ go build -o "$dir/bin/" ./cmd/imserver ./cmd/imbench
 scripts/engines.sh start "$dir/engines" >/dev/null
 # shellcheck source=/dev/null
 . "$dir/engines/env"
+
+# The engine's own ceiling first, on the same fresh engines: the figures
+# below are to be read against it.
+log "the DynamoDB engine alone (BenchmarkEngineCeiling)"
+go test -run '^$' -bench EngineCeiling -benchtime 3s ./server/store/dynamostore/ | grep '^Benchmark' || true
 
 flags=(-store dynamodb -dynamodb-endpoint "$IM_TEST_DYNAMODB" -region "$AWS_REGION" -table-prefix bench-)
 "$dir/bin/imserver" migrate "${flags[@]}" >/dev/null
