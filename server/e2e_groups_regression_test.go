@@ -117,6 +117,11 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 	for _, u := range adders {
 		wg.Go(func() {
 			c := env.Dial(servertest.Async{TB: t}, u, "racer")
+			// Each change waits behind the other racers' changes of a
+			// group growing to a hundred members, each of which locks
+			// every member on the scaled-out store: on a loaded machine
+			// that is more than one Timeout. The bound is for a hang.
+			c.Patience = 3 * servertest.Timeout
 			for i := range 12 {
 				f := c.Request(&protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{fmt.Sprintf("%s-%02d", u, i)}})
 				if _, ok := f.(*protocol.Group); !ok {
@@ -129,6 +134,7 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 	}
 	wg.Go(func() {
 		c := env.Dial(servertest.Async{TB: t}, "carol", "racer")
+		c.Patience = 3 * servertest.Timeout // her sends wait behind the changes too
 		for i := range 24 {
 			f := c.Request(&protocol.Send{Conv: g.Conv, MsgID: fmt.Sprintf("c%02d", i), Body: "busy"})
 			if _, ok := f.(*protocol.Sent); !ok {

@@ -278,6 +278,11 @@ type Client struct {
 	backlog  []protocol.Frame
 	closed   chan struct{}
 	closeErr error
+
+	// Patience bounds each wait of Expect (and so of Request); Timeout
+	// when zero. It bounds a hang, not a speed: a test whose requests
+	// queue behind many others may allow more.
+	Patience time.Duration
 }
 
 // Hello sends h and requires a welcome.
@@ -387,7 +392,11 @@ func (c *Client) Send(conv, msgID, body string) *protocol.Sent {
 // match is true; frames passed over stay for later calls.
 func (c *Client) Expect(what string, match func(protocol.Frame) bool) protocol.Frame {
 	c.T.Helper()
-	deadline := time.NewTimer(Timeout)
+	patience := c.Patience
+	if patience <= 0 {
+		patience = Timeout
+	}
+	deadline := time.NewTimer(patience)
 	defer deadline.Stop()
 	for {
 		c.takeInbox()
@@ -411,7 +420,7 @@ func (c *Client) Expect(what string, match func(protocol.Frame) bool) protocol.F
 			c.T.Fatalf("%s/%s waiting for %s: connection closed: %v (unmatched: %s)", c.User, c.Device, what, c.closeErr, c.describeBacklog())
 			return nil
 		case <-deadline.C:
-			c.T.Fatalf("%s/%s: no %s within %v (unmatched: %s)", c.User, c.Device, what, Timeout, c.describeBacklog())
+			c.T.Fatalf("%s/%s: no %s within %v (unmatched: %s)", c.User, c.Device, what, patience, c.describeBacklog())
 			return nil
 		}
 	}
