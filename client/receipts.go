@@ -189,10 +189,26 @@ func (l *link) sendRead(marks []protocol.Mark) {
 				return
 			}
 			l.c.clearPendingReads(marks) // refused for good: not again
+			if leftGroupRefusal(marks[0].Conv, perr) {
+				// The user is no longer a member (removed while the chat
+				// was open): his session tells him, not an error.
+				l.c.log.Info("read of a group the user left refused", "conv", marks[0].Conv)
+				return
+			}
 			l.c.events.push(ErrorEvent{Op: "read", Err: perr})
 		},
 		lost: func(error) { l.c.restoreReads(markMap(marks)) },
 	})
+}
+
+// leftGroupRefusal says perr is the refusal of a frame about group conv
+// that the server sends a user who is no longer a member. A removed
+// member's device is pushed the removal's message and may mark it before
+// its session says he left; that mark is refused, and says nothing the
+// user needs to be told.
+func leftGroupRefusal(conv string, perr *protocol.Error) bool {
+	parsed, ok := protocol.ParseConv(conv)
+	return ok && parsed.Kind == protocol.ConvGroup && perr.Code == protocol.CodeForbidden
 }
 
 // clearPendingReads forgets the stored pending reads the server answered.

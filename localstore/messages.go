@@ -130,6 +130,13 @@ func (p *messagePut) put(m protocol.Message) (int, error) {
 	}
 	n, _ := res.RowsAffected()
 	if n == 0 {
+		replaced, err := p.replaceLeftNotice(m)
+		if err != nil {
+			return 0, err
+		}
+		if replaced {
+			return 1, nil
+		}
 		// Held already, or its seq is another message's: the server is
 		// behind. The store keeps the message it holds (the user's own
 		// send, answered with that seq, makes room: ConfirmSent), and

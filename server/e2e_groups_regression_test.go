@@ -153,7 +153,8 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 // TestGroupReplayStopsAtRemoval: a member removed while its replay is
 // under way (a backlog, a slow device) is not pushed what was sent after
 // its removal: the replay stops at each conversation's newest seq when the
-// pending rows were read.
+// pending rows were read. It is pushed the removal's own message, once,
+// live (held back until its replay is done), and nothing stored after it.
 func TestGroupReplayStopsAtRemoval(t *testing.T) {
 	env := servertest.Start(t, func(cfg *server.Config) {
 		cfg.Gateway.QueueLen = 2
@@ -184,10 +185,20 @@ func TestGroupReplayStopsAtRemoval(t *testing.T) {
 	time.Sleep(time.Second)
 
 	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupRemove, Users: []string{"bob"}})
+	removal := alice.Expect("the removal message", func(f protocol.Frame) bool {
+		m, ok := f.(*protocol.MsgPush)
+		return ok && m.Msg.Conv == g.Conv && m.Msg.Kind == protocol.KindSystem && m.Msg.Body == "alice removed bob"
+	}).(*protocol.MsgPush).Msg
+	if removal.From != "alice" {
+		t.Fatalf("removal message %s", servertest.JSON(removal))
+	}
 	secret := alice.Send(g.Conv, "secret", "sent after bob was removed")
+	if secret.Seq != removal.Seq+1 {
+		t.Fatalf("secret at seq %d, the removal at %d", secret.Seq, removal.Seq)
+	}
 
 	// bob reads on.
-	var leaked []string
+	var leaked, told []string
 	for {
 		ws.SetReadDeadline(time.Now().Add(3 * time.Second))
 		_, data, err := ws.ReadMessage()
@@ -198,12 +209,20 @@ func TestGroupReplayStopsAtRemoval(t *testing.T) {
 		if perr != nil {
 			continue
 		}
-		if m, ok := f.(*protocol.MsgPush); ok && m.Msg.Conv == g.Conv && m.Msg.Seq >= secret.Seq-1 {
+		m, ok := f.(*protocol.MsgPush)
+		switch {
+		case !ok || m.Msg.Conv != g.Conv || m.Msg.Seq < removal.Seq:
+		case m.Msg == removal:
+			told = append(told, fmt.Sprintf("seq %d %q", m.Msg.Seq, m.Msg.Body))
+		default:
 			leaked = append(leaked, fmt.Sprintf("seq %d %q %q", m.Msg.Seq, m.Msg.MsgID, truncateBody(m.Msg.Body)))
 		}
 	}
 	if len(leaked) > 0 {
-		t.Errorf("removed bob was pushed, by his replay, messages stored after his removal: %v", leaked)
+		t.Errorf("removed bob was pushed, by his replay or live, messages stored after his removal: %v", leaked)
+	}
+	if len(told) != 1 {
+		t.Errorf("removed bob was pushed the message of his removal %d times (%v), want once", len(told), told)
 	}
 }
 

@@ -302,10 +302,11 @@ func TestGroupAdd(t *testing.T) {
 	env.WantStoredGroup(conv, "team", members...)
 }
 
-// 1 and 2. remove: the message goes to the remaining members only; the
-// removed member's devices are nudged, its session stays with no members,
-// its pending row goes, and every frame about the group is forbidden to it
-// and changes nothing. Removing a non-member writes nothing; removing
+// 1 and 2. remove: the message goes to the remaining members and, once,
+// to the removed member's online devices (so they can say who removed
+// her), which get nothing of the group after it; her devices are nudged,
+// her session stays as it was with no members, her pending row goes, and
+// every frame about the group is forbidden to her and changes nothing. Removing a non-member writes nothing; removing
 // oneself is invalid.
 func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	env := servertest.Start(t)
@@ -335,14 +336,14 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
 	servertest.WantGroup(t, g, conv, "team", "alice", "bob", "dave")
 	env.WantStoredGroup(conv, "team", "alice", "bob", "dave")
-	servertest.WantPushes(conv, servertest.SystemMsg(4, "alice", "alice removed carol"), nil, true, alice, bob, dave)
-	servertest.WantPushes(conv, nil, nil, true, carolLaptop, carolPhone)
+	servertest.WantPushes(conv, servertest.SystemMsg(4, "alice", "alice removed carol"), nil, true, alice, bob, dave, carolLaptop, carolPhone)
 
 	env.WantNoPending("carol", conv)
 	env.WantPending("carol", servertest.PendingRow(direct, 1, 0, 1))
 	bob.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 3, 3), servertest.Receipt("dave", 0, 0))
-	// Her session keeps what it held, with no members; its unread is
-	// cleared, since she can no longer send the read that would clear it.
+	// Her session keeps what it held, with no members (the removal she was
+	// pushed is not in it); its unread is cleared, since she can no longer
+	// send the read that would clear it.
 	before := carolLaptop.WantSession(servertest.GroupSession(conv, "team", nil, 0, 3, 3, three, protocol.Ticks{}))
 
 	carolLaptop.WantLockedOut(conv, direct)
@@ -391,14 +392,21 @@ func TestGroupRemovedMemberIsLockedOut(t *testing.T) {
 	// Removing two, by a member who is not the creator.
 	g = dave.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"bob", "alice"}})
 	servertest.WantGroup(t, g, conv, "team", "dave")
-	servertest.WantPushes(conv, servertest.SystemMsg(6, "dave", "dave removed alice and bob"), servertest.Ticks(6, 6), true, dave)
-	servertest.WantPushes(conv, nil, nil, true, alice, bob)
+	removal := servertest.WantPushes(conv, servertest.SystemMsg(6, "dave", "dave removed alice and bob"), servertest.Ticks(6, 6), true, dave)
+	if got := servertest.WantPushes(conv, servertest.SystemMsg(6, "dave", "dave removed alice and bob"), nil, true, alice, bob); got != removal {
+		t.Fatalf("the removed were pushed %s, the members %s", servertest.JSON(got), servertest.JSON(removal))
+	}
 	servertest.WantQuiet(carolLaptop, carolPhone)
 	alice.WantLockedOut(conv, direct)
+	// Nothing after the removal reaches them.
+	dave.SendMsg(conv, "after alice and bob")
+	servertest.WantPushes(conv, nil, servertest.Ticks(7, 7), false, dave)
+	servertest.WantQuiet(alice, bob, carolLaptop, carolPhone)
 }
 
-// 1 and 2. leave: the leaver gets the state without itself, the others the
-// message; then the leaver is locked out. Leave takes no users or title.
+// 1 and 2. leave: the leaver gets the state without itself, every device
+// of the members and of the leaver the message (once: nothing later); then
+// the leaver is locked out. Leave takes no users or title.
 func TestGroupLeave(t *testing.T) {
 	env := servertest.Start(t)
 	alice := env.DialReplayed(t, "alice", "laptop")
@@ -418,8 +426,7 @@ func TestGroupLeave(t *testing.T) {
 
 	g = bobLaptop.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
 	servertest.WantGroup(t, g, conv, "team", "alice", "carol")
-	servertest.WantPushes(conv, servertest.SystemMsg(2, "bob", "bob left"), nil, true, alice, carol)
-	servertest.WantPushes(conv, nil, nil, true, bobLaptop, bobPhone)
+	servertest.WantPushes(conv, servertest.SystemMsg(2, "bob", "bob left"), nil, true, alice, carol, bobLaptop, bobPhone)
 	bobPhone.WantSession(servertest.GroupSession(conv, "team", nil, 0, 1, 1, sys, protocol.Ticks{}))
 	carol.WantReceipts(conv, servertest.Receipt("alice", 1, 1), servertest.Receipt("carol", 0, 0))
 	env.WantNoPending("bob", conv)
@@ -431,14 +438,17 @@ func TestGroupLeave(t *testing.T) {
 	// carol held the minimum at 0: with her gone, alice alone has read 1.
 	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
 	servertest.WantGroup(t, g, conv, "team", "alice")
-	servertest.WantPushes(conv, servertest.SystemMsg(3, "carol", "carol left"), servertest.Ticks(1, 1), true, alice)
-	servertest.WantPushes(conv, nil, nil, true, carol)
+	left := servertest.WantPushes(conv, servertest.SystemMsg(3, "carol", "carol left"), servertest.Ticks(1, 1), true, alice)
+	if got := servertest.WantPushes(conv, servertest.SystemMsg(3, "carol", "carol left"), nil, true, carol); got != left {
+		t.Fatalf("carol was pushed %s, alice %s", servertest.JSON(got), servertest.JSON(left))
+	}
 	servertest.WantQuiet(bobLaptop, bobPhone)
 
-	// The last member leaves: nobody is told but its own devices' nudge.
+	// The last member leaves: nobody is told but its own devices (the
+	// message and the nudge).
 	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
 	servertest.WantGroup(t, g, conv, "team")
-	servertest.WantPushes(conv, nil, nil, true, alice)
+	servertest.WantPushes(conv, servertest.SystemMsg(4, "alice", "alice left"), nil, true, alice)
 	servertest.WantQuiet(bobLaptop, bobPhone, carol)
 	alice.WantLockedOut(conv, "d:alice:bob")
 	carol.WantLockedOut(conv, "d:alice:carol")
@@ -562,8 +572,8 @@ func TestGroupOpErrors(t *testing.T) {
 	}
 }
 
-// 2. A member removed and added back keeps its session, is sent nothing of
-// what was said while it was out, reads history from its new joining only,
+// 2. A member removed and added back keeps its session, is sent the
+// message of its removal and nothing of what was said while it was out, reads history from its new joining only,
 // and its boundaries restart at the seq before the message that re-added
 // it; the statuses of the minimum follow the current members throughout.
 func TestGroupReAddedMember(t *testing.T) {
@@ -587,8 +597,10 @@ func TestGroupReAddedMember(t *testing.T) {
 
 	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
 	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
-	servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed carol"), servertest.Ticks(2, 2), true, alice, bob)
-	servertest.WantPushes(conv, nil, nil, true, carol)
+	removal := servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed carol"), servertest.Ticks(2, 2), true, alice, bob)
+	if got := servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed carol"), nil, true, carol); got != removal {
+		t.Fatalf("carol was pushed %s, the members %s", servertest.JSON(got), servertest.JSON(removal))
+	}
 	// Her session shows the ticks of when she left (1/1), not the rise her
 	// leaving caused.
 	out := servertest.GroupSession(conv, "team", nil, 0, 2, 2, two, protocol.Ticks{DeliveredSeq: 1, ReadSeq: 1})
@@ -637,8 +649,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	// re-adding message.
 	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"carol"}})
 	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
-	servertest.WantPushes(conv, servertest.SystemMsg(8, "alice", "alice removed carol"), nil, true, alice, bob)
-	servertest.WantPushes(conv, nil, nil, true, carol)
+	servertest.WantPushes(conv, servertest.SystemMsg(8, "alice", "alice removed carol"), nil, true, alice, bob, carol)
 	carol.Close()
 	bob.SendMsg(conv, "nine")
 	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
@@ -802,8 +813,11 @@ func TestGroupTicksFollowMembership(t *testing.T) {
 	// dave holds the minimum at 0; removing him raises it to 2.
 	g = alice.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRemove, Users: []string{"dave"}})
 	servertest.WantGroup(t, g, conv, "team", "alice", "bob", "carol")
-	servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed dave"), servertest.Ticks(2, 2), true, alice, bob, carol)
-	servertest.WantPushes(conv, nil, nil, true, dave)
+	removal := servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed dave"), servertest.Ticks(2, 2), true, alice, bob, carol)
+	// dave is told of his removal, but not of the rise it caused.
+	if got := servertest.WantPushes(conv, servertest.SystemMsg(3, "alice", "alice removed dave"), nil, true, dave); got != removal {
+		t.Fatalf("dave was pushed %s, the members %s", servertest.JSON(got), servertest.JSON(removal))
+	}
 	bob.WantReceipts(conv, servertest.Receipt("alice", 3, 3), servertest.Receipt("bob", 2, 2), servertest.Receipt("carol", 2, 2))
 
 	// carol holds it at 2 after bob reads 3; her leaving raises it to 3.
@@ -811,8 +825,10 @@ func TestGroupTicksFollowMembership(t *testing.T) {
 	servertest.WantStatus(conv, nil, alice, bob, carol)
 	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupLeave})
 	servertest.WantGroup(t, g, conv, "team", "alice", "bob")
-	servertest.WantPushes(conv, servertest.SystemMsg(4, "carol", "carol left"), servertest.Ticks(3, 3), true, alice, bob)
-	servertest.WantPushes(conv, nil, nil, true, carol)
+	left := servertest.WantPushes(conv, servertest.SystemMsg(4, "carol", "carol left"), servertest.Ticks(3, 3), true, alice, bob)
+	if got := servertest.WantPushes(conv, servertest.SystemMsg(4, "carol", "carol left"), nil, true, carol); got != left {
+		t.Fatalf("carol was pushed %s, the members %s", servertest.JSON(got), servertest.JSON(left))
+	}
 	servertest.WantQuiet(dave)
 
 	// erin joins at 4: no fall of the minimum, no status.
@@ -932,7 +948,8 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 		}
 		// carol was pushed each of them once, in whatever order; alice
 		// had every bob message too, and the rest of her frames are
-		// bob's messages only. bob's racing device was pushed none.
+		// bob's messages only. bob's racing device was pushed none but
+		// the removal, once, and nothing of the group after it.
 		for _, c := range []*servertest.Client{carol, alice} {
 			got := c.TakePushes()
 			seen := map[int64]int{}
@@ -955,10 +972,25 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 				t.Fatalf("round %d: %s got %s %s", round, c.User, servertest.JSON(got.Msgs), servertest.DescribeAll(got.Other))
 			}
 		}
-		for _, m := range bob.TakePushes().Msgs {
-			if m.Conv == conv && m.Seq != 1 { // seq 1 is the replay of the create
-				t.Fatalf("round %d: bob's sending device was pushed %s", round, servertest.JSON(m))
+		told := 0
+		for _, f := range bob.Barrier() {
+			switch f := f.(type) {
+			case *protocol.MsgPush:
+				switch m := f.Msg; {
+				case m.Conv != conv:
+				case told == 0 && m == removal:
+					told++
+				case told > 0 || m.Seq != 1: // seq 1 is the replay of the create
+					t.Fatalf("round %d: bob's sending device was pushed %s (after the removal: %v)", round, servertest.JSON(m), told > 0)
+				}
+			case *protocol.Status:
+				if f.Conv == conv && told > 0 {
+					t.Fatalf("round %d: bob was pushed status %s after his removal", round, servertest.JSON(f))
+				}
 			}
+		}
+		if told != 1 {
+			t.Fatalf("round %d: bob's sending device was not pushed the removal %s", round, servertest.JSON(removal))
 		}
 		env.WantNoPending("bob", conv)
 		carol.WantReceipts(conv, servertest.Receipt("alice", removal.Seq, removal.Seq), servertest.Receipt("carol", 0, 0))

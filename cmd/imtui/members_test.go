@@ -202,9 +202,11 @@ func lineOf(lines []string, s string) int {
 }
 
 // TestRemovedMemberIsTold checks that a member removed from a group sees
-// it in the chat, as a line below the last message, and in the list,
-// instead of the group's last message as if still a member; added back,
-// the chat shows the removal above the message that adds him.
+// who removed him, in the chat as a line below the last message and in
+// the list, instead of the group's last message as if still a member, and
+// that the input says he is no longer a member, with no error shown for
+// the chat he had open; added back, the chat shows the removal above the
+// message that adds him.
 func TestRemovedMemberIsTold(t *testing.T) {
 	env := servertest.Start(t)
 	alice := startEngine(t, env.URL, "alice")
@@ -219,34 +221,50 @@ func TestRemovedMemberIsTold(t *testing.T) {
 		return lineOf(chat, "last words for bob") >= 0
 	})
 
-	carol.groupOp(conv, "remove", "bob")
-	const notice = "no longer a member"
-	screen := d.waitView(t, "the removal told", func(s string) bool {
-		list, chat := panes(s)
-		// The notice in the history, and the input's line below it.
-		n := 0
-		for _, l := range chat {
-			if strings.Contains(l, notice) {
-				n++
-			}
+	// Every screen from the removal on is checked for an error.
+	shown := ""
+	watch := func(s string) {
+		if shown == "" && (strings.Contains(s, "forbidden") || strings.Contains(s, "failed")) {
+			shown = s
 		}
-		return n == 2 && lineOf(list, notice) >= 0
+	}
+	carol.groupOp(conv, "remove", "bob")
+	const removed, notice = "carol removed bob", "no longer a member"
+	screen := d.waitView(t, "the removal told", func(s string) bool {
+		watch(s)
+		list, chat := panes(s)
+		// The removal in the history and in the list, and the input's
+		// line saying he is no longer a member.
+		return lineOf(chat, removed) >= 0 && lineOf(list, removed) >= 0 && lineOf(chat, notice) >= 0
 	})
 	list, chat := panes(screen)
 	if lineOf(list, "last words for bob") >= 0 {
 		t.Errorf("the list shows the group's last message as if bob were a member:\n%s", screen)
 	}
-	if lineOf(chat, notice) < lineOf(chat, "last words for bob") {
-		t.Errorf("the notice is not below the last message:\n%s", screen)
+	if lineOf(chat, removed) < lineOf(chat, "last words for bob") || lineOf(chat, notice) < lineOf(chat, removed) {
+		t.Errorf("the removal is not below the last message, above the input's notice:\n%s", screen)
+	}
+	notices := 0
+	for _, l := range chat {
+		if strings.Contains(l, notice) {
+			notices++
+		}
+	}
+	if notices != 1 {
+		t.Errorf("the chat says %d times that bob is no longer a member, want once (the input):\n%s", notices, screen)
 	}
 
 	alice.groupOp(conv, "add", "bob")
 	screen = d.waitView(t, "added back", func(s string) bool {
+		watch(s)
 		_, chat := panes(s)
 		return lineOf(chat, "alice added bob") >= 0
 	})
 	_, chat = panes(screen)
-	if i := lineOf(chat, notice); i < 0 || i > lineOf(chat, "alice added bob") {
+	if i := lineOf(chat, removed); i < 0 || i > lineOf(chat, "alice added bob") {
 		t.Errorf("added back, the removal is not above the add:\n%s", screen)
+	}
+	if shown != "" {
+		t.Errorf("bob was shown an error:\n%s", shown)
 	}
 }

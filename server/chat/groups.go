@@ -49,7 +49,7 @@ func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateG
 		}
 		return groupFrame(f.Ref, res.Group), nil
 	}
-	s.announce(res)
+	s.announce(res, nil)
 	return groupFrame(f.Ref, res.Group), nil
 }
 
@@ -96,7 +96,7 @@ func (s *Service) GroupOp(ctx context.Context, c Caller, f *protocol.GroupOp) (*
 	case change == nil:
 		return groupFrame(f.Ref, state), nil
 	}
-	s.announce(res)
+	s.announce(res, change.Remove)
 	return groupFrame(f.Ref, res.Group), nil
 }
 
@@ -168,10 +168,16 @@ func (s *Service) groupChangeError(conv string, err error) *protocol.Error {
 
 // announce pushes a stored group change: the system message to the
 // members' devices (the acting device too: the group answer does not carry
-// it), the new ticks if they rose, and session_sync to every user whose
-// sessions changed, removed ones included.
-func (s *Service) announce(res store.GroupResult) {
+// it) and, once, to the online devices of the users it removed (removed
+// ones and one who left), so that they can show who removed them; the new
+// ticks if they rose, to the members only; and session_sync to every user
+// whose sessions changed, removed ones included. The removed get nothing
+// more of the group: the message is not pending for them (their pending
+// row went with the change), so a device that was offline learns of it by
+// its session only.
+func (s *Service) announce(res store.GroupResult, removed []string) {
 	s.fanOut(Caller{}, res.Msg, res.Group.Members)
+	s.fanOut(Caller{}, res.Msg, removed)
 	if res.Ticks != nil {
 		s.pushStatus(res.Group.Conv, res.Group.Members, *res.Ticks)
 	}
