@@ -17,6 +17,9 @@ import (
 // about the group are refused from then on: the device says it itself.
 const leftNotice = "You are no longer a member of this group"
 
+// leftNoticeID starts the msg_id of a leftNotice (the seq follows).
+const leftNoticeID = "left-"
+
 // PutSessionsOf is PutSessions for user self, which also records in the
 // history of each group that self is no longer a member of, as the newer
 // session says and the stored one did not, a system message saying so
@@ -74,7 +77,7 @@ func noteLeft(tx *sql.Tx, self string, in protocol.Session, now int64) error {
 		return err
 	}
 	seq := sess.WriteSeq + 1
-	m := protocol.Message{Conv: in.Conv, Seq: seq, MsgID: "left-" + strconv.FormatInt(seq, 10), From: self, Body: leftNotice,
+	m := protocol.Message{Conv: in.Conv, Seq: seq, MsgID: leftNoticeID + strconv.FormatInt(seq, 10), From: self, Body: leftNotice,
 		Kind: protocol.KindSystem, ClientTS: now, ServerTS: now}
 	put, err := prepareMessagePut(tx)
 	if err != nil {
