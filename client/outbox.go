@@ -29,12 +29,17 @@ const sendRetryDelay = time.Second
 var ErrServerBehind = errors.New("the server's history is behind this device's")
 
 // reportBehind says, for each conversation the store found the server
-// behind in (TakeBehind), that it is: never silently.
+// behind in (TakeBehind), that it is: never silently, and once per
+// connection (the check on connecting may have said it already).
 func (l *link) reportBehind() {
 	for _, b := range l.c.store.TakeBehind() {
-		err := fmt.Errorf("%w in %s: it numbered a new message %d where this device held up to %d (it lost messages?); the device keeps them, before the server's", ErrServerBehind, b.Conv, b.Seq, b.Held)
 		l.c.log.Warn("server behind", "conv", b.Conv, "seq", b.Seq, "held", b.Held)
-		l.c.events.push(ErrorEvent{Op: "sync", Err: err})
+		if !l.behind.told[b.Conv] {
+			l.behind.told[b.Conv] = true
+			l.c.behindSaid.Add(1)
+			err := fmt.Errorf("%w in %s: it numbered a new message %d where this device held up to %d (it lost messages?); the device keeps them, before the server's", ErrServerBehind, b.Conv, b.Seq, b.Held)
+			l.c.events.push(ErrorEvent{Op: "sync", Err: err})
+		}
 		l.c.events.push(MessagesChanged{Conv: b.Conv})
 	}
 }
