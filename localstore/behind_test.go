@@ -101,7 +101,8 @@ func TestHeldConvsCountsOnlyWhatTheServerGave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Held{plain: {Newest: 3}, shop: {Newest: 2, SubBiz: "shop"}, setAside: {Newest: 1}, group: {Newest: 2}}
+	want := map[string]Held{plain: {Newest: 3, MsgID: "m3"}, shop: {Newest: 2, MsgID: "m2", SubBiz: "shop"},
+		setAside: {Newest: 1, MsgID: "new-1"}, group: {Newest: 2, MsgID: "m2"}}
 	if len(got) != len(want) {
 		t.Errorf("held %+v, want %+v", got, want)
 	}
