@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -226,4 +227,96 @@ func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
 			t.Fatalf("said behind %d times", n)
 		}
 	})
+}
+
+// A server that lost some of its data, then took a new message: the
+// conversation whose session is below the device (its pushed message
+// collides too) and the one it no longer lists are said together, in one
+// warning.
+func TestReconnectToAServerThatLostSomeSaysBehindOnce(t *testing.T) {
+	first := servertest.Start(t)
+	withBob, withCarol := conv(t, "alice", "bob"), conv(t, "alice", "carol")
+	alice := newProfile(t, first.URL, "alice", "").start()
+	alice.waitOnline()
+	for _, s := range []struct{ conv, body string }{{withBob, "before 1"}, {withBob, "before 2"}, {withCarol, "before"}} {
+		if _, err := alice.client.Send(s.conv, s.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice.waitFor("all stored", func() bool {
+		box, err := alice.store.Outbox()
+		return err == nil && len(box) == 0
+	})
+	path := alice.path
+	alice.close()
+	first.Stop()
+
+	lost := servertest.Start(t)
+	bob := lost.DialOnline(t, "bob", "phone")
+	bob.SendMsg(withBob, "after the loss") // seq 1 again, pushed to alice on hello
+	alice = newProfile(t, lost.URL, "alice", path).start()
+	said := alice.waitEvent("the server said behind", func(e Event) bool {
+		ev, ok := e.(ErrorEvent)
+		return ok && errors.Is(ev.Err, ErrServerBehind)
+	}).(ErrorEvent).Err
+	if !strings.Contains(said.Error(), "2 conversations") {
+		t.Errorf("the warning does not say how many conversations: %v", said)
+	}
+	waitBehindChecked(alice, 1)
+	var bodies []string
+	for _, m := range alice.messages(withBob) {
+		bodies = append(bodies, m.Body)
+	}
+	if !slices.Contains(bodies, "before 1") || !slices.Contains(bodies, "before 2") {
+		t.Errorf("the chat reads %q, want what the device held kept", bodies)
+	}
+	waitBehindChecked(alice, 1)
+	if n := behindSaid(alice); n != 1 {
+		t.Errorf("said behind %d times on one connection, want once", n)
+	}
+}
+
+// A session is derived from the history and may lag it a moment: a
+// session below the device whose history holds the device's newest
+// message is not a server behind; one whose history lacks it is.
+func TestSessionBelowTheDeviceIsCheckedInTheHistory(t *testing.T) {
+	dm := conv(t, "alice", "bob")
+	for _, tc := range []struct {
+		name    string
+		history []protocol.Message
+		said    int64
+	}{
+		{"history holds it", []protocol.Message{chatMsg(dm, 3, "bob")}, 0},
+		{"history lacks it", []protocol.Message{}, 1},
+		{"another message there", []protocol.Message{{Conv: dm, Seq: 3, MsgID: "other", From: "bob", Body: "other"}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startScriptServer(t)
+			lagging := protocol.Session{Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
+				WriteSeq: 2, ReadSeq: 2, ActiveTS: 10, WriteTS: 10}
+			srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+				switch f := f.(type) {
+				case *protocol.Sync:
+					c.push(&protocol.Sessions{Ref: f.Ref, Sessions: []protocol.Session{lagging}, Cursor: 10})
+					return true
+				case *protocol.History:
+					c.push(&protocol.Messages{Ref: f.Ref, Conv: f.Conv, Messages: tc.history})
+					return true
+				}
+				return false
+			}
+			alice := newProfile(t, srv.URL, "alice", "")
+			if err := alice.store.PutSessions([]protocol.Session{lagging}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := alice.store.PutMessages([]protocol.Message{chatMsg(dm, 1, "bob"), chatMsg(dm, 2, "bob"), chatMsg(dm, 3, "bob")}); err != nil {
+				t.Fatal(err)
+			}
+			alice.start()
+			waitBehindChecked(alice, 1)
+			if n := behindSaid(alice); n != tc.said {
+				t.Fatalf("said behind %d times, want %d", n, tc.said)
+			}
+		})
+	}
 }

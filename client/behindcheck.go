@@ -19,12 +19,15 @@ import (
 // connection were all stored by the server before this connection's
 // requests, so the comparison is free of races with pushes.
 type behindCheck struct {
-	held   map[string]localstore.Held // what the device held; nil: nothing to compare
-	found  map[string]bool            // conversations the server is behind in
-	told   map[string]bool            // conversations said behind on this connection (here or by reportBehind)
-	probed bool                       // the probe of the whole list was answered
-	said   bool                       // the warning was given on this connection
-	done   bool                       // the check ended (counted for tests)
+	held     map[string]localstore.Held // what the device held; nil: nothing to compare
+	found    map[string]bool            // conversations the server is behind in
+	asking   map[string]bool            // conversations whose history is asked to confirm it
+	collided []localstore.Behind        // seqs that collided before the check settled, said with it
+	lagging  map[string]bool            // sessions below the device whose history holds what it holds
+	told     map[string]bool            // conversations said behind on this connection (here or by reportBehind)
+	probed   bool                       // the probe of the whole list was answered
+	said     bool                       // the warning was given on this connection
+	done     bool                       // the check ended (counted for tests)
 }
 
 // probeLimit is the size of the page of the server's whole list asked for
@@ -36,7 +39,8 @@ const probeLimit = 1
 // connection, and asks the server for the first page of the user's whole
 // list (since 0): the answer is compared in onProbe.
 func (l *link) startBehindCheck() {
-	l.behind = behindCheck{found: make(map[string]bool), told: make(map[string]bool)}
+	l.behind = behindCheck{found: make(map[string]bool), told: make(map[string]bool),
+		asking: make(map[string]bool), lagging: make(map[string]bool)}
 	held, err := l.c.store.HeldConvs()
 	if err != nil {
 		l.c.log.Error("read held conversations", "err", err)
@@ -89,30 +93,62 @@ func (l *link) onProbe(f protocol.Frame) {
 	}
 }
 
-// compareSessions notes the sessions whose newest seq is below the newest
-// the device held from the server. A group the user left shows what it
-// showed when the user left, and the device may hold a little more (the
-// notice it writes itself, pushes that crossed the leaving): it is not
-// compared.
+// compareSessions asks the history of each session whose newest seq is
+// below the newest the device held from the server (confirmBehind). A
+// group the user left shows what it showed when the user left, and the
+// device may hold a little more (the notice it writes itself, pushes that
+// crossed the leaving): it is not compared.
 func (l *link) compareSessions(sessions []protocol.Session) {
+	ck := &l.behind
 	for _, s := range sessions {
-		h, ok := l.behind.held[s.Conv]
+		h, ok := ck.held[s.Conv]
 		if !ok || s.Kind == "group" && !slices.Contains(s.Members, l.self) {
 			continue
 		}
-		if s.WriteSeq < h.Newest {
-			l.behind.found[s.Conv] = true
+		if s.WriteSeq < h.Newest && !ck.found[s.Conv] && !ck.asking[s.Conv] && !ck.lagging[s.Conv] {
+			l.confirmBehind(s.Conv, h)
 		}
 	}
 }
 
+// confirmBehind asks the server for the message at the newest seq the
+// device holds of conv: a session is derived from the history and may lag
+// it for a moment (its state is written behind the message), so only a
+// history without that message, or with another message there, says the
+// server is behind. An answer that is no answer (refused for a passing
+// reason) says nothing.
+func (l *link) confirmBehind(conv string, h localstore.Held) {
+	ck := &l.behind
+	ck.asking[conv] = true
+	after := h.Newest - 1
+	l.request(&request{
+		op:    "history",
+		frame: &protocol.History{Conv: conv, AfterSeq: &after, Limit: 1},
+		answer: func(l *link, f protocol.Frame) {
+			delete(ck.asking, conv)
+			defer l.behindSettled()
+			page, ok := f.(*protocol.Messages)
+			switch {
+			case ok && len(page.Messages) > 0 && page.Messages[0].Seq == h.Newest && page.Messages[0].MsgID == h.MsgID:
+				l.c.log.Info("session behind its history", "conv", conv, "held", h.Newest)
+				ck.lagging[conv] = true
+			case temporary(f):
+				l.c.log.Warn("history check refused for now", "conv", conv, "err", answerError(f))
+			default:
+				ck.found[conv] = true
+			}
+		},
+	})
+}
+
 // behindSettled says, once per connection, that the server is behind in
 // the conversations found (but those a collision already said), once the
-// probe was answered; and counts the check done once the first syncs
-// ended too. Conversations found after the warning are only logged.
+// probe, the syncs in flight and the histories asked were answered, and
+// counts the check done then. Conversations found after the warning are
+// only logged.
 func (l *link) behindSettled() {
 	ck := &l.behind
-	if !ck.probed {
+	if !ck.probed || len(ck.asking) > 0 || len(l.syncing) > 0 || len(l.resync) > 0 {
 		return
 	}
 	var convs []string
@@ -133,10 +169,23 @@ func (l *link) behindSettled() {
 			l.c.events.push(ErrorEvent{Op: "sync", Err: behindError(convs)})
 		}
 	}
-	if !ck.done && len(l.syncing) == 0 && len(l.resync) == 0 {
+	ck.collided = nil
+	if !ck.done {
 		ck.done = true
 		l.c.behindChecks.Add(1)
 	}
+}
+
+// endBehindCheck says, when the connection ends before its check settled,
+// the collisions held back for the check's warning: the store moved the
+// messages aside, and the next connection would not find it again.
+func (l *link) endBehindCheck() {
+	for _, b := range l.behind.collided {
+		if !l.behind.told[b.Conv] {
+			l.sayCollision(b)
+		}
+	}
+	l.behind.collided = nil
 }
 
 // behindError says that the server holds less than the device of convs.

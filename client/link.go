@@ -92,6 +92,7 @@ func (l *link) run(ctx context.Context) error {
 	l.sendLocal()
 	l.syncAll()
 	err := l.loop(ctx)
+	l.endBehindCheck()
 	l.end()
 	return err
 }
