@@ -13,11 +13,12 @@ import (
 // conversation with what the device held when the connection began, so
 // that a server that lost its data is noticed on (re)connecting, before
 // anyone sends: a session whose write_seq is below the newest seq the
-// device holds from the server, or (when the server's whole list came in
-// one page) a conversation the device holds messages of that the server
-// does not list at all. The messages the device held before the
-// connection were all stored by the server before this connection's
-// requests, so the comparison is free of races with pushes.
+// device holds from the server and whose history lacks that message, or
+// (when the server's whole list came in one page) a conversation the
+// device holds messages of that the server does not list at all. The
+// messages the device held before the connection were all stored by the
+// server before this connection's requests, so the comparison is free of
+// races with pushes. It only warns: what the device holds is not touched.
 type behindCheck struct {
 	held     map[string]localstore.Held // what the device held; nil: nothing to compare
 	found    map[string]bool            // conversations the server is behind in
@@ -105,7 +106,7 @@ func (l *link) compareSessions(sessions []protocol.Session) {
 		if !ok || s.Kind == "group" && !slices.Contains(s.Members, l.self) {
 			continue
 		}
-		if s.WriteSeq < h.Newest && !ck.found[s.Conv] && !ck.asking[s.Conv] && !ck.lagging[s.Conv] {
+		if s.WriteSeq < h.Newest && !ck.found[s.Conv] && !ck.told[s.Conv] && !ck.asking[s.Conv] && !ck.lagging[s.Conv] {
 			l.confirmBehind(s.Conv, h)
 		}
 	}
