@@ -2,9 +2,11 @@ package client
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/servertest"
 )
 
@@ -59,5 +61,262 @@ func TestSendToAServerBehindTheDeviceSettles(t *testing.T) {
 	}
 	if strings.Join(bodies, "|") != "before 1|before 2|written offline" {
 		t.Fatalf("the chat reads %q, want what the device held, then the new message", bodies)
+	}
+}
+
+// behindSaid counts the ErrServerBehind reports p's engine made.
+func behindSaid(p *profile) int64 { return p.client.behindSaid.Load() }
+
+// waitBehindChecked waits until p's engine compared, on n connections,
+// what the server lists with what the device holds.
+func waitBehindChecked(p *profile, n int64) {
+	p.t.Helper()
+	p.waitFor("the check of the server's history", func() bool { return p.client.behindChecks.Load() >= n })
+}
+
+// A device that holds messages and connects to a server that lost them
+// all (an empty one) learns it at once, with nothing sent: one warning
+// naming how many conversations, and the device keeps what it held.
+func TestReconnectToAnEmptyServerSaysBehind(t *testing.T) {
+	first := servertest.Start(t)
+	withBob, withCarol := conv(t, "alice", "bob"), conv(t, "alice", "carol")
+	alice := newProfile(t, first.URL, "alice", "").start()
+	alice.waitOnline()
+	for _, dm := range []string{withBob, withCarol} {
+		if _, err := alice.client.Send(dm, "before"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice.waitFor("both stored", func() bool {
+		box, err := alice.store.Outbox()
+		return err == nil && len(box) == 0
+	})
+	path := alice.path
+	alice.close()
+	first.Stop()
+
+	empty := servertest.Start(t) // the server came back without its data
+	alice = newProfile(t, empty.URL, "alice", path).start()
+	said := alice.waitEvent("the server said behind", func(e Event) bool {
+		ev, ok := e.(ErrorEvent)
+		return ok && errors.Is(ev.Err, ErrServerBehind)
+	}).(ErrorEvent).Err
+	if !strings.Contains(said.Error(), "2 conversations") {
+		t.Errorf("the warning does not say how many conversations: %v", said)
+	}
+	waitBehindChecked(alice, 1)
+	if n := behindSaid(alice); n != 1 {
+		t.Errorf("said behind %d times on one connection, want once", n)
+	}
+	for _, dm := range []string{withBob, withCarol} {
+		if msgs := alice.messages(dm); len(msgs) != 1 || msgs[0].Body != "before" {
+			t.Errorf("%s holds %+v after the check, want what it held", dm, msgs)
+		}
+	}
+}
+
+// reopen closes p and runs a new client on its profile against url.
+func reopen(p *profile, url string) *profile {
+	path := p.path
+	p.close()
+	return newProfile(p.t, url, p.name, path).start()
+}
+
+// The ordinary reconnects are not a server behind: the same server with
+// new messages, messages still in the outbox, a group the user left, a
+// chat the user deleted.
+func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
+	t.Run("new messages", func(t *testing.T) {
+		env := servertest.Start(t)
+		dm := conv(t, "alice", "bob")
+		alice := newProfile(t, env.URL, "alice", "").start()
+		alice.waitOnline()
+		bob := env.DialOnline(t, "bob", "phone")
+		bob.SendN(dm, 3)
+		alice.waitFor("bob's messages", func() bool { return len(alice.messages(dm)) == 3 })
+		alice.stop()
+		bob.SendN(dm, 2)
+		alice = reopen(alice, env.URL)
+		alice.waitFor("the new messages", func() bool { return len(alice.messages(dm)) == 5 })
+		waitBehindChecked(alice, 1)
+		if n := behindSaid(alice); n != 0 {
+			t.Fatalf("said behind %d times", n)
+		}
+	})
+	t.Run("pending outbox", func(t *testing.T) {
+		env := servertest.Start(t)
+		dm := conv(t, "alice", "bob")
+		alice := newProfile(t, env.URL, "alice", "").start()
+		alice.waitOnline()
+		if _, err := alice.client.Send(dm, "sent"); err != nil {
+			t.Fatal(err)
+		}
+		alice.waitFor("the send stored", func() bool {
+			box, err := alice.store.Outbox()
+			return err == nil && len(box) == 0
+		})
+		alice.stop()
+		for _, body := range []string{"offline 1", "offline 2"} {
+			if _, err := alice.client.Send(dm, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		alice = reopen(alice, env.URL)
+		waitBehindChecked(alice, 1)
+		alice.waitFor("the outbox sent", func() bool {
+			box, err := alice.store.Outbox()
+			return err == nil && len(box) == 0
+		})
+		if n := behindSaid(alice); n != 0 {
+			t.Fatalf("said behind %d times", n)
+		}
+		// A fresh server and a device holding only its outbox: nothing
+		// the server lost.
+		fresh := newProfile(t, servertest.Start(t).URL, "alice", "")
+		if _, err := fresh.client.Send(dm, "first words"); err != nil {
+			t.Fatal(err)
+		}
+		fresh.start()
+		waitBehindChecked(fresh, 1)
+		if n := behindSaid(fresh); n != 0 {
+			t.Fatalf("a device with only its outbox said behind %d times", n)
+		}
+	})
+	t.Run("left group", func(t *testing.T) {
+		env := servertest.Start(t)
+		alice := newProfile(t, env.URL, "alice", "").start()
+		bob := newProfile(t, env.URL, "bob", "").start()
+		alice.waitOnline()
+		bob.waitOnline()
+		g := createGroup(t, bob, "team", "alice")
+		if _, err := bob.client.Send(g.Conv, "hello team"); err != nil {
+			t.Fatal(err)
+		}
+		alice.waitFor("bob's message", func() bool { return len(alice.messages(g.Conv)) == 2 })
+		bob.client.GroupOp(g.Conv, "remove", []string{"alice"}, "")
+		alice.waitFor("the notice that alice left", func() bool {
+			msgs := alice.messages(g.Conv)
+			return len(msgs) == 3 && msgs[2].Kind == protocol.KindSystem
+		})
+		if _, err := bob.client.Send(g.Conv, "after alice"); err != nil {
+			t.Fatal(err)
+		}
+		alice = reopen(alice, env.URL)
+		waitBehindChecked(alice, 1)
+		if n := behindSaid(alice); n != 0 {
+			t.Fatalf("said behind %d times", n)
+		}
+	})
+	t.Run("deleted chat", func(t *testing.T) {
+		env := servertest.Start(t)
+		dm := conv(t, "alice", "bob")
+		alice := newProfile(t, env.URL, "alice", "").start()
+		alice.waitOnline()
+		bob := env.DialOnline(t, "bob", "phone")
+		bob.SendN(dm, 2)
+		alice.waitFor("bob's messages", func() bool { return len(alice.messages(dm)) == 2 })
+		alice.client.SessionOp(dm, "delete", 0, "")
+		alice.waitFor("the delete done", func() bool {
+			ops, err := alice.store.PendingOps()
+			s, ok := alice.session(dm)
+			return err == nil && len(ops) == 0 && ok && s.Deleted
+		})
+		alice = reopen(alice, env.URL)
+		waitBehindChecked(alice, 1)
+		if n := behindSaid(alice); n != 0 {
+			t.Fatalf("said behind %d times", n)
+		}
+	})
+}
+
+// A server that lost some of its data, then took a new message: the
+// conversation whose session is below the device (its pushed message
+// collides too) and the one it no longer lists are said together, in one
+// warning.
+func TestReconnectToAServerThatLostSomeSaysBehindOnce(t *testing.T) {
+	first := servertest.Start(t)
+	withBob, withCarol := conv(t, "alice", "bob"), conv(t, "alice", "carol")
+	alice := newProfile(t, first.URL, "alice", "").start()
+	alice.waitOnline()
+	for _, s := range []struct{ conv, body string }{{withBob, "before 1"}, {withBob, "before 2"}, {withCarol, "before"}} {
+		if _, err := alice.client.Send(s.conv, s.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice.waitFor("all stored", func() bool {
+		box, err := alice.store.Outbox()
+		return err == nil && len(box) == 0
+	})
+	path := alice.path
+	alice.close()
+	first.Stop()
+
+	lost := servertest.Start(t)
+	bob := lost.DialOnline(t, "bob", "phone")
+	bob.SendMsg(withBob, "after the loss") // seq 1 again, pushed to alice on hello
+	alice = newProfile(t, lost.URL, "alice", path).start()
+	said := alice.waitEvent("the server said behind", func(e Event) bool {
+		ev, ok := e.(ErrorEvent)
+		return ok && errors.Is(ev.Err, ErrServerBehind)
+	}).(ErrorEvent).Err
+	if !strings.Contains(said.Error(), "2 conversations") {
+		t.Errorf("the warning does not say how many conversations: %v", said)
+	}
+	waitBehindChecked(alice, 1)
+	var bodies []string
+	for _, m := range alice.messages(withBob) {
+		bodies = append(bodies, m.Body)
+	}
+	if !slices.Contains(bodies, "before 1") || !slices.Contains(bodies, "before 2") {
+		t.Errorf("the chat reads %q, want what the device held kept", bodies)
+	}
+	waitBehindChecked(alice, 1)
+	if n := behindSaid(alice); n != 1 {
+		t.Errorf("said behind %d times on one connection, want once", n)
+	}
+}
+
+// A session is derived from the history and may lag it a moment: a
+// session below the device whose history holds the device's newest
+// message is not a server behind; one whose history lacks it is.
+func TestSessionBelowTheDeviceIsCheckedInTheHistory(t *testing.T) {
+	dm := conv(t, "alice", "bob")
+	for _, tc := range []struct {
+		name    string
+		history []protocol.Message
+		said    int64
+	}{
+		{"history holds it", []protocol.Message{chatMsg(dm, 3, "bob")}, 0},
+		{"history lacks it", []protocol.Message{}, 1},
+		{"another message there", []protocol.Message{{Conv: dm, Seq: 3, MsgID: "other", From: "bob", Body: "other"}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startScriptServer(t)
+			lagging := protocol.Session{Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
+				WriteSeq: 2, ReadSeq: 2, ActiveTS: 10, WriteTS: 10}
+			srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+				switch f := f.(type) {
+				case *protocol.Sync:
+					c.push(&protocol.Sessions{Ref: f.Ref, Sessions: []protocol.Session{lagging}, Cursor: 10})
+					return true
+				case *protocol.History:
+					c.push(&protocol.Messages{Ref: f.Ref, Conv: f.Conv, Messages: tc.history})
+					return true
+				}
+				return false
+			}
+			alice := newProfile(t, srv.URL, "alice", "")
+			if err := alice.store.PutSessions([]protocol.Session{lagging}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := alice.store.PutMessages([]protocol.Message{chatMsg(dm, 1, "bob"), chatMsg(dm, 2, "bob"), chatMsg(dm, 3, "bob")}); err != nil {
+				t.Fatal(err)
+			}
+			alice.start()
+			waitBehindChecked(alice, 1)
+			if n := behindSaid(alice); n != tc.said {
+				t.Fatalf("said behind %d times, want %d", n, tc.said)
+			}
+		})
 	}
 }

@@ -98,6 +98,10 @@ type Client struct {
 	lastSendTS int64 // client_ts of the newest message sent, ms
 
 	framesSent sync.Map // frame type → *atomic.Int64, for tests
+
+	// For tests: connections whose history check is done (checkBehind),
+	// and ErrServerBehind reports made.
+	behindChecks, behindSaid atomic.Int64
 }
 
 // New checks cfg and returns a client ready to Run. The profile's user, if

@@ -60,6 +60,7 @@ type link struct {
 	opsSent   map[int64]bool  // session ops sent on this connection, awaiting their answer
 	opsWait   map[string]bool // conversations whose session op waits for its retry timer
 	opsFail   int             // session ops refused for a passing reason in a row
+	behind    behindCheck     // is the server's history behind the device's?
 }
 
 func newLink(c *Client, ws *websocket.Conn, url string) *link {
@@ -87,9 +88,11 @@ func (l *link) run(ctx context.Context) error {
 	l.c.mu.Unlock()
 	l.c.setConn(Conn{State: Online, URL: l.url})
 	l.c.loadPendingReads()
+	l.startBehindCheck()
 	l.sendLocal()
 	l.syncAll()
 	err := l.loop(ctx)
+	l.endBehindCheck()
 	l.end()
 	return err
 }

@@ -29,14 +29,33 @@ const sendRetryDelay = time.Second
 var ErrServerBehind = errors.New("the server's history is behind this device's")
 
 // reportBehind says, for each conversation the store found the server
-// behind in (TakeBehind), that it is: never silently.
+// behind in (TakeBehind), that it is: never silently, and once per
+// connection. Until the check of the connection settles, it is said with
+// the check's warning (behindSettled), or when the connection ends
+// (endBehindCheck).
 func (l *link) reportBehind() {
+	ck := &l.behind
 	for _, b := range l.c.store.TakeBehind() {
-		err := fmt.Errorf("%w in %s: it numbered a new message %d where this device held up to %d (it lost messages?); the device keeps them, before the server's", ErrServerBehind, b.Conv, b.Seq, b.Held)
 		l.c.log.Warn("server behind", "conv", b.Conv, "seq", b.Seq, "held", b.Held)
-		l.c.events.push(ErrorEvent{Op: "sync", Err: err})
+		switch {
+		case ck.told[b.Conv]:
+		case !ck.done:
+			ck.found[b.Conv] = true
+			ck.collided = append(ck.collided, b)
+		default:
+			l.sayCollision(b)
+		}
 		l.c.events.push(MessagesChanged{Conv: b.Conv})
 	}
+}
+
+// sayCollision says that the server numbered a message of b.Conv with a
+// seq the device held for another.
+func (l *link) sayCollision(b localstore.Behind) {
+	l.behind.told[b.Conv] = true
+	l.c.behindSaid.Add(1)
+	err := fmt.Errorf("%w in %s: it numbered a new message %d where this device held up to %d (it lost messages?); the device keeps them, before the server's", ErrServerBehind, b.Conv, b.Seq, b.Held)
+	l.c.events.push(ErrorEvent{Op: "sync", Err: err})
 }
 
 // outboxKey names an outbox message.

@@ -57,6 +57,7 @@ func (l *link) sync(list string) {
 // lists whose gateway changed and fills the gaps the page reveals.
 func (l *link) onSessions(list string, f protocol.Frame) {
 	delete(l.syncing, list)
+	defer l.behindSettled()
 	page, ok := f.(*protocol.Sessions)
 	if !ok {
 		l.c.log.Warn("sync refused", "list", list, "err", answerError(f))
@@ -68,6 +69,7 @@ func (l *link) onSessions(list string, f protocol.Frame) {
 		return
 	}
 	delete(l.syncFail, list)
+	l.compareSessions(page.Sessions)
 	left, err := l.c.store.PutSessionsOf(l.self, page.Sessions)
 	if err != nil {
 		l.c.log.Error("store sessions", "err", err)

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+
+	"github.com/imcore/im/protocol"
 )
 
 // Behind says that the server numbered a message of Conv with Seq, a seq
@@ -94,4 +96,45 @@ func vacateSeq(tx *sql.Tx, conv, msgID string, seq int64) (*Behind, error) {
 		}
 	}
 	return &Behind{Conv: conv, Seq: seq, Held: held}, nil
+}
+
+// Held is what the device holds of a conversation from the server.
+type Held struct {
+	// Newest is the newest seq of a message the server gave: messages set
+	// aside (negative seqs), outbox messages (no seq yet) and the notice
+	// the device writes itself when the user left a group do not count.
+	Newest int64
+	// MsgID is the msg_id of the message at Newest.
+	MsgID string
+	// SubBiz is the list its stored session is in ("" for the main list,
+	// or when the device stores no session of it).
+	SubBiz string
+}
+
+// HeldConvs returns, for every conversation the device holds a message of
+// from the server, what it holds: what the server must have at least,
+// unless it lost data.
+func (s *Store) HeldConvs() (map[string]Held, error) {
+	rows, err := s.r.Query(`SELECT c.conv, COALESCE(s.sub_biz, ''), n.seq, n.msg_id
+		FROM (SELECT conv FROM sessions UNION SELECT conv FROM convs) c
+		LEFT JOIN sessions s ON s.conv = c.conv
+		JOIN messages n ON n.id = (SELECT m.id FROM messages m WHERE m.conv = c.conv AND m.seq > 0
+			AND NOT (m.kind = ? AND m.msg_id LIKE ?) ORDER BY m.seq DESC LIMIT 1)`, protocol.KindSystem, leftNoticeID+"%")
+	if err != nil {
+		return nil, fmt.Errorf("held conversations: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]Held)
+	for rows.Next() {
+		var conv string
+		var h Held
+		if err := rows.Scan(&conv, &h.SubBiz, &h.Newest, &h.MsgID); err != nil {
+			return nil, fmt.Errorf("held conversations: %w", err)
+		}
+		out[conv] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("held conversations: %w", err)
+	}
+	return out, nil
 }

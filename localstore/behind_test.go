@@ -59,3 +59,56 @@ func TestOwnMessageNumberedBehindTheDeviceSettles(t *testing.T) {
 		t.Fatalf("notes %+v, want one for %s", notes, conv)
 	}
 }
+
+// HeldConvs says what the server must hold at least: the newest seq it
+// gave in each conversation, not the outbox, not messages set aside, not
+// the notice the device writes when the user left a group.
+func TestHeldConvsCountsOnlyWhatTheServerGave(t *testing.T) {
+	s, _ := openTemp(t)
+	const plain, unsent, shop, setAside, group = "d:alice:bob", "d:alice:carol", "d:alice:dave", "d:alice:erin", "g:team"
+	mustPut(t, s, msg(plain, 1, "bob"), msg(plain, 2, "bob"), msg(plain, 3, "alice"))
+	for _, conv := range []string{plain, unsent} {
+		if err := s.EnqueueOutbox(protocol.Message{Conv: conv, MsgID: "out-" + conv, From: "alice", Body: "waiting", ClientTS: 9000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutSessions([]protocol.Session{{Conv: shop, Kind: "direct", SubBiz: "shop", WriteSeq: 2, ActiveTS: 1, WriteTS: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, s, msg(shop, 1, "dave"), msg(shop, 2, "dave"))
+	mustPut(t, s, msg(setAside, 1, "erin"), msg(setAside, 2, "erin"))
+	if err := s.EnqueueOutbox(protocol.Message{Conv: setAside, MsgID: "new-1", From: "alice", Body: "after the loss", ClientTS: 9001}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConfirmSent(setAside, "new-1", 1, 9002); err != nil {
+		t.Fatal(err)
+	}
+	s.TakeBehind()
+	in := protocol.Session{Conv: group, Kind: "group", Title: "team", Members: []string{"alice", "bob"}, WriteSeq: 2, ActiveTS: 2, WriteTS: 2}
+	if _, err := s.PutSessionsOf("alice", []protocol.Session{in}); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, s, msg(group, 1, "bob"), msg(group, 2, "bob"))
+	in.Members, in.ActiveTS = []string{}, 3
+	if left, err := s.PutSessionsOf("alice", []protocol.Session{in}); err != nil || len(left) != 1 {
+		t.Fatalf("leaving: %v, %v", left, err)
+	}
+	if held, err := s.Messages(group, 0, 10); err != nil || len(held) != 3 || held[2].Body != leftNotice {
+		t.Fatalf("the group holds %+v, %v; want its two messages and the notice", held, err)
+	}
+
+	got, err := s.HeldConvs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Held{plain: {Newest: 3, MsgID: "m3"}, shop: {Newest: 2, MsgID: "m2", SubBiz: "shop"},
+		setAside: {Newest: 1, MsgID: "new-1"}, group: {Newest: 2, MsgID: "m2"}}
+	if len(got) != len(want) {
+		t.Errorf("held %+v, want %+v", got, want)
+	}
+	for conv, w := range want {
+		if got[conv] != w {
+			t.Errorf("%s: held %+v, want %+v", conv, got[conv], w)
+		}
+	}
+}

@@ -20,8 +20,11 @@ import (
 // itself.
 const leftNotice = "You are no longer a member of this group"
 
+// leftNoticeID starts the msg_id of a leftNotice (the seq follows).
+const leftNoticeID = "left-"
+
 // leftID is the msg_id of the notice stored at seq.
-func leftID(seq int64) string { return "left-" + strconv.FormatInt(seq, 10) }
+func leftID(seq int64) string { return leftNoticeID + strconv.FormatInt(seq, 10) }
 
 // PutSessionsOf is PutSessions for user self, which also records in the
 // history of each group that self is no longer a member of, as the newer

@@ -1,12 +1,14 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/tui/tuitest"
 )
 
 // Messages the device set aside when the server came back behind it
@@ -23,4 +25,27 @@ func TestMessagesSetAsideShowSent(t *testing.T) {
 	if strings.Contains(l, glyphPending) || !strings.HasSuffix(strings.TrimRight(l, " "), glyphSent) {
 		t.Fatalf("a message set aside shows %q, want the sent tick %q", l, glyphSent)
 	}
+}
+
+// The warning the client gives on connecting to a server behind the
+// device reads in a 78-column status bar, and its key shows it whole:
+// how many conversations, and that the device keeps what it holds.
+func TestServerBehindWarningReadsInTheStatusBar(t *testing.T) {
+	f := tuitest.NewFake("alice", "dev-081d355fd788d23cf3dce226", "ws://127.0.0.1:7070/ws")
+	h := newHarness(t, f, 78, 24)
+	h.event(client.ConnChanged{Conn: client.Conn{State: client.Online}})
+	warning := fmt.Errorf("%w in 2 conversations (d:alice:bob, d:alice:carol): it holds less than this device (it lost messages?); the device keeps what it holds", client.ErrServerBehind)
+	h.event(client.ErrorEvent{Op: "sync", Err: warning})
+	bar := h.lineWith("● online")
+	if !strings.Contains(bar, "history is behind this device's in 2") || !strings.Contains(bar, "ctrl+x") {
+		t.Fatalf("the status bar reads %q, want the warning's start and the key that shows it", bar)
+	}
+	h.press("ctrl+x")
+	whole := boxText(h.screen())
+	for _, want := range []string{"conversations (d:alice:bob, d:alice:carol)", "the device keeps what it holds"} {
+		if !strings.Contains(whole, want) {
+			t.Fatalf("ctrl+x does not show %q:\n%s", want, h.screen())
+		}
+	}
+	h.checkGeometry()
 }
