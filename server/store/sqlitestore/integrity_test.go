@@ -259,3 +259,28 @@ func TestProbeFindsTheStoreRecovered(t *testing.T) {
 		t.Fatalf("Health() = %v after a successful probe", h)
 	}
 }
+
+// Small rows that still fit in a full database (the derived rows written
+// behind) do not make it healthy: only a write of a message's worth (an
+// append, a probe) does. Before, any commit cleared the fault and /readyz
+// said ready while no message could be stored.
+func TestSmallCommitsDoNotClearAFullDisk(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "im.db"), Options{MaxPages: 30})
+	var err error
+	for i := 0; i < 1000 && err == nil; i++ {
+		_, err = s.Append(context.Background(), protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprintf("m%d", i), From: "alice", Body: strings.Repeat("x", 4000), ServerTS: 1})
+	}
+	if s.Health() == nil {
+		t.Fatal("no fault after the disk filled")
+	}
+	small := func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('small', 'x')`)
+		return err
+	}
+	if err := s.write(context.Background(), small); err != nil {
+		t.Fatalf("a small write on a full disk: %v (the test needs one that fits)", err)
+	}
+	if s.Health() == nil {
+		t.Fatal("a small commit cleared the full disk's fault")
+	}
+}

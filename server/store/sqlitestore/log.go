@@ -24,7 +24,7 @@ func (s *Store) Append(ctx context.Context, msg protocol.Message) (store.AppendR
 // the order they are queued, so their seqs follow it.
 func (s *Store) QueueAppend(ctx context.Context, msg protocol.Message) (func() (store.AppendResult, error), error) {
 	var res store.AppendResult
-	op, err := s.queue(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	op, err := s.queueProof(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		res, err = s.appendTx(ctx, tx, msg, false)
 		return err

@@ -23,6 +23,10 @@ const maxBatch = 256
 type writeOp struct {
 	fn   txFunc
 	done chan error
+	// proof marks a write of a message's size (an append, a probe): only
+	// a commit holding one clears a storage fault, since a store that
+	// takes small rows may still have no room for a message.
+	proof bool
 }
 
 // txFunc is the body of a write. Its context is the writer's, not the
@@ -47,7 +51,15 @@ func (s *Store) write(ctx context.Context, fn txFunc) error {
 // op: op.done says when it is committed or failed. An error means fn was
 // not queued.
 func (s *Store) queue(ctx context.Context, fn txFunc) (*writeOp, error) {
-	op := &writeOp{fn: fn, done: make(chan error, 1)}
+	return s.enqueue(ctx, &writeOp{fn: fn, done: make(chan error, 1)})
+}
+
+// queueProof is queue for a write of a message's size (see writeOp.proof).
+func (s *Store) queueProof(ctx context.Context, fn txFunc) (*writeOp, error) {
+	return s.enqueue(ctx, &writeOp{fn: fn, done: make(chan error, 1), proof: true})
+}
+
+func (s *Store) enqueue(ctx context.Context, op *writeOp) (*writeOp, error) {
 	// The read lock keeps Close from finishing between the closed check and
 	// the enqueue, so every queued op is seen by the writer's final drain.
 	s.closeMu.RLock()
@@ -103,7 +115,7 @@ func (s *Store) commit(batch []*writeOp) {
 	err := s.runBatch(batch, results)
 	s.stats.batches.Add(1)
 	s.stats.ops.Add(int64(len(batch)))
-	s.recordHealth(err, results)
+	s.recordHealth(err, results, batch)
 	if s.onCommit != nil {
 		s.onCommit(len(batch), time.Since(start), err)
 	}
@@ -162,8 +174,9 @@ func runOp(ctx context.Context, op *writeOp, tx *sql.Tx) (err error) {
 // recordHealth keeps the storage fault of a commit, if it had one: its own
 // failure, or an op that failed for the storage's sake (a full disk, an
 // I/O error, a corrupted page) rather than its own. A commit without one
-// clears it.
-func (s *Store) recordHealth(err error, results []error) {
+// clears it if it wrote a message's worth (an append or a probe): small
+// derived rows fitting in a full database do not make it take messages.
+func (s *Store) recordHealth(err error, results []error, batch []*writeOp) {
 	fault := err
 	for _, r := range results {
 		if fault == nil && isStorageFault(r) {
@@ -171,12 +184,23 @@ func (s *Store) recordHealth(err error, results []error) {
 		}
 	}
 	if fault == nil {
-		if s.fault.Load() != nil {
+		if s.fault.Load() != nil && provesRoom(batch, results) {
 			s.fault.Store(nil)
 		}
 		return
 	}
 	s.fault.Store(&fault)
+}
+
+// provesRoom reports whether a committed batch wrote a message's worth:
+// an op marked proof that succeeded.
+func provesRoom(batch []*writeOp, results []error) bool {
+	for i, op := range batch {
+		if op.proof && results[i] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Health returns nil while the store commits, and otherwise the error of
@@ -215,11 +239,15 @@ const probeSize = 4096
 // follows). It changes nothing else.
 func (s *Store) Probe(ctx context.Context) error {
 	pad := strings.Repeat("p", probeSize)
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	op, err := s.queueProof(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := s.execTx(ctx, tx, qProbeInsert, pad); err != nil {
 			return err
 		}
 		_, err := s.execTx(ctx, tx, qProbeDelete)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	return <-op.done
 }
