@@ -157,22 +157,8 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 // its Redis sequencing, and the blob store Blob names. close releases both
 // connections.
 func (so ScaleOut) OpenStore(ctx context.Context) (st *dynamostore.Store, close func() error, err error) {
-	if so.RedisURL == "" {
-		return nil, nil, errors.New("the scaled-out store needs -redis (a redis:// URL)")
-	}
-	opts, err := redis.ParseURL(so.RedisURL)
+	rdb, db, blobs, err := so.openEngines(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-redis: %w", err)
-	}
-	rdb := redis.NewClient(opts)
-	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region)
-	if err != nil {
-		rdb.Close()
-		return nil, nil, err
-	}
-	blobs, err := so.OpenBlobs(ctx)
-	if err != nil {
-		rdb.Close()
 		return nil, nil, err
 	}
 	st, err = dynamostore.Open(ctx, dynamostore.Options{DynamoDB: db, Redis: rdb, Prefix: so.TablePrefix, Blobs: blobs})
@@ -181,4 +167,29 @@ func (so ScaleOut) OpenStore(ctx context.Context) (st *dynamostore.Store, close 
 		return nil, nil, err
 	}
 	return st, func() error { return errors.Join(st.Close(), rdb.Close()) }, nil
+}
+
+// openEngines connects to what the deployment shares, for the tools that
+// work beside the nodes: a Redis client (the caller closes it), a
+// DynamoDB client and the blob store Blob names (nil when none).
+func (so ScaleOut) openEngines(ctx context.Context) (*redis.Client, *dynamodb.Client, blob.Store, error) {
+	if so.RedisURL == "" {
+		return nil, nil, nil, errors.New("the scaled-out store needs -redis (a redis:// URL)")
+	}
+	opts, err := redis.ParseURL(so.RedisURL)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("-redis: %w", err)
+	}
+	rdb := redis.NewClient(opts)
+	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, nil, err
+	}
+	blobs, err := so.OpenBlobs(ctx)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, nil, err
+	}
+	return rdb, db, blobs, nil
 }

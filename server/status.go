@@ -203,22 +203,8 @@ func newInspector(so ScaleOut, rdb redis.UniversalClient, db *dynamodb.Client, b
 // Inspect connects to the deployment's engines to read its status (the
 // status command); close lets go of them.
 func (so ScaleOut) Inspect(ctx context.Context) (in *Inspector, close func() error, err error) {
-	if so.RedisURL == "" {
-		return nil, nil, errors.New("the scaled-out store needs -redis (a redis:// URL)")
-	}
-	opts, err := redis.ParseURL(so.RedisURL)
+	rdb, db, blobs, err := so.openEngines(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-redis: %w", err)
-	}
-	rdb := redis.NewClient(opts)
-	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region)
-	if err != nil {
-		rdb.Close()
-		return nil, nil, err
-	}
-	blobs, err := so.OpenBlobs(ctx)
-	if err != nil {
-		rdb.Close()
 		return nil, nil, err
 	}
 	return newInspector(so, rdb, db, blobs), rdb.Close, nil
