@@ -41,9 +41,12 @@ type Cluster struct {
 	// status (/status, /readyz's recovery). Nil: the node records nothing
 	// and /status shows only itself.
 	Inspector *Inspector
-	// Ownership reports the shards this node owns. It stays nil until the
-	// ownership of conversations and users by shard exists (issue 18):
-	// status then shows no shards rather than made-up ones.
+	// Owners, when set, gives every conversation and user one owner node
+	// (docs/SCALING.md) instead of a lock per operation: Locker is then
+	// not used.
+	Owners *Owners
+	// Ownership reports the shards this node owns; set by the server of a
+	// node of owners, nil otherwise (status then shows no shards).
 	Ownership Ownership
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/distlock"
+	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/relay"
@@ -39,6 +40,13 @@ type ScaleOut struct {
 	// Blob is "" (no archive), a directory or s3://BUCKET; S3Endpoint a
 	// compatible server's URL (path-style addressing).
 	Blob, S3Endpoint string
+	// Owners gives each conversation and user one owner node (see
+	// docs/SCALING.md) instead of a Redis lock per operation.
+	Owners bool
+	// NodeSecret guards the links between nodes of owners (empty: one the
+	// nodes share through Redis); Advertise is where the other nodes
+	// reach this one (empty: the address it listens on).
+	NodeSecret, Advertise string
 }
 
 // OpenBlobs opens the blob store so names (nil when Blob is empty).
@@ -127,12 +135,20 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 		opsRedis.Close()
 		return fail(err)
 	}
+	var locker engine.Locker
+	var owners *Owners
+	if so.Owners {
+		owners = &Owners{Redis: opsRedis, Prefix: so.TablePrefix, Secret: so.NodeSecret, Advertise: so.Advertise}
+	} else {
+		locker = distlock.NewRedis(rdb, so.TablePrefix, 0, distlock.WithFirstUse(dyn.FirstLockUse), distlock.WithLogger(log))
+	}
 	cluster := &Cluster{
 		NodeID:     nodeID,
 		Inspector:  newInspector(so, opsRedis, opsDB, blobs),
 		ScaleOut:   so,
 		Collectors: calls.Collectors(),
-		Locker:     distlock.NewRedis(rdb, so.TablePrefix, 0, distlock.WithFirstUse(dyn.FirstLockUse), distlock.WithLogger(log)),
+		Locker:     locker,
+		Owners:     owners,
 		Devices: func(local *hub.Hub, lost func(users []string)) (Devices, error) {
 			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log, Lost: lost})
 		},

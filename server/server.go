@@ -25,6 +25,7 @@ import (
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/netlimit"
+	"github.com/imcore/im/server/nodelink"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/sqlitestore"
 )
@@ -99,7 +100,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	unlock  func()
-	store   *engine.Engine
+	store   store.Store // the engine, or the router of an owner node
+	owners  *ownersState
 	svc     atomic.Pointer[chat.Service] // set once the server is built
 	be      store.Backend
 	hub     *hub.Hub
@@ -108,6 +110,8 @@ type Server struct {
 	metrics *metrics.Metrics
 	http    *http.Server
 	ready   atomic.Bool
+	readyCh chan struct{} // closed once the server first serves
+	readyMu sync.Once
 	failing atomic.Bool // the store's last commit hit a storage fault
 
 	probedAt atomic.Int64 // unix ns of the last probe write /readyz made
@@ -165,7 +169,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, unlock: unlock, hub: hub.New(), metrics: metrics.New(), started: time.Now()}
+	s := &Server{cfg: cfg, log: cfg.Logger, unlock: unlock, hub: hub.New(), metrics: metrics.New(), started: time.Now(), readyCh: make(chan struct{})}
 	s.addr.Store("")
 	if err := s.build(); err != nil {
 		if c, ok := s.devices.(interface{ Close() error }); ok {
@@ -218,11 +222,23 @@ func (s *Server) build() error {
 			s.metrics.Register(c)
 		}
 	}
-	eng, err := engine.New(context.Background(), s.be, engOpts)
-	if err != nil {
-		return err
+	var linkSecret []byte
+	if cfg.Cluster != nil && cfg.Cluster.Owners != nil {
+		engOpts.Locker = nil
+		router, secret, err := s.buildOwners(context.Background(), cfg.Cluster.Owners, engOpts)
+		if err != nil {
+			return err
+		}
+		s.store, linkSecret = router, secret
+		cfg.Cluster.Ownership = s.owners
+	} else {
+		eng, err := engine.New(context.Background(), s.be, engOpts)
+		if err != nil {
+			return err
+		}
+		s.store = eng
 	}
-	s.store = eng
+	eng := s.store
 	var authn auth.Authenticator = auth.Dev{}
 	if cfg.Auth == AuthToken {
 		var secret []byte
@@ -261,6 +277,13 @@ func (s *Server) build() error {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /status", s.status)
 	mux.Handle("GET /metrics", s.metrics.Handler())
+	if s.owners != nil {
+		links := nodelink.NewServer(s.owners.router, linkSecret, cfg.Logger)
+		for _, c := range links.Collectors() {
+			s.metrics.Register(c)
+		}
+		mux.Handle("GET "+linkPath, links)
+	}
 	s.http = &http.Server{
 		Handler: mux,
 		// The hello timeout covers the upgrade: headers slower than it
@@ -290,7 +313,25 @@ func (s *Server) Serve(ln net.Listener) error {
 		OnRefuse:  s.metrics.Refuse,
 	})
 	s.addr.Store(ln.Addr().String())
-	s.ready.Store(true)
+	if s.owners != nil {
+		// The links are served while the node takes its shards: an
+		// owner that takes one may have to ask others.
+		errc := make(chan error, 1)
+		go func() { errc <- s.http.Serve(gateway.CorkListener(limited)) }()
+		if err := s.startOwners(ln); err != nil {
+			s.http.Close()
+			return err
+		}
+		s.markReady()
+		s.startHeartbeat()
+		s.log.Info("listening", "addr", ln.Addr().String(), "auth", s.cfg.Auth, "data", s.cfg.DataDir,
+			"max_conns", limited.MaxConns(), "max_conns_per_ip", s.cfg.MaxConnsPerIP, "shards", len(s.owners.OwnedShards()))
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+	s.markReady()
 	s.startHeartbeat()
 	s.log.Info("listening", "addr", ln.Addr().String(), "auth", s.cfg.Auth, "data", s.cfg.DataDir,
 		"max_conns", limited.MaxConns(), "max_conns_per_ip", s.cfg.MaxConnsPerIP)
@@ -301,12 +342,26 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
+// markReady says the server serves (a node of owners once it took its
+// shards).
+func (s *Server) markReady() {
+	s.ready.Store(true)
+	s.readyMu.Do(func() { close(s.readyCh) })
+}
+
+// Ready is closed once the server serves: at once for most, once a node
+// of owners took its first shards.
+func (s *Server) Ready() <-chan struct{} { return s.readyCh }
+
 // Shutdown stops accepting, closes every connection with "going away",
 // lets requests in flight finish and the last commits reach the disk, and
 // releases the data directory.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	s.stopArchiving()
+	// An owner hands its shards over first, while its clients are still
+	// served (their requests go to the new owners from then on).
+	errLeave := s.leaveOwners(ctx)
 	errHTTP := s.http.Shutdown(ctx)
 	errGW := s.gw.Shutdown(ctx)
 	s.stopHeartbeat()
@@ -314,12 +369,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if c, ok := s.devices.(interface{ Close() error }); ok {
 		errRelay = c.Close()
 	}
+	s.closeOwners()
 	errStore := s.store.Close()
 	if s.cfg.Cluster != nil && s.cfg.Cluster.Close != nil {
 		errCluster = s.cfg.Cluster.Close()
 	}
 	s.unlock()
-	return errors.Join(errHTTP, errGW, errRelay, errStore, errCluster)
+	return errors.Join(errLeave, errHTTP, errGW, errRelay, errStore, errCluster)
 }
 
 // Store returns the server's store, for tests and tools that inspect it.

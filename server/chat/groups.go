@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"errors"
 	"fmt"
@@ -23,7 +24,7 @@ func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateG
 	}
 	members := protocol.GroupMembers(c.User, f.Members)
 	change := store.GroupChange{
-		Conv:    protocol.GroupConv(newID()),
+		Conv:    protocol.GroupConv(groupID(c.User, f.Key)),
 		Create:  true,
 		Creator: c.User,
 		Key:     f.Key,
@@ -223,6 +224,18 @@ var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadd
 
 // newID returns a random 26-character id: 128 bits, valid in a group id
 // and in a msg_id.
+// groupID is the id of a new group: random, or, for a create with a key,
+// derived from its creator and key, so that every attempt of one create
+// names the same conversation and is ordered by its one owner (a
+// scaled-out deployment serves each conversation on one node).
+func groupID(creator, key string) string {
+	if key == "" {
+		return newID()
+	}
+	sum := sha256.Sum256([]byte("group-key\x00" + creator + "\x00" + key))
+	return idEncoding.EncodeToString(sum[:16])
+}
+
 func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails

@@ -199,17 +199,18 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 		return derivation{}, err
 	}
 	now := e.nowMS()
-	clocks := make(map[string]int64, len(members))
-	err = e.retryMissing(ctx, sessionNeeds(cs.conv, members), func() error {
-		return e.withUsers(members, func(u *userState) error {
-			_, isCovered := slices.BinarySearch(covered, u.user)
-			_, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectMessage, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, From: m.From, Covered: isCovered})
-			clocks[u.user] = u.clock
-			return err
-		})
-	})
+	effects := make([]Effect, len(members))
+	for i, u := range members {
+		_, isCovered := slices.BinarySearch(covered, u)
+		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectMessage, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, From: m.From, Covered: isCovered}}
+	}
+	results, err := e.affect(ctx, effects)
 	if err != nil {
 		return derivation{}, err
+	}
+	clocks := make(map[string]int64, len(members))
+	for u, r := range results {
+		clocks[u] = r.Clock
 	}
 	e.derived(cs, m.Seq)
 	return derivation{members: members, rise: r, clocks: clocks}, nil
@@ -262,13 +263,13 @@ func (e *Engine) spread(ctx context.Context, conv string, members []string, r *r
 	if err != nil {
 		return err
 	}
-	return e.retryMissing(ctx, sessionNeeds(conv, members), func() error {
-		return e.withUsers(members, func(u *userState) error {
-			_, isCovered := slices.BinarySearch(covered, u.user)
-			_, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectRise, Conv: conv, Ticks: r.next, Covered: isCovered})
-			return err
-		})
-	})
+	effects := make([]Effect, len(members))
+	for i, u := range members {
+		_, isCovered := slices.BinarySearch(covered, u)
+		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectRise, Conv: conv, Ticks: r.next, Covered: isCovered}}
+	}
+	_, err = e.affect(ctx, effects)
+	return err
 }
 
 // retryMissing loads needs and runs apply, again as long as apply finds an

@@ -30,12 +30,12 @@ const (
 	effectExpire
 )
 
-// sessionEffect is what an operation on a conversation does to one of its
+// SessionEffect is what an operation on a conversation does to one of its
 // members' sessions, named and made of plain values rather than a
 // closure: the one place where an operation reaches into a user's state,
 // so that it can be applied on whichever node owns the user (see
-// docs/SCALING.md).
-type sessionEffect struct {
+// docs/SCALING.md and owned.go).
+type SessionEffect struct {
 	Kind effectKind
 	Conv string
 	// Ticks are the conversation's ticks as the operation left them.
@@ -49,7 +49,7 @@ type sessionEffect struct {
 }
 
 // creates reports whether the effect creates a missing session.
-func (ef sessionEffect) creates() bool {
+func (ef SessionEffect) creates() bool {
 	switch ef.Kind {
 	case effectMessage, effectJoin, effectOp:
 		return true
@@ -61,7 +61,7 @@ func (ef sessionEffect) creates() bool {
 }
 
 // rule is the effect as a change of the session at time now (ms).
-func (ef sessionEffect) rule(now int64) sessionRule {
+func (ef SessionEffect) rule(now int64) sessionRule {
 	switch ef.Kind {
 	case effectMessage:
 		return func(st *session.State) session.Moves {
@@ -86,6 +86,6 @@ func (ef sessionEffect) rule(now int64) sessionRule {
 
 // applyEffect applies ef to u's session at time now (see changeSession);
 // the caller holds u's shard lock.
-func (e *Engine) applyEffect(u *userState, now int64, ef sessionEffect) (session.State, bool, error) {
+func (e *Engine) applyEffect(u *userState, now int64, ef SessionEffect) (session.State, bool, error) {
 	return e.changeSession(u, now, ef.Conv, ef.Ticks, ef.creates(), ef.rule(now))
 }

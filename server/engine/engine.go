@@ -94,6 +94,7 @@ type Engine struct {
 	convs  *convTable
 	flush  *flusher
 	locker Locker // nil in one process
+	owners Owners // nil but on a node owning shards
 }
 
 // Options tune an Engine. The zero value is the production setting.
@@ -116,6 +117,11 @@ type Options struct {
 	// Locker, when set, makes the engine one of several sharing the
 	// backend (see Locker); nil for one process.
 	Locker Locker
+	// Owners, when set, makes the engine the owner of some of the
+	// conversations and users of a deployment of several nodes (see
+	// Owners); with it, New repairs nothing (each shard is repaired as
+	// it is taken: RepairConvs).
+	Owners Owners
 }
 
 // DefaultFlushGather is the default Options.FlushGather.
@@ -143,9 +149,10 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		users:  newUserTable(opts.MaxSessions),
 		convs:  newConvTable(),
 		locker: opts.Locker,
+		owners: opts.Owners,
 	}
 	e.flush = newFlusher(be, opts.Logger, opts.FlushGather)
-	if !opts.SkipRepair {
+	if !opts.SkipRepair && opts.Owners == nil {
 		if err := e.Repair(ctx); err != nil {
 			e.flush.close()
 			return nil, err

@@ -150,22 +150,20 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 	cs.mu.Unlock()
 	// The sessions first: of those leaving as they were, of those joining
 	// with nothing unread before the message.
-	left := map[string]int64{} // the clocks of those leaving, after it
-	err := e.retryMissing(ctx, sessionNeeds(cs.conv, append(slices.Clone(change.Remove), change.Add...)), func() error {
-		if err := e.withUsers(change.Remove, func(u *userState) error {
-			_, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectLeave, Conv: cs.conv, Ticks: ticks})
-			left[u.user] = u.clock
-			return err
-		}); err != nil {
-			return err
-		}
-		return e.withUsers(change.Add, func(u *userState) error {
-			_, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectJoin, Conv: cs.conv, Ticks: ticks, Seq: before})
-			return err
-		})
-	})
+	effects := make([]Effect, 0, len(change.Remove)+len(change.Add))
+	for _, u := range change.Remove {
+		effects = append(effects, Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectLeave, Conv: cs.conv, Ticks: ticks}})
+	}
+	for _, u := range change.Add {
+		effects = append(effects, Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectJoin, Conv: cs.conv, Ticks: ticks, Seq: before}})
+	}
+	results, err := e.affect(ctx, effects)
 	if err != nil {
 		return derivation{}, err
+	}
+	left := map[string]int64{} // the clocks of those leaving, after it
+	for _, u := range change.Remove {
+		left[u] = results[u].Clock
 	}
 	d, err := e.deriveMessage(ctx, cs, m, func(cs *convState) {
 		cs.exists = true

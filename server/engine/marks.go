@@ -159,12 +159,29 @@ func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store
 // conversation's ticks as they are; rows, when set, are written with it.
 // It returns whether the session changed and the user's clock right after.
 func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, create bool, rows func(b *batch)) (bool, int64, error) {
+	release, local := e.holdUser(user)
+	if local {
+		defer release()
+	} else {
+		// The session is another node's: the boundary's rows here, the
+		// read there. It is sent even when the boundary did not move, so
+		// that a read retried after a crash between the two still
+		// reaches the session.
+		if rows != nil {
+			e.flush.put(rows)
+		}
+		results, err := e.affect(ctx, []Effect{{User: user, Now: now, SessionEffect: SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create}}})
+		if err != nil {
+			return false, 0, err
+		}
+		return results[user].Changed, results[user].Clock, nil
+	}
 	var changed bool
 	var clock int64
 	err := e.retryMissing(ctx, []need{{user, conv}}, func() error {
 		return e.withUsers([]string{user}, func(u *userState) error {
 			var err error
-			_, changed, err = e.applyEffect(u, now, sessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create})
+			_, changed, err = e.applyEffect(u, now, SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create})
 			clock = u.clock
 			if err == nil && rows != nil {
 				// Staged in the session's critical section: one write.

@@ -34,7 +34,7 @@ func (e *Engine) SessionOp(ctx context.Context, user, conv string, op session.Op
 				return store.ErrNotFound // a gateway exists once something is filed under it
 			}
 			var err error
-			st, res.Changed, err = e.applyEffect(u, now, sessionEffect{Kind: effectOp, Conv: conv, Ticks: ticks, Op: op, Args: args})
+			st, res.Changed, err = e.applyEffect(u, now, SessionEffect{Kind: effectOp, Conv: conv, Ticks: ticks, Op: op, Args: args})
 			res.Cursor = u.clock
 			return err
 		})
@@ -136,7 +136,7 @@ func (e *Engine) Sync(ctx context.Context, user string, q store.SyncQuery) (stor
 	if err := e.expireMutes(ctx, now, user); err != nil {
 		return store.SyncPage{}, fmt.Errorf("sync of %s: %w", user, err)
 	}
-	rows, total, err := e.be.SessionPage(ctx, user, q)
+	rows, total, err := e.readPage(ctx, user, q)
 	if err != nil {
 		return store.SyncPage{}, fmt.Errorf("sync of %s: %w", user, err)
 	}
@@ -150,6 +150,30 @@ func (e *Engine) Sync(ctx context.Context, user string, q store.SyncQuery) (stor
 		page.Cursor = row.State.ActiveTS
 	}
 	return page, nil
+}
+
+// pageRereads bounds how often an owner reads a sync page again because
+// the user's sessions changed while it was read.
+const pageRereads = 8
+
+// readPage reads a page of user's sessions with its list's total once every
+// row put before it is written. An owner (Options.Owners) may change the
+// user's sessions while the backend reads them, and a backend that cannot
+// read sessions and totals in one snapshot (DynamoDB) could then show a
+// total that disagrees with the sessions: the page is read again until no
+// change of the user's was made while it was read.
+func (e *Engine) readPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
+	for try := 0; ; try++ {
+		// A change staged before the mark is written before the read.
+		mark := e.users.stampNow(user)
+		if err := e.flush.barrier(ctx); err != nil {
+			return nil, 0, err
+		}
+		rows, total, err := e.be.SessionPage(ctx, user, q)
+		if err != nil || !e.owned() || try == pageRereads || !e.users.changedSince(user, mark) {
+			return rows, total, err
+		}
+	}
 }
 
 // expireMutes turns off user's mutes whose time is up, and waits for the
@@ -169,7 +193,7 @@ func (e *Engine) expireMutes(ctx context.Context, now int64, user string) error 
 		return e.withUsers([]string{user}, func(u *userState) error {
 			for _, conv := range convs {
 				// changeSession expires the mute; the effect itself changes nothing.
-				if _, _, err := e.applyEffect(u, now, sessionEffect{Kind: effectExpire, Conv: conv, Ticks: ticks[conv]}); err != nil {
+				if _, _, err := e.applyEffect(u, now, SessionEffect{Kind: effectExpire, Conv: conv, Ticks: ticks[conv]}); err != nil {
 					return err
 				}
 			}

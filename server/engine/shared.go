@@ -156,6 +156,10 @@ func (e *Engine) enterUsers(ctx context.Context, users ...string) (*section, err
 // have changed it; an operation holding its lock may be changing the one
 // in memory).
 func (e *Engine) peekConv(ctx context.Context, conv string) (*convState, error) {
+	if e.owned() && !e.owners.OwnsConv(conv) {
+		// Another node's: as written (session operations read its ticks).
+		return e.convs.read(ctx, e.be, conv)
+	}
 	if !e.shared() {
 		return e.convs.get(ctx, e.be, conv)
 	}

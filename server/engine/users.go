@@ -44,11 +44,15 @@ type userShard struct {
 	// generation.
 	writes []func(b *batch)
 	gens   []*uint64
+	// stamps counts the changes staged in the shard; each user keeps the
+	// count of its last (readPage tells a change made while it read).
+	stamps uint64
 }
 
 // stage adds rows to the critical section's write; gen receives its
 // generation. The caller holds the shard's lock.
 func (sh *userShard) stage(gen *uint64, rows func(b *batch)) {
+	sh.stamps++
 	sh.writes = append(sh.writes, rows)
 	sh.gens = append(sh.gens, gen)
 }
@@ -83,6 +87,7 @@ type userState struct {
 	// known absent.
 	sessions map[string]*sessEntry
 	gen      uint64 // flusher generation of the last total written
+	stamp    uint64 // the shard's stamps at the user's last change
 }
 
 // sessEntry is one cached session, or the knowledge that it does not exist
@@ -119,6 +124,24 @@ func (t *userTable) forget(users []string) {
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// stampNow returns the count of changes staged so far in user's shard.
+func (t *userTable) stampNow(user string) uint64 {
+	sh := t.shard(user)
+	t.lock(sh)
+	defer sh.mu.Unlock()
+	return sh.stamps
+}
+
+// changedSince reports whether a change of user was staged after the
+// shard's count was mark.
+func (t *userTable) changedSince(user string, mark uint64) bool {
+	sh := t.shard(user)
+	t.lock(sh)
+	defer sh.mu.Unlock()
+	u := sh.m[user]
+	return u != nil && u.stamp > mark
 }
 
 // lock takes a shard's lock: a user's critical section.
@@ -377,6 +400,7 @@ func (e *Engine) changeSession(u *userState, now int64, conv string, ticks proto
 		if ticksRose {
 			ent.st = st
 			u.shard.stage(&ent.gen, func(b *batch) { b.session(st) })
+			u.stamp = u.shard.stamps
 		}
 		return st, false, nil
 	}
@@ -389,6 +413,7 @@ func (e *Engine) changeSession(u *userState, now int64, conv string, ticks proto
 	existed := ent.exists
 	ent.st, ent.exists = st, true
 	u.shard.stage(&ent.gen, func(b *batch) { b.session(st) })
+	u.stamp = u.shard.stamps
 	e.settleTotals(u, old, st, existed, ts)
 	if st.SubBiz != "" {
 		newMessage := st.LastConv != old.LastConv || st.LastSeq != old.LastSeq

@@ -50,6 +50,18 @@ func (p *Pool) Forward(ctx context.Context, addr string, r Request) (json.RawMes
 	return l.call(ctx, r)
 }
 
+// Start sends r to the node at addr now and returns what waits for its
+// answer: requests started one after another on one stream are served in
+// that order, while their answers are awaited together.
+func (p *Pool) Start(ctx context.Context, addr string, r Request) (wait func(ctx context.Context) (json.RawMessage, error), err error) {
+	l, err := p.link(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	p.forwarded.Inc()
+	return l.send(r)
+}
+
 // Close drops every link.
 func (p *Pool) Close() {
 	p.mu.Lock()
@@ -119,6 +131,15 @@ func (l *link) isDown() bool {
 
 // call sends r and waits for its answer.
 func (l *link) call(ctx context.Context, r Request) (json.RawMessage, error) {
+	wait, err := l.send(r)
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+// send writes r on the link and returns what waits for its answer.
+func (l *link) send(r Request) (func(ctx context.Context) (json.RawMessage, error), error) {
 	reply := make(chan envelope, 1)
 	l.mu.Lock()
 	if l.down {
@@ -137,6 +158,11 @@ func (l *link) call(ctx context.Context, r Request) (json.RawMessage, error) {
 		l.drop()
 		return nil, ErrLinkDown
 	}
+	return func(ctx context.Context) (json.RawMessage, error) { return l.await(ctx, id, reply) }, nil
+}
+
+// await waits for the answer of request id.
+func (l *link) await(ctx context.Context, id uint64, reply chan envelope) (json.RawMessage, error) {
 	select {
 	case env, ok := <-reply:
 		if !ok {

@@ -19,6 +19,15 @@ type Handler interface {
 	ServeForwarded(ctx context.Context, r Request) (json.RawMessage, error)
 }
 
+// Starter is a Handler that serves a request in two steps: StartForwarded
+// runs in its stream's order (the stream's next request starts once it
+// returns) and returns what finishes it, which runs beside the stream's
+// next requests. A stream's requests are so applied in order while their
+// slow parts (writes) overlap.
+type Starter interface {
+	StartForwarded(ctx context.Context, r Request) (finish func() (json.RawMessage, error))
+}
+
 // HandlerFunc is a Handler of a function.
 type HandlerFunc func(ctx context.Context, r Request) (json.RawMessage, error)
 
@@ -99,8 +108,7 @@ func (s *Server) serveLink(ctx context.Context, ws *websocket.Conn) {
 			}
 		}
 	}()
-	streams := newStreams(ctx, func(env envelope) {
-		answer, err := s.handler.ServeForwarded(ctx, *env.Request)
+	answer := func(env envelope, answer json.RawMessage, err error) {
 		s.served.Inc()
 		reply := envelope{ID: env.ID, Answer: answer}
 		if err != nil {
@@ -110,6 +118,21 @@ func (s *Server) serveLink(ctx context.Context, ws *websocket.Conn) {
 		case out <- reply:
 		case <-ctx.Done():
 		}
+	}
+	starter, twoSteps := s.handler.(Starter)
+	streams := newStreams(ctx, func(env envelope, done func()) {
+		if !twoSteps {
+			defer done()
+			a, err := s.handler.ServeForwarded(ctx, *env.Request)
+			answer(env, a, err)
+			return
+		}
+		finish := starter.StartForwarded(ctx, *env.Request)
+		go func() {
+			defer done()
+			a, err := finish()
+			answer(env, a, err)
+		}()
 	})
 	for {
 		var env envelope
@@ -130,8 +153,9 @@ func (s *Server) serveLink(ctx context.Context, ws *websocket.Conn) {
 // streams runs one worker per stream with requests waiting, each serving
 // its stream's requests in order and stopping when none waits.
 type streams struct {
-	ctx   context.Context
-	serve func(envelope)
+	ctx context.Context
+	// serve serves a request and calls done once it is answered.
+	serve func(env envelope, done func())
 	// slots bounds the requests a link holds unserved: past it the link's
 	// reader waits, and TCP holds the forwarding node back.
 	slots chan struct{}
@@ -140,7 +164,7 @@ type streams struct {
 	wg    sync.WaitGroup
 }
 
-func newStreams(ctx context.Context, serve func(envelope)) *streams {
+func newStreams(ctx context.Context, serve func(envelope, func())) *streams {
 	return &streams{ctx: ctx, serve: serve, queue: make(map[string][]envelope), slots: make(chan struct{}, maxUnserved)}
 }
 
@@ -177,10 +201,15 @@ func (s *streams) work(stream string) {
 		env := q[0]
 		s.queue[stream] = q[1:]
 		s.mu.Unlock()
-		if s.ctx.Err() == nil {
-			s.serve(env)
+		if s.ctx.Err() != nil {
+			<-s.slots
+			continue
 		}
-		<-s.slots
+		s.wg.Add(1)
+		s.serve(env, func() {
+			<-s.slots
+			s.wg.Done()
+		})
 	}
 }
 

@@ -14,7 +14,11 @@ type Request struct {
 	// User and Device are who the client proved to be on its home node.
 	User   string `json:"user"`
 	Device string `json:"device"`
-	// Frame is the client's frame as it arrived.
+	// Method names what the request asks of the owner when it is not a
+	// client's frame (an engine call); "" for a frame.
+	Method string `json:"method,omitempty"`
+	// Frame is the client's frame as it arrived, or the method's
+	// arguments.
 	Frame json.RawMessage `json:"frame"`
 }
 

@@ -49,6 +49,11 @@ type Env struct {
 // that use this package once with each.
 const StoreEnv = "IM_TEST_STORE"
 
+// ClusterEnv set to "owners" runs the scaled-out deployment's nodes as
+// owners of their shards (docs/SCALING.md) rather than with a lock per
+// operation.
+const ClusterEnv = "IM_TEST_CLUSTER"
+
 // Start starts a server with its data in a temporary directory, on the
 // storage IM_TEST_STORE names; each option may change the configuration
 // first. The server stops when the test ends.
@@ -106,6 +111,7 @@ func ScaledOut(t testing.TB) server.ScaleOut {
 		Region:           "us-east-1",
 		TablePrefix:      testengines.Prefix(t),
 		RedisURL:         testengines.Redis(t),
+		Owners:           os.Getenv(ClusterEnv) == "owners",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
@@ -147,6 +153,14 @@ func StartWith(t testing.TB, cfg server.Config) *Env {
 			t.Errorf("serve: %v", err)
 		}
 	})
+	select {
+	case <-e.Server.Ready():
+	case err := <-served:
+		served <- err
+		t.Fatalf("serve: %v", err)
+	case <-time.After(Timeout):
+		t.Fatalf("the server was not ready within %v", Timeout)
+	}
 	return e
 }
 

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Owners is what an engine runs with on a node of a scaled-out deployment
+// where every conversation and every user has one owner node (see
+// docs/SCALING.md). The engine keeps in memory, as the truth, only what
+// this node owns; the caller (package routing) sends it only operations on
+// conversations and users the node owns. What an operation on a
+// conversation does to a member owned elsewhere — a session effect — goes
+// to that member's owner through Apply.
+type Owners interface {
+	// OwnsConv reports whether this node serves conv now (the engine's
+	// memory of it is the truth).
+	OwnsConv(conv string) bool
+	// HoldUser reports whether this node serves user now and, when it
+	// does, keeps serving it until release is called (a shard is not
+	// handed over with a change of it half made).
+	HoldUser(user string) (release func(), ok bool)
+	// Apply has the owners of the effects' users apply them, and returns
+	// once each owner wrote them, with one result per effect.
+	Apply(ctx context.Context, effects []Effect) ([]EffectResult, error)
+}
+
+// Effect is a session effect on one user, as it travels to the user's
+// owner: what the effect is, and the time of the operation that made it.
+type Effect struct {
+	User string
+	Now  int64
+	SessionEffect
+}
+
+// EffectResult is what an effect did: whether the user's session changed,
+// and the user's session clock right after.
+type EffectResult struct {
+	Changed bool
+	Clock   int64
+}
+
+// owned reports whether the engine runs as one owner among several.
+func (e *Engine) owned() bool { return e.owners != nil }
+
+// holdUser reports whether user's state is this engine's to change, and
+// keeps it so until release.
+func (e *Engine) holdUser(user string) (release func(), ok bool) {
+	if e.owners == nil {
+		return func() {}, true
+	}
+	return e.owners.HoldUser(user)
+}
+
+// affect applies effects, each on its user's owner — this engine for the
+// users it owns — and returns the results by user (for a user with
+// several effects, the last one's clock, changed if any changed).
+func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]EffectResult, error) {
+	local := effects
+	var remote []Effect
+	if e.owned() {
+		local = nil
+		held := map[string]bool{}
+		for _, ef := range effects {
+			ok, seen := held[ef.User]
+			if !seen {
+				var release func()
+				if release, ok = e.owners.HoldUser(ef.User); ok {
+					defer release()
+				}
+				held[ef.User] = ok
+			}
+			if ok {
+				local = append(local, ef)
+			} else {
+				remote = append(remote, ef)
+			}
+		}
+	}
+	results := make(map[string]EffectResult, len(effects))
+	if len(local) > 0 {
+		if err := e.affectLocal(ctx, local, results); err != nil {
+			return nil, err
+		}
+	}
+	if len(remote) > 0 {
+		got, err := e.owners.Apply(ctx, remote)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) != len(remote) {
+			return nil, fmt.Errorf("session effects: %d results for %d effects", len(got), len(remote))
+		}
+		for i, ef := range remote {
+			results[ef.User] = mergeResult(results[ef.User], got[i])
+		}
+	}
+	return results, nil
+}
+
+// mergeResult folds a later result of one user into an earlier one.
+func mergeResult(before, later EffectResult) EffectResult {
+	return EffectResult{Changed: before.Changed || later.Changed, Clock: max(before.Clock, later.Clock)}
+}
+
+// affectLocal applies effects on users this engine owns, in order.
+func (e *Engine) affectLocal(ctx context.Context, effects []Effect, results map[string]EffectResult) error {
+	byUser := make(map[string][]Effect, len(effects))
+	var users []string
+	needs := make([]need, 0, len(effects))
+	for _, ef := range effects {
+		if _, seen := byUser[ef.User]; !seen {
+			users = append(users, ef.User)
+		}
+		byUser[ef.User] = append(byUser[ef.User], ef)
+		needs = append(needs, need{ef.User, ef.Conv})
+	}
+	return e.retryMissing(ctx, needs, func() error {
+		return e.withUsers(users, func(u *userState) error {
+			var res EffectResult
+			for _, ef := range byUser[u.user] {
+				_, changed, err := e.applyEffect(u, ef.Now, ef.SessionEffect)
+				if err != nil {
+					return err
+				}
+				res.Changed = res.Changed || changed
+			}
+			res.Clock = u.clock
+			results[u.user] = res
+			return nil
+		})
+	})
+}
+
+// ApplyEffects applies effects another node's engine sent to this one,
+// the owner of their users, with one result per effect; their rows are
+// written behind (Barrier waits for them).
+func (e *Engine) ApplyEffects(ctx context.Context, effects []Effect) ([]EffectResult, error) {
+	ctx, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	results := make(map[string]EffectResult, len(effects))
+	if err := e.affectLocal(ctx, effects, results); err != nil {
+		return nil, fmt.Errorf("session effects: %w", err)
+	}
+	out := make([]EffectResult, len(effects))
+	for i, ef := range effects {
+		out[i] = results[ef.User]
+	}
+	return out, nil
+}
+
+// Forget drops what the engine holds of the conversations and users
+// picked (a shard this node no longer owns, or is about to serve again),
+// once every row put so far is written: the next operation on them reads
+// them from the backend.
+func (e *Engine) Forget(ctx context.Context, conv func(string) bool, user func(string) bool) error {
+	if err := e.flush.barrier(ctx); err != nil {
+		return err
+	}
+	for i := range e.convs.shards {
+		sh := &e.convs.shards[i]
+		sh.mu.Lock()
+		for id := range sh.m {
+			if conv(id) {
+				delete(sh.m, id)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	for i := range e.users.shards {
+		sh := &e.users.shards[i]
+		e.users.lock(sh)
+		for id, u := range sh.m {
+			if user(id) {
+				sh.cached -= len(u.sessions)
+				delete(sh.m, id)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return nil
+}
+
+// RepairConvs derives again, from the log, what a crash left underived of
+// convs (see Repair): the new owner of a shard runs it on the shard's
+// conversations behind before it serves them.
+func (e *Engine) RepairConvs(ctx context.Context, convs []string) error {
+	for _, conv := range slices.Compact(slices.Sorted(slices.Values(convs))) {
+		if err := e.repairConv(ctx, conv); err != nil {
+			return fmt.Errorf("repair %s: %w", conv, err)
+		}
+	}
+	return e.flush.barrier(ctx)
+}
+
+// Barrier returns once every row put so far is written.
+func (e *Engine) Barrier(ctx context.Context) error { return e.flush.barrier(ctx) }

@@ -1,0 +1,94 @@
+package routing
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/imcore/im/server/engine"
+	"github.com/imcore/im/server/ownership"
+)
+
+// owners is the Router as the engine's engine.Owners.
+type owners struct{ r *Router }
+
+var _ engine.Owners = owners{}
+
+func (o owners) OwnsConv(conv string) bool {
+	return o.r.gates[ownership.ShardOfConv(conv)].isServing()
+}
+
+func (o owners) HoldUser(user string) (func(), bool) {
+	g := &o.r.gates[ownership.ShardOfUser(user)]
+	if !g.enter() {
+		return nil, false
+	}
+	return g.exit, true
+}
+
+// Apply sends effects to the owners of their users, one request per node,
+// and waits until each owner has applied and written them. A batch a node
+// refuses (the users' shards moved) goes again to where they are now.
+func (o owners) Apply(ctx context.Context, effects []engine.Effect) ([]engine.EffectResult, error) {
+	r := o.r
+	results := make([]engine.EffectResult, len(effects))
+	left := make([]int, len(effects)) // indexes of effects not yet applied
+	for i := range left {
+		left[i] = i
+	}
+	deadline := time.Now().Add(routeWait)
+	backoff := 5 * time.Millisecond
+	for len(left) > 0 {
+		byNode := map[string][]int{}
+		var moving []int
+		for _, i := range left {
+			owner, err := r.ownerOf(ownership.ShardOfUser(effects[i].User))
+			if err != nil {
+				moving = append(moving, i)
+				continue
+			}
+			byNode[owner.Addr] = append(byNode[owner.Addr], i)
+		}
+		left = moving
+		for addr, idx := range byNode {
+			batch := make([]engine.Effect, len(idx))
+			for k, i := range idx {
+				batch[k] = effects[i]
+			}
+			req, err := request("fx/"+batch[0].Conv, mEffects, batch)
+			if err != nil {
+				return nil, err
+			}
+			var got []engine.EffectResult
+			raw, err := r.pool.Forward(ctx, addr, req)
+			if err == nil {
+				err = decodeAnswer(raw, &got)
+				if err == nil && len(got) != len(batch) {
+					err = fmt.Errorf("session effects: %d results for %d", len(got), len(batch))
+				}
+				if err != nil {
+					return nil, err
+				}
+				for k, i := range idx {
+					results[i] = got[k]
+				}
+				continue
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			left = append(left, idx...)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("session effects: %w", errNoOwner)
+		}
+		if err := r.waitForChange(ctx, backoff); err != nil {
+			return nil, err
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+	return results, nil
+}

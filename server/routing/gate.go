@@ -1,0 +1,63 @@
+package routing
+
+import "sync"
+
+// gate says whether this node serves one shard, and counts the operations
+// on it in flight, so that a shard is handed over only once they are
+// done: a shard is served from when it was taken and rebuilt until it is
+// handed over or its lease lost.
+type gate struct {
+	mu       sync.Mutex
+	serving  bool
+	inflight int
+	idle     sync.Cond
+}
+
+// enter admits an operation on the shard if it is served here; the
+// caller calls exit when the operation is done.
+func (g *gate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.serving {
+		return false
+	}
+	g.inflight++
+	return true
+}
+
+func (g *gate) exit() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inflight--
+	if g.inflight == 0 && g.idle.L != nil {
+		g.idle.Broadcast()
+	}
+}
+
+// open starts serving the shard.
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.serving = true
+}
+
+// close stops admitting operations and returns once those in flight are
+// done.
+func (g *gate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.serving = false
+	if g.idle.L == nil {
+		g.idle.L = &g.mu
+	}
+	for g.inflight > 0 {
+		g.idle.Wait()
+	}
+}
+
+// isServing reports whether the shard is served here now.
+func (g *gate) isServing() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.serving
+}

@@ -1,0 +1,268 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/imcore/im/server/engine"
+	"github.com/imcore/im/server/nodelink"
+	"github.com/imcore/im/server/ownership"
+	"github.com/imcore/im/server/store"
+)
+
+// Shards is what a Router needs of the node's ownership: which node owns
+// a shard and whether it is this one (*ownership.Manager).
+type Shards interface {
+	// NodeID is this node's id.
+	NodeID() string
+	// Owner returns the node a shard is placed on.
+	Owner(shard ownership.Shard) ownership.Node
+	// Nodes returns the live nodes.
+	Nodes() []ownership.Node
+	// Changed returns a channel closed at the next change of ownership.
+	Changed() <-chan struct{}
+}
+
+// Router is a node's store.Store in a deployment where conversations and
+// users have owners: it serves what this node owns with its engine and
+// forwards the rest.
+type Router struct {
+	eng  *engine.Engine
+	be   store.Backend
+	pool *nodelink.Pool
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	shards Shards // set by Attach
+
+	gates [ownership.Shards]gate
+
+	// unrepaired memoizes Backend.Unrepaired across the shards taken in
+	// one round.
+	unrepairedMu sync.Mutex
+	unrepaired   []string
+	unrepairedAt time.Time
+}
+
+// Config is what a Router runs with.
+type Config struct {
+	// Backend is the shared storage; the Router builds its engine on it.
+	Backend store.Backend
+	// Engine tunes the engine (Owners is set by the Router).
+	Engine engine.Options
+	// Pool reaches the other nodes.
+	Pool   *nodelink.Pool
+	Logger *slog.Logger
+}
+
+// New returns a Router serving nothing until Attach gives it the node's
+// shards (their hooks open each shard as it is taken).
+func New(ctx context.Context, cfg Config) (*Router, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Router{be: cfg.Backend, pool: cfg.Pool, log: cfg.Logger}
+	opts := cfg.Engine
+	opts.Owners = owners{r}
+	eng, err := engine.New(ctx, cfg.Backend, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.eng = eng
+	return r, nil
+}
+
+// Engine returns the node's engine.
+func (r *Router) Engine() *engine.Engine { return r.eng }
+
+// Attach gives the Router the node's ownership, once it is started.
+func (r *Router) Attach(s Shards) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shards = s
+}
+
+func (r *Router) ownership() Shards {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.shards
+}
+
+// Hooks are the ownership hooks that open and close the Router's shards.
+func (r *Router) Hooks() ownership.Hooks {
+	return ownership.Hooks{Acquired: r.acquired, Releasing: r.releasing, Lost: r.lost}
+}
+
+// acquired rebuilds a shard just taken: what the engine held of it from an
+// earlier time is dropped, and what a dead owner left underived is
+// derived again, before the shard is served.
+func (r *Router) acquired(ctx context.Context, shard ownership.Shard, _ ownership.Fence) error {
+	if err := r.forget(ctx, shard); err != nil {
+		return err
+	}
+	convs, err := r.unrepairedIn(ctx, shard)
+	if err != nil {
+		return err
+	}
+	r.gates[shard].open()
+	if len(convs) > 0 {
+		if err := r.eng.RepairConvs(ctx, convs); err != nil {
+			r.gates[shard].close()
+			return err
+		}
+		r.log.Info("repaired a shard's conversations", "shard", shard, "conversations", len(convs))
+	}
+	return nil
+}
+
+// releasing waits for the operations in flight on a shard handed over and
+// for their rows, then forgets it.
+func (r *Router) releasing(ctx context.Context, shard ownership.Shard) {
+	r.gates[shard].close()
+	if err := r.forget(ctx, shard); err != nil {
+		r.log.Warn("handing a shard over before its rows are written", "shard", shard, "err", err)
+	}
+}
+
+// lost stops serving a shard whose lease is gone.
+func (r *Router) lost(shard ownership.Shard) {
+	go r.releasing(context.Background(), shard)
+}
+
+func (r *Router) forget(ctx context.Context, shard ownership.Shard) error {
+	return r.eng.Forget(ctx,
+		func(conv string) bool { return ownership.ShardOfConv(conv) == shard },
+		func(user string) bool { return ownership.ShardOfUser(user) == shard })
+}
+
+// unrepairedIn returns the conversations of shard whose derived state is
+// behind their log.
+func (r *Router) unrepairedIn(ctx context.Context, shard ownership.Shard) ([]string, error) {
+	r.unrepairedMu.Lock()
+	defer r.unrepairedMu.Unlock()
+	if r.unrepaired == nil || time.Since(r.unrepairedAt) > time.Second {
+		all, err := r.be.Unrepaired(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.unrepaired, r.unrepairedAt = all, time.Now()
+	}
+	var out []string
+	for _, conv := range r.unrepaired {
+		if ownership.ShardOfConv(conv) == shard {
+			out = append(out, conv)
+		}
+	}
+	return out, nil
+}
+
+// Close closes the engine (the node has handed its shards over).
+func (r *Router) Close() error { return r.eng.Close() }
+
+// errNoOwner says no node served a shard within routeWait.
+var errNoOwner = errors.New("no node serves the shard")
+
+// routeWait bounds how long an operation waits for its shard's owner
+// (a node that died holds its shards until its leases expire).
+const routeWait = 30 * time.Second
+
+// route runs an operation on shard: here, with local, while this node
+// serves the shard; otherwise at its owner, with method and args,
+// decoding the answer into result. It waits out a move of the shard.
+func (r *Router) route(ctx context.Context, shard ownership.Shard, stream, method string, args any, result any, local func(ctx context.Context) error) error {
+	deadline := time.Now().Add(routeWait)
+	backoff := 5 * time.Millisecond
+	for {
+		if r.gates[shard].enter() {
+			err := local(ctx)
+			r.gates[shard].exit()
+			return err
+		}
+		err := r.forward(ctx, shard, stream, method, args, result)
+		if !retryable(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %w (%v)", method, errNoOwner, err)
+		}
+		if err := r.waitForChange(ctx, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+// forward asks shard's owner, as this node sees it, to run method.
+func (r *Router) forward(ctx context.Context, shard ownership.Shard, stream, method string, args any, result any) error {
+	owner, err := r.ownerOf(shard)
+	if err != nil {
+		return err
+	}
+	req, err := request(stream, method, args)
+	if err != nil {
+		return err
+	}
+	raw, err := r.pool.Forward(ctx, owner.Addr, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &transportError{err}
+	}
+	return decodeAnswer(raw, result)
+}
+
+// ownerOf returns the node shard is placed on when it is another node.
+func (r *Router) ownerOf(shard ownership.Shard) (ownership.Node, error) {
+	s := r.ownership()
+	if s == nil {
+		return ownership.Node{}, errMoving
+	}
+	owner := s.Owner(shard)
+	if owner.ID == "" || owner.ID == s.NodeID() {
+		// Placed here but not served yet (being taken), or no node
+		// known: wait for it.
+		return ownership.Node{}, errMoving
+	}
+	return owner, nil
+}
+
+// errMoving says a shard is between owners.
+var errMoving = errors.New("the shard is moving")
+
+// retryable reports whether an operation that failed with err may be
+// tried again at the shard's owner: the shard moved, the owner refused
+// it (not its shard any more, or stopping), or the link to it failed
+// (every operation is idempotent).
+func retryable(err error) bool {
+	var t *transportError
+	return errors.Is(err, errMoving) || errors.As(err, &t)
+}
+
+// transportError is a failure to have a node answer: the link could not
+// be opened or dropped, or the node refused to serve the request.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// waitForChange waits for a change of ownership, at most d.
+func (r *Router) waitForChange(ctx context.Context, d time.Duration) error {
+	var changed <-chan struct{}
+	if s := r.ownership(); s != nil {
+		changed = s.Changed()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-changed:
+	case <-t.C:
+	}
+	return nil
+}

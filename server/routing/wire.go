@@ -1,0 +1,110 @@
+package routing
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
+)
+
+// The methods a node asks of an owner over a node link.
+const (
+	mAppend     = "append"
+	mMark       = "mark"
+	mBarrier    = "barrier" // every row put so far written
+	mSessionOp  = "session_op"
+	mSync       = "sync"
+	mReceipts   = "receipts"
+	mGroup      = "group"
+	mMembership = "membership"
+	mChange     = "change_group"
+	mEffects    = "effects"
+	mClock      = "clock"
+)
+
+// notOwner is the refusal of a node asked about a shard it does not serve
+// (any more, or yet): the asking node finds the owner again and retries.
+const notOwner = "not the owner of shard"
+
+// answer is an owner's answer to a method: its result, or the error it
+// returned, with the sentinel it wraps named so that the asking node
+// returns an error that errors.Is recognises.
+type answer struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Err    string          `json:"err,omitempty"`
+	Kind   string          `json:"kind,omitempty"`
+}
+
+// sentinels are the store's errors callers tell apart, by name.
+var sentinels = map[string]error{
+	"not_found":     store.ErrNotFound,
+	"msg_id_taken":  store.ErrMsgIDTaken,
+	"stale_members": store.ErrStaleMembers,
+	"closed":        store.ErrClosed,
+}
+
+// encodeAnswer is the answer of a method that returned result or err.
+func encodeAnswer(result any, err error) (json.RawMessage, error) {
+	if err != nil {
+		a := answer{Err: err.Error()}
+		for kind, s := range sentinels {
+			if errors.Is(err, s) {
+				a.Kind = kind
+				break
+			}
+		}
+		return json.Marshal(a)
+	}
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(answer{Result: raw})
+}
+
+// decodeAnswer reads an owner's answer into result, or returns its error.
+func decodeAnswer(raw json.RawMessage, result any) error {
+	var a answer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return fmt.Errorf("an owner's answer: %w", err)
+	}
+	if a.Err != "" {
+		if s := sentinels[a.Kind]; s != nil {
+			return fmt.Errorf("%s: %w", a.Err, s)
+		}
+		return errors.New(a.Err)
+	}
+	if result == nil {
+		return nil
+	}
+	return json.Unmarshal(a.Result, result)
+}
+
+// The arguments of the methods.
+type (
+	markArgs struct {
+		User  string
+		Kind  store.MarkKind
+		Marks []protocol.Mark
+	}
+	markAnswer struct {
+		Ticks           []store.TickChange
+		SessionsChanged bool
+		Cursor          int64
+	}
+	sessionOpArgs struct {
+		User, Conv string
+		Op         session.Op
+		Args       session.OpArgs
+	}
+	syncArgs struct {
+		User  string
+		Query store.SyncQuery
+	}
+	convArgs struct {
+		Conv, User string
+	}
+)
