@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"time"
@@ -21,16 +19,19 @@ import (
 // by shard; the node runs its engine for the shards it holds and forwards
 // the rest to their owners over node links.
 type Owners struct {
-	// Redis holds the node set, the leases and the shared link secret.
+	// Redis holds the node set and the leases.
 	Redis redis.UniversalClient
 	// Prefix prefixes its keys.
 	Prefix string
-	// Secret guards the node links; empty: one every node of the
-	// deployment shares through Redis, made by the first.
+	// Secret guards the node links; every node of the deployment has the
+	// same.
 	Secret string
 	// Advertise is where the other nodes reach this one (host:port);
 	// empty: the address it listens on.
 	Advertise string
+	// FirstUse tells a fresh deployment from one whose Redis lost the
+	// leases (ownership.Config.FirstUse).
+	FirstUse func(ctx context.Context) (bool, error)
 	// LeaseTTL is the shards' lease (ownership.DefaultLeaseTTL when zero):
 	// how long a node that died holds its shards.
 	LeaseTTL time.Duration
@@ -49,10 +50,7 @@ type ownersState struct {
 // buildOwners makes the router the server's store and mounts the link
 // endpoint; the shards are taken once the server listens (startOwners).
 func (s *Server) buildOwners(ctx context.Context, o *Owners, engOpts engine.Options) (*routing.Router, []byte, error) {
-	secret, err := linkSecret(ctx, o)
-	if err != nil {
-		return nil, nil, err
-	}
+	secret := []byte(o.Secret)
 	pool := nodelink.NewPool(secret, linkPath)
 	router, err := routing.New(ctx, routing.Config{Backend: s.be, Engine: engOpts, Pool: pool, Logger: s.log})
 	if err != nil {
@@ -65,27 +63,6 @@ func (s *Server) buildOwners(ctx context.Context, o *Owners, engOpts engine.Opti
 	return router, secret, nil
 }
 
-// linkSecret returns the node links' secret: the configured one, or the
-// deployment's in Redis (made by the first node that asks).
-func linkSecret(ctx context.Context, o *Owners) ([]byte, error) {
-	if o.Secret != "" {
-		return []byte(o.Secret), nil
-	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	key := o.Prefix + "owners/secret"
-	if err := o.Redis.SetNX(ctx, key, hex.EncodeToString(b[:]), 0).Err(); err != nil {
-		return nil, fmt.Errorf("the node links' secret: %w", err)
-	}
-	secret, err := o.Redis.Get(ctx, key).Result()
-	if err != nil {
-		return nil, fmt.Errorf("the node links' secret: %w", err)
-	}
-	return []byte(secret), nil
-}
-
 // startOwners announces the node and takes its shards: the first round
 // returns once the node holds those no other node holds.
 func (s *Server) startOwners(ln net.Listener) error {
@@ -93,6 +70,9 @@ func (s *Server) startOwners(ln net.Listener) error {
 	addr := o.Advertise
 	if addr == "" {
 		addr = ln.Addr().String()
+		if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+			return fmt.Errorf("listening on %s, which other nodes cannot dial: give the address they reach this node at (-advertise host:port)", addr)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -100,6 +80,7 @@ func (s *Server) startOwners(ln net.Listener) error {
 		Redis: o.Redis, Prefix: o.Prefix,
 		Node:     ownership.Node{ID: s.cfg.Cluster.NodeID, Addr: addr},
 		LeaseTTL: o.LeaseTTL,
+		FirstUse: o.FirstUse,
 		Hooks:    s.owners.router.Hooks(),
 		Logger:   s.log,
 	})

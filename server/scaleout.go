@@ -44,7 +44,7 @@ type ScaleOut struct {
 	// docs/SCALING.md) instead of a Redis lock per operation.
 	Owners bool
 	// NodeSecret guards the links between nodes of owners (empty: one the
-	// nodes share through Redis); Advertise is where the other nodes
+	// nodes share in the tables); Advertise is where the other nodes
 	// reach this one (empty: the address it listens on).
 	NodeSecret, Advertise string
 }
@@ -138,7 +138,15 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 	var locker engine.Locker
 	var owners *Owners
 	if so.Owners {
-		owners = &Owners{Redis: opsRedis, Prefix: so.TablePrefix, Secret: so.NodeSecret, Advertise: so.Advertise}
+		secret := so.NodeSecret
+		if secret == "" {
+			if secret, err = dyn.SharedSecret(ctx, "node-links"); err != nil {
+				opsRedis.Close()
+				return fail(err)
+			}
+		}
+		owners = &Owners{Redis: opsRedis, Prefix: so.TablePrefix, Secret: secret, Advertise: so.Advertise,
+			FirstUse: func(ctx context.Context) (bool, error) { return dyn.FirstUse(ctx, "shard-leases") }}
 	} else {
 		locker = distlock.NewRedis(rdb, so.TablePrefix, 0, distlock.WithFirstUse(dyn.FirstLockUse), distlock.WithLogger(log))
 	}

@@ -66,6 +66,8 @@ func serve(args []string) error {
 	origins := fs.String("allowed-origins", "", `comma-separated web origins (e.g. "https://app.example.com", or "*") allowed to open a WebSocket besides the server's own host`)
 	storage := addStoreFlags(fs)
 	redisURL := fs.String("redis", "", "Redis URL of the scaled-out deployment (redis://[user:pass@]host:port/db, rediss:// for TLS); -store dynamodb needs it")
+	coordination := fs.String("coordination", "owners", `how the nodes of the scaled-out deployment share the work: "owners" (each conversation and user has one owner node, others forward to it; docs/SCALING.md) or "locks" (every node serves everything under a Redis lock per operation; the design before owners, kept until it is removed)`)
+	advertise := fs.String("advertise", "", "host:port the other nodes reach this one at for forwarded requests (-coordination owners; empty: the -listen address, which must then not be a wildcard)")
 	nodeID := fs.String("node-id", "", "this node's name in presence and in every log line (node=), unique per process (empty: host name, process id and a random suffix; the embedded server then logs no node); a node restarted with the same id takes over its presence")
 	fs.StringVar(&cfg.TokenSecretFile, "token-secret-file", "", "file holding the token signing secret every node shares (hex; -auth token); empty: kept in the data directory")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -112,7 +114,16 @@ func serve(args []string) error {
 	cfg.DataDir, cfg.Auth, cfg.AllowRemoteDev, cfg.Logger, cfg.NodeID = *dataDir, *authMode, *allowRemote, logger, *nodeID
 	if storage.scaledOut() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cfg.Backend, cfg.Cluster, err = server.OpenScaledOut(ctx, storage.scaleOut(*redisURL, *nodeID), logger)
+		so := storage.scaleOut(*redisURL, *nodeID)
+		switch *coordination {
+		case "owners":
+			so.Owners, so.Advertise = true, *advertise
+		case "locks":
+		default:
+			cancel()
+			return fmt.Errorf(`-coordination %q: want "owners" or "locks"`, *coordination)
+		}
+		cfg.Backend, cfg.Cluster, err = server.OpenScaledOut(ctx, so, logger)
 		cancel()
 		if err != nil {
 			return err

@@ -88,7 +88,7 @@ func (l *Leases) Take(ctx context.Context, shard Shard) (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("take the lease of shard %d: %w", shard, err)
 	}
-	epoch, err := l.rdb.Incr(ctx, l.EpochKey(shard)).Result()
+	epoch, err := raiseEpoch.Run(ctx, l.rdb, []string{l.EpochKey(shard)}, time.Now().UnixMilli()).Int64()
 	if err != nil {
 		// Without an epoch the holder cannot fence its writes: give the
 		// lease back (or let it expire) rather than serve unfenced.
@@ -100,6 +100,27 @@ func (l *Leases) Take(ctx context.Context, shard Shard) (*Lease, error) {
 	return lease, nil
 }
 
+// raiseEpoch raises a shard's epoch to above both its stored value and
+// ARGV[1] (the taker's clock in milliseconds): epochs keep rising even
+// after Redis lost them (a FLUSHALL), as long as the nodes' clocks agree
+// to within the time between two takings of a shard.
+var raiseEpoch = redis.NewScript(`
+local e = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+local t = tonumber(ARGV[1])
+if e < t then e = t end
+redis.call('SET', KEYS[1], e)
+return e`)
+
+// reclaim puts a lease key Redis lost back with its holder's value, while
+// the deployment is in its grace after the loss (KEYS[2] exists): no other
+// node takes a free shard then, so the holder is still the only one.
+var reclaim = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 1
+end
+return 0`)
+
 // Refresh extends lease by the TTL from now; ErrLost when it expired or
 // another node holds it (the holder must stop serving the shard at once).
 func (l *Leases) Refresh(ctx context.Context, lease *Lease) error {
@@ -109,6 +130,14 @@ func (l *Leases) Refresh(ctx context.Context, lease *Lease) error {
 	}
 	err := lease.lock.Refresh(ctx, l.ttl, nil)
 	if errors.Is(err, redislock.ErrNotObtained) {
+		// Redis may have lost the key (FLUSHALL): within the grace that
+		// follows, the holder puts it back.
+		back, rerr := reclaim.Run(ctx, l.rdb, []string{lease.lock.Key(), l.graceKey()},
+			lease.lock.Token()+lease.lock.Metadata(), l.ttl.Milliseconds()).Int64()
+		if rerr == nil && back == 1 {
+			lease.trustUntil(asked.Add(l.ttl - l.margin))
+			return nil
+		}
 		lease.validUntil.Store(0)
 		return ErrLost
 	}
@@ -156,6 +185,59 @@ func (l *Leases) Holder(ctx context.Context, shard Shard) (node string, epoch in
 // tokenLen is the length of the random token redislock puts before a
 // lock's metadata (its default).
 const tokenLen = 22
+
+// graceLeft returns the grace left after Redis lost the deployment's
+// keys in milliseconds (0: none), or -1 when the sentinel that tells a
+// loss is missing.
+var graceLeft = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local left = redis.call('PTTL', KEYS[2])
+if left < 0 then return 0 end
+return left`)
+
+// startGrace puts the sentinel back and, with ARGV[1] = 1, opens a grace
+// of ARGV[2] milliseconds during which no node takes a free shard.
+var startGrace = redis.NewScript(`
+if redis.call('SET', KEYS[1], '1', 'NX') and ARGV[1] == '1' then
+	redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+end
+local left = redis.call('PTTL', KEYS[2])
+if left < 0 then return 0 end
+return left`)
+
+// Grace reports how long no free shard may be taken. Redis losing the
+// deployment's keys (a FLUSHALL, a restart without persistence) shows as
+// its sentinel gone: unless firstUse says the deployment never held a
+// lease, a grace of one lease TTL starts then — the holders of the leases
+// Redis lost still trust them for up to a TTL, and put them back meanwhile
+// (Refresh). firstUse nil counts as a first use.
+func (l *Leases) Grace(ctx context.Context, firstUse func(context.Context) (bool, error)) (time.Duration, error) {
+	keys := []string{l.prefix + "owners/sentinel", l.graceKey()}
+	ms, err := graceLeft.Run(ctx, l.rdb, keys).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("the leases' grace: %w", err)
+	}
+	if ms >= 0 {
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	first := true
+	if firstUse != nil {
+		if first, err = firstUse(ctx); err != nil {
+			return 0, err
+		}
+	}
+	lost := "1"
+	if first {
+		lost = "0"
+	}
+	ms, err = startGrace.Run(ctx, l.rdb, keys, lost, l.ttl.Milliseconds()).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("the leases' grace: %w", err)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+func (l *Leases) graceKey() string { return l.prefix + "owners/grace" }
 
 func (l *Leases) leaseKey(s Shard) string { return l.prefix + "shard/" + strconv.Itoa(int(s)) }
 

@@ -38,6 +38,11 @@ type Config struct {
 	// LeaseTTL is the leases' and announcements' lifetime;
 	// DefaultLeaseTTL when zero. Rounds run five times per TTL.
 	LeaseTTL time.Duration
+	// FirstUse reports whether the deployment never held a lease before,
+	// and records that it now does, durably (outside Redis): when Redis
+	// lost its keys, no free shard is taken for a lease TTL unless this
+	// is the first use (see Leases.Grace). Nil: always a first use.
+	FirstUse func(ctx context.Context) (bool, error)
 	Hooks    Hooks
 	Logger   *slog.Logger
 }
@@ -53,6 +58,7 @@ type Manager struct {
 	round    time.Duration
 
 	mu      sync.Mutex
+	grace   bool // the last round found the leases' grace (Redis lost them)
 	held    map[Shard]*Lease
 	nodes   []Node
 	leaving bool
@@ -180,6 +186,20 @@ func (m *Manager) Await(ctx context.Context, shard Shard) (Fence, bool, error) {
 	}
 }
 
+func (m *Manager) setGrace(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.grace = on
+}
+
+// InGrace reports whether the last round found the deployment in the grace
+// after Redis lost the leases: shards without a holder wait for it.
+func (m *Manager) InGrace() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.grace
+}
+
 // Leave hands every shard over (Releasing, then the lease given back) and
 // withdraws the node, so that the others take its shards at once; then
 // the rounds stop.
@@ -258,6 +278,14 @@ func (m *Manager) runRound(ctx context.Context) error {
 	for i, n := range nodes {
 		ids[i] = n.ID
 	}
+	// Before the refreshes: a holder puts back a lease Redis lost only
+	// within the grace its loss opens.
+	grace, err := m.leases.Grace(ctx, m.cfg.FirstUse)
+	if err != nil {
+		m.refresh(ctx)
+		return err
+	}
+	m.setGrace(grace > 0)
 	m.mu.Lock()
 	if !slices.Equal(m.nodes, nodes) {
 		m.nodes = nodes
@@ -273,6 +301,9 @@ func (m *Manager) runRound(ctx context.Context) error {
 	}
 	if leaving {
 		return nil
+	}
+	if grace > 0 {
+		return nil // Redis lost the leases: their holders may still serve
 	}
 	var (
 		g    errgroup.Group

@@ -49,9 +49,9 @@ type Env struct {
 // that use this package once with each.
 const StoreEnv = "IM_TEST_STORE"
 
-// ClusterEnv set to "owners" runs the scaled-out deployment's nodes as
-// owners of their shards (docs/SCALING.md) rather than with a lock per
-// operation.
+// ClusterEnv set to "locks" runs the scaled-out deployment's nodes with a
+// Redis lock per operation, the design before owners (docs/SCALING.md);
+// otherwise each node owns its shards.
 const ClusterEnv = "IM_TEST_CLUSTER"
 
 // Start starts a server with its data in a temporary directory, on the
@@ -111,7 +111,7 @@ func ScaledOut(t testing.TB) server.ScaleOut {
 		Region:           "us-east-1",
 		TablePrefix:      testengines.Prefix(t),
 		RedisURL:         testengines.Redis(t),
-		Owners:           os.Getenv(ClusterEnv) == "owners",
+		Owners:           os.Getenv(ClusterEnv) != "locks",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
