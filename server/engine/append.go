@@ -14,6 +14,9 @@ import (
 // (durable when Append returns), then its derived state is applied in
 // memory and written behind.
 func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
+	if sa, ok := e.seqAppender(); ok {
+		return e.startOwnedAppend(ctx, sa, req)()
+	}
 	dctx, err := e.begin(ctx)
 	if err != nil {
 		return store.AppendResult{}, err
@@ -76,6 +79,9 @@ func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.App
 func (e *Engine) StartAppend(ctx context.Context, req store.AppendRequest) func() (store.AppendResult, error) {
 	done := func(res store.AppendResult, err error) func() (store.AppendResult, error) {
 		return func() (store.AppendResult, error) { return res, err }
+	}
+	if sa, ok := e.seqAppender(); ok {
+		return e.startOwnedAppend(ctx, sa, req)
 	}
 	qa, queues := e.be.(store.QueuedAppender)
 	if conv, _ := protocol.ParseConv(req.Msg.Conv); !queues || conv.Kind != protocol.ConvDirect || e.shared() {

@@ -58,6 +58,15 @@ type convState struct {
 	ownFloor int64              // own seqs at or below it are the backend's to find
 	derived  int64              // the derived watermark
 	done     map[int64]bool     // seqs above the watermark already derived
+	// assigned is the newest seq an owner gave (ownedappend.go); holes
+	// are seqs below it that no message took, to give again.
+	assigned int64
+	holes    []int64
+	// recent maps the msg_ids of the conversation's latest messages to
+	// their seqs (an owner's, filled from the log on first use): a send
+	// repeated takes no seq.
+	recent     recentIDs
+	recentOnce sync.Once
 }
 
 // member is one member's place in a conversation.

@@ -119,8 +119,16 @@ func (e *Engine) repairConvState(ctx context.Context, cs *convState, lockUsers f
 	// Seqs the log skipped (none in one process) hold the watermark back
 	// no longer.
 	cs.mu.Lock()
+	present := make(map[int64]bool, len(msgs))
+	for _, m := range msgs {
+		present[m.Seq] = true
+	}
 	for seq := from + 1; seq <= to; seq++ {
 		cs.markDerived(seq)
+		if e.owned() && !present[seq] {
+			// An owner gives it to its next message (ownedappend.go).
+			cs.holes = append(cs.holes, seq)
+		}
 	}
 	head := cs.head()
 	e.flush.put(func(b *batch) { b.conv(head) })

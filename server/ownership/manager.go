@@ -27,6 +27,10 @@ type Hooks struct {
 	// Lost is called when the node can no longer prove it holds shard
 	// (its lease expired or was taken): the owner forgets what it held.
 	Lost func(shard Shard)
+	// HandedOver is called after a round handed shards over, so that
+	// their new owners can be told to take them now (Wake) rather than
+	// at their next round.
+	HandedOver func(shards []Shard)
 }
 
 // Config is what a Manager runs with.
@@ -230,6 +234,9 @@ func (m *Manager) halt() {
 	}
 }
 
+// Wake runs a round now: another node has just handed shards over.
+func (m *Manager) Wake() { m.nudge() }
+
 func (m *Manager) nudge() {
 	select {
 	case m.wake <- struct{}{}:
@@ -294,9 +301,23 @@ func (m *Manager) runRound(ctx context.Context) error {
 	m.mu.Unlock()
 
 	m.refresh(ctx)
+	var moving []Shard
 	for _, s := range m.heldList() {
 		if Place(s, ids) != m.cfg.Node.ID || leaving {
-			m.handOver(ctx, s)
+			moving = append(moving, s)
+		}
+	}
+	if len(moving) > 0 {
+		// At once: an operation in flight on one shard may wait for
+		// another's new owner.
+		var g errgroup.Group
+		g.SetLimit(32)
+		for _, s := range moving {
+			g.Go(func() error { m.handOver(ctx, s); return nil })
+		}
+		_ = g.Wait()
+		if m.cfg.Hooks.HandedOver != nil {
+			m.cfg.Hooks.HandedOver(moving)
 		}
 	}
 	if leaving {

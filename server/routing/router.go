@@ -25,6 +25,8 @@ type Shards interface {
 	Nodes() []ownership.Node
 	// Changed returns a channel closed at the next change of ownership.
 	Changed() <-chan struct{}
+	// Wake runs an ownership round now.
+	Wake()
 }
 
 // Router is a node's store.Store in a deployment where conversations and
@@ -94,7 +96,7 @@ func (r *Router) ownership() Shards {
 
 // Hooks are the ownership hooks that open and close the Router's shards.
 func (r *Router) Hooks() ownership.Hooks {
-	return ownership.Hooks{Acquired: r.acquired, Releasing: r.releasing, Lost: r.lost}
+	return ownership.Hooks{Acquired: r.acquired, Releasing: r.releasing, Lost: r.lost, HandedOver: r.handedOver}
 }
 
 // acquired rebuilds a shard just taken: what the engine held of it from an
@@ -125,6 +127,31 @@ func (r *Router) releasing(ctx context.Context, shard ownership.Shard) {
 	r.gates[shard].close()
 	if err := r.forget(ctx, shard); err != nil {
 		r.log.Warn("handing a shard over before its rows are written", "shard", shard, "err", err)
+	}
+}
+
+// handedOver tells the new owners of shards just handed over to take them
+// now.
+func (r *Router) handedOver(shards []ownership.Shard) {
+	s := r.ownership()
+	if s == nil {
+		return
+	}
+	told := map[string]bool{}
+	for _, shard := range shards {
+		owner := s.Owner(shard)
+		if owner.ID == "" || owner.ID == s.NodeID() || told[owner.Addr] {
+			continue
+		}
+		told[owner.Addr] = true
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			req, _ := request(barrierStream(), mWake, struct{}{})
+			if _, err := r.pool.Forward(ctx, owner.Addr, req); err != nil {
+				r.log.Debug("telling a node to take its shards", "node", owner.ID, "err", err)
+			}
+		}()
 	}
 }
 

@@ -69,6 +69,11 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 			res, err := r.eng.Mark(ctx, a.User, a.Kind, a.Marks)
 			return markAnswer{Ticks: res.Ticks, SessionsChanged: res.SessionsChanged, Cursor: res.Cursor}, err
 		})
+	case mWake:
+		if s := r.ownership(); s != nil {
+			s.Wake()
+		}
+		return answered(struct{}{}, nil)
 	case mBarrier:
 		return func() (json.RawMessage, error) { return encodeAnswer(struct{}{}, r.eng.Barrier(ctx)) }
 	case mEffects:

@@ -27,6 +27,10 @@ func request(stream, method string, args any) (nodelink.Request, error) {
 func convStream(conv string) string { return "c/" + conv }
 func userStream(user string) string { return "u/" + user }
 
+// markStream keeps a conversation's marks in order, apart from its sends:
+// receipts never wait behind sends.
+func markStream(conv string) string { return "m/" + conv }
+
 // Append implements store.Store at the conversation's owner.
 func (r *Router) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
 	var res store.AppendResult
@@ -113,7 +117,7 @@ func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 		var got markAnswer
 		var local store.MarkResult
 		var remote bool
-		err := r.route(ctx, s, convStream(ms[0].Conv), mMark, markArgs{User: user, Kind: kind, Marks: ms}, &got, func(ctx context.Context) error {
+		err := r.route(ctx, s, markStream(ms[0].Conv), mMark, markArgs{User: user, Kind: kind, Marks: ms}, &got, func(ctx context.Context) error {
 			var err error
 			local, err = r.eng.Mark(ctx, user, kind, ms)
 			return err

@@ -23,6 +23,7 @@ const (
 	mChange     = "change_group"
 	mEffects    = "effects"
 	mClock      = "clock"
+	mWake       = "wake" // take the shards just handed over
 )
 
 // notOwner is the refusal of a node asked about a shard it does not serve

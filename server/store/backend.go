@@ -188,6 +188,22 @@ type QueuedAppender interface {
 	QueueAppend(ctx context.Context, msg protocol.Message) (wait func() (AppendResult, error), err error)
 }
 
+// SeqAppender is a Backend that can store a message at a seq its caller
+// chose: the engine of a node that owns a conversation gives its seqs
+// itself, in memory, in the order its sends arrive, and their writes
+// overlap (see docs/SCALING.md). A seq stays unused only while its append
+// fails, and the owner gives it to the next message.
+type SeqAppender interface {
+	// AppendAt stores msg (Append's fields, and Seq) at msg.Seq:
+	// ErrSeqTaken, changing nothing, when another message holds that seq;
+	// a (conv, msg_id) already stored is returned as Append returns it
+	// (Duplicate, or ErrMsgIDTaken).
+	AppendAt(ctx context.Context, msg protocol.Message) (AppendResult, error)
+	// NewestSeq returns the newest seq conv's log holds or has promised
+	// (a group change's).
+	NewestSeq(ctx context.Context, conv string) (int64, error)
+}
+
 // Derived is a set of derived rows to write. Each row is an idempotent
 // update keyed by (user, conversation) or by conversation, valid whatever
 // order and however often rows are applied:

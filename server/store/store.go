@@ -26,6 +26,10 @@ var ErrNotFound = errors.New("not found")
 // the user who used it first.
 var ErrMsgIDTaken = errors.New("msg_id already used by another sender")
 
+// ErrSeqTaken is returned, changing nothing, by an append at a seq another
+// message holds (store.SeqAppender).
+var ErrSeqTaken = errors.New("seq taken by another message")
+
 // ErrStaleMembers is returned, changing nothing, by a group write made
 // against a membership version that is no longer current: the caller read
 // the members, someone changed them, and the caller must read them again.

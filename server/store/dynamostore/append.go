@@ -270,3 +270,70 @@ func (s *Store) raiseMax(ctx context.Context, conv string, seq int64, kind proto
 }
 
 var errNotGroup = errors.New("not a group")
+
+// AppendAt implements store.SeqAppender: m is stored at m.Seq, which the
+// conversation's owner gave it. The key is reserved at that seq, the
+// message put there if the seq is free, and the conversation's max seq
+// raised; a seq another message holds is ErrSeqTaken, with the key's
+// reservation taken back.
+func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+	if err := s.checkOpen(); err != nil {
+		return store.AppendResult{}, err
+	}
+	parsed, ok := protocol.ParseConv(m.Conv)
+	if !ok || (parsed.Kind != protocol.ConvDirect && parsed.Kind != protocol.ConvGroup) || m.Seq <= 0 {
+		return store.AppendResult{}, store.ErrNotFound
+	}
+	reserved, err := s.reserveID(ctx, m, m.Seq)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if !reserved {
+		return s.resume(ctx, m, parsed.Kind)
+	}
+	it, err := messageItem(m, nil)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	err = s.putMessage(ctx, it)
+	if conditionFailed(err) {
+		// Taken: by a retry of this very message that found the key
+		// reserved and wrote it first (it answers it new), or by another.
+		stored, serr := s.messageItemAt(ctx, m.Conv, m.Seq)
+		if serr != nil {
+			return store.AppendResult{}, serr
+		}
+		if stored != nil && stored.str(aMsgID) == m.MsgID {
+			return s.finishStored(ctx, stored, parsed.Kind)
+		}
+	}
+	switch {
+	case conditionFailed(err):
+		_, derr := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: s.table(tMessageIDs), Key: msgIDKey(m.Conv, m.MsgID),
+			ConditionExpression:       aws.String("#s = :s"),
+			ExpressionAttributeNames:  map[string]string{"#s": aSeq},
+			ExpressionAttributeValues: item{":s": numV(m.Seq)},
+		})
+		if derr != nil && !conditionFailed(derr) {
+			return store.AppendResult{}, fmt.Errorf("append %s/%s: take back the key of seq %d: %w", m.Conv, m.MsgID, m.Seq, derr)
+		}
+		return store.AppendResult{}, fmt.Errorf("append %s/%s at %d: %w", m.Conv, m.MsgID, m.Seq, store.ErrSeqTaken)
+	case err != nil:
+		return store.AppendResult{}, fmt.Errorf("append %s/%s at %d: %w", m.Conv, m.MsgID, m.Seq, err)
+	}
+	// Stored: the caller giving up must not leave it with max_seq not
+	// raised (Unrepaired would not list it).
+	if _, err := s.raiseMax(context.WithoutCancel(ctx), m.Conv, m.Seq, parsed.Kind); err != nil {
+		return store.AppendResult{}, err
+	}
+	return store.AppendResult{Msg: m}, nil
+}
+
+// NewestSeq implements store.SeqAppender.
+func (s *Store) NewestSeq(ctx context.Context, conv string) (int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	return s.storedNewest(ctx, conv)
+}

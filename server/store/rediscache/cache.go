@@ -35,6 +35,7 @@ package rediscache
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -213,6 +214,24 @@ func (c *Cache) QueueAppend(ctx context.Context, msg protocol.Message) (func() (
 	}
 	res, err := c.inner.Append(ctx, msg)
 	return func() (store.AppendResult, error) { return res, err }, nil
+}
+
+// AppendAt implements store.SeqAppender when the durable store does.
+func (c *Cache) AppendAt(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+	sa, ok := c.inner.(store.SeqAppender)
+	if !ok {
+		return store.AppendResult{}, errors.New("the durable store cannot append at a seq")
+	}
+	return sa.AppendAt(ctx, msg)
+}
+
+// NewestSeq implements store.SeqAppender when the durable store does.
+func (c *Cache) NewestSeq(ctx context.Context, conv string) (int64, error) {
+	sa, ok := c.inner.(store.SeqAppender)
+	if !ok {
+		return 0, errors.New("the durable store cannot append at a seq")
+	}
+	return sa.NewestSeq(ctx, conv)
 }
 
 // History implements store.Backend.

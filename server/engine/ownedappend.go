@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+)
+
+// seqAppender returns the backend as a store.SeqAppender when the engine
+// gives seqs itself: on a node that owns its conversations (Options.Owners)
+// the engine's memory of a conversation's newest seq is the truth, so a
+// message takes its seq here, at once and in the order of the sends, and
+// the writes of several overlap.
+func (e *Engine) seqAppender() (store.SeqAppender, bool) {
+	if !e.owned() {
+		return nil, false
+	}
+	sa, ok := e.be.(store.SeqAppender)
+	return sa, ok
+}
+
+// startOwnedAppend gives req's message the conversation's next seq now and
+// writes it behind; wait returns once it is durable and derived.
+func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req store.AppendRequest) func() (store.AppendResult, error) {
+	fail := func(err error) func() (store.AppendResult, error) {
+		err = fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
+		return func() (store.AppendResult, error) { return store.AppendResult{}, err }
+	}
+	dctx, err := e.begin(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	cs, err := e.convs.get(ctx, e.be, req.Msg.Conv)
+	if err != nil {
+		return fail(err)
+	}
+	release := func() {}
+	if cs.isGroup() {
+		// Shared with other sends until the message is stored, exclusive
+		// of membership changes (see Append).
+		cs.gate.RLock()
+		release = cs.gate.RUnlock
+		cs.mu.Lock()
+		exists, version := cs.exists, cs.version
+		cs.mu.Unlock()
+		switch {
+		case !exists:
+			release()
+			return fail(store.ErrNotFound)
+		case version != req.MembersVersion:
+			release()
+			return fail(store.ErrStaleMembers)
+		}
+	}
+	e.loadRecent(ctx, cs)
+	msg := e.stamped(req.Msg)
+	cs.mu.Lock()
+	repeat := cs.recent.has(msg.MsgID)
+	if !repeat {
+		msg.Seq = cs.takeSeq()
+		cs.recent.add(msg.MsgID, msg.Seq)
+	}
+	cs.mu.Unlock()
+	if repeat {
+		// A send repeated: the backend finds it (stored, or its first
+		// attempt cut short, which it finishes) and takes no seq.
+		res, err := e.be.Append(dctx, msg)
+		release()
+		if err == nil {
+			res, err = e.afterAppend(dctx, cs, res)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return func() (store.AppendResult, error) { return res, nil }
+	}
+	var res store.AppendResult
+	done := make(chan struct{})
+	go func() {
+		// Its seq is given: the write and the derivation go to their end
+		// whatever becomes of the caller.
+		defer close(done)
+		res, err = e.appendAt(dctx, sa, cs, msg)
+		release()
+		if err == nil {
+			res, err = e.afterAppend(dctx, cs, res)
+		}
+		if err != nil {
+			err = fmt.Errorf("append to %s: %w", msg.Conv, err)
+		}
+	}()
+	return func() (store.AppendResult, error) {
+		<-done
+		return res, err
+	}
+}
+
+// appendAt writes msg at its seq. A seq another message holds (a node
+// that lost the conversation wrote there) sends it to a seq above the
+// newest stored; a seq its write leaves unused goes to the next message.
+func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convState, msg protocol.Message) (store.AppendResult, error) {
+	for range maxSeqTries {
+		res, err := sa.AppendAt(ctx, msg)
+		if errors.Is(err, store.ErrSeqTaken) {
+			newest, nerr := sa.NewestSeq(ctx, cs.conv)
+			if nerr != nil {
+				return store.AppendResult{}, nerr
+			}
+			cs.mu.Lock()
+			cs.assigned = max(cs.assigned, newest)
+			msg.Seq = cs.takeSeq()
+			cs.mu.Unlock()
+			continue
+		}
+		if err != nil || res.Msg.Seq != msg.Seq {
+			cs.mu.Lock()
+			cs.giveBack(msg.Seq)
+			cs.mu.Unlock()
+		}
+		return res, err
+	}
+	return store.AppendResult{}, fmt.Errorf("no free seq after %d tries", maxSeqTries)
+}
+
+// maxSeqTries bounds how often one message moves to another seq.
+const maxSeqTries = 8
+
+// takeSeq returns the seq for the conversation's next message: the lowest
+// one an append left unused, else the one after the newest given; the
+// caller holds mu.
+func (cs *convState) takeSeq() int64 {
+	if len(cs.holes) > 0 {
+		slices.Sort(cs.holes)
+		seq := cs.holes[0]
+		cs.holes = cs.holes[1:]
+		return seq
+	}
+	cs.assigned = max(cs.assigned, cs.maxSeq) + 1
+	return cs.assigned
+}
+
+// giveBack returns a seq its message did not take; the caller holds mu.
+func (cs *convState) giveBack(seq int64) {
+	if seq > cs.maxSeq && seq == cs.assigned {
+		cs.assigned--
+		return
+	}
+	cs.holes = append(cs.holes, seq)
+}
+
+// recentWindow is how many of a conversation's latest msg_ids an owner
+// remembers.
+const recentWindow = 512
+
+// recentIDs remembers the latest msg_ids of a conversation, oldest first
+// out; the caller holds the conversation's mu.
+type recentIDs struct {
+	seqs  map[string]int64
+	order []string
+}
+
+func (r *recentIDs) add(msgID string, seq int64) {
+	if r.seqs == nil {
+		r.seqs = make(map[string]int64, recentWindow)
+	}
+	if _, ok := r.seqs[msgID]; ok {
+		return
+	}
+	r.seqs[msgID] = seq
+	r.order = append(r.order, msgID)
+	if len(r.order) > recentWindow {
+		delete(r.seqs, r.order[0])
+		r.order = r.order[1:]
+	}
+}
+
+func (r *recentIDs) has(msgID string) bool {
+	_, ok := r.seqs[msgID]
+	return ok
+}
+
+// loadRecent fills the conversation's recent msg_ids from the newest page
+// of its log, once.
+func (e *Engine) loadRecent(ctx context.Context, cs *convState) {
+	cs.recentOnce.Do(func() {
+		page, _, err := e.be.History(ctx, cs.conv, store.HistoryQuery{Limit: protocol.MaxHistoryLimit})
+		if err != nil {
+			// Without them a repeat of an older send is still found by
+			// the backend; it only costs a seq given back.
+			e.log.Warn("reading a conversation's latest msg_ids", "conv", cs.conv, "err", err)
+			return
+		}
+		cs.mu.Lock()
+		for _, m := range page {
+			cs.recent.add(m.MsgID, m.Seq)
+		}
+		cs.mu.Unlock()
+	})
+}
