@@ -61,7 +61,7 @@ type Message struct {
 
 // ReactionList returns the reactions standing on m, nil when there are
 // none.
-func (m *Message) ReactionList() []Reaction {
+func (m Message) ReactionList() []Reaction {
 	if m.Reactions == nil {
 		return nil
 	}
@@ -103,7 +103,7 @@ func IsRelationKind(kind string) bool {
 
 // IsRelation reports whether m is a relation entry (an edit, a deletion
 // or a reaction), not a message shown in its own right.
-func (m *Message) IsRelation() bool { return IsRelationKind(m.Kind) }
+func (m Message) IsRelation() bool { return IsRelationKind(m.Kind) }
 
 // Mark is a high-water mark: everything up to Seq in Conv.
 type Mark struct {
