@@ -153,7 +153,7 @@ func (p *messagePut) put(m protocol.Message) (int, error) {
 			m.RefSeq, m.ReplyTo, m.Conv, m.MsgID); err != nil {
 			return 0, err
 		}
-		return 1, settleRelations(p.tx, m)
+		return 1, settleRelations(p.tx, m, true)
 	}
 	res, err = p.insertMsg(m)
 	if err != nil {
@@ -161,7 +161,7 @@ func (p *messagePut) put(m protocol.Message) (int, error) {
 	}
 	n, _ := res.RowsAffected()
 	if n > 0 {
-		if err := settleRelations(p.tx, m); err != nil {
+		if err := settleRelations(p.tx, m, false); err != nil {
 			return 0, err
 		}
 	}

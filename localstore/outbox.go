@@ -121,7 +121,7 @@ func (s *Store) ConfirmSent(conv, msgID string, seq, serverTS int64) (protocol.M
 		if err != nil {
 			return err
 		}
-		if err := settleRelations(tx, m); err != nil {
+		if err := settleRelations(tx, m, true); err != nil {
 			return err
 		}
 		_, err = extendSynced(tx, conv, 0)

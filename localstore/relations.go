@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/imcore/im/protocol"
 )
@@ -56,14 +57,18 @@ type targetRow struct {
 }
 
 // settleRelations applies message m of the server's (new to the device,
-// or one of the profile's own that took its seq): a relation entry to its
-// target; a target to the entries the device holds for it.
-func settleRelations(tx *sql.Tx, m protocol.Message) error {
+// or, own, one of the profile's own that took its seq): a relation entry
+// to its target; a target to the entries the device holds for it, which
+// take its seq if they named it by msg_id (only the profile's own entries
+// do, and only its own messages).
+func settleRelations(tx *sql.Tx, m protocol.Message, own bool) error {
 	if m.IsRelation() {
 		return refreshTargetOfEntry(tx, m.Conv, m.MsgID)
 	}
-	if err := resolveTarget(tx, m.Conv, m.MsgID, m.Seq); err != nil {
-		return err
+	if own {
+		if err := resolveTarget(tx, m.Conv, m.MsgID, m.Seq); err != nil {
+			return err
+		}
 	}
 	return refreshIfTarget(tx, m.Conv, m.MsgID)
 }
@@ -119,13 +124,15 @@ func refreshIfTarget(tx *sql.Tx, conv, msgID string) error {
 	if t.kind != "" {
 		return nil
 	}
-	var n int
-	if err := tx.QueryRow(`SELECT count(*) FROM (SELECT 1 FROM messages WHERE conv = ? AND
-		((ref = ? AND ? > 0) OR target_id = ?) AND kind IN (?, ?, ?) LIMIT 1)`,
-		conv, t.seq, t.seq, t.msgID, protocol.KindEdit, protocol.KindDelete, protocol.KindReaction).Scan(&n); err != nil {
+	// Each side of the OR on its own partial index: a message without
+	// entries, the common case, costs two index probes.
+	var acted bool
+	if err := tx.QueryRow(`SELECT EXISTS (SELECT 1 FROM messages WHERE conv = ? AND ref = ? AND ref != 0)
+		OR EXISTS (SELECT 1 FROM messages WHERE conv = ? AND target_id = ? AND target_id != '')`,
+		conv, t.seq, conv, t.msgID).Scan(&acted); err != nil {
 		return err
 	}
-	if n == 0 {
+	if !acted {
 		return nil
 	}
 	return refreshTarget(tx, t)
@@ -162,9 +169,17 @@ func refreshTarget(tx *sql.Tx, t targetRow) error {
 	st := applyRelations(t.from, base, entries)
 	if st.erase {
 		base.Body = ""
-		if _, err := tx.Exec(`UPDATE messages SET body = '' WHERE conv = ? AND kind = ? AND body != '' AND
-			((ref = ? AND ? > 0) OR target_id = ?)`, t.conv, protocol.KindEdit, t.seq, t.seq, t.msgID); err != nil {
-			return err
+		for _, q := range []string{
+			`UPDATE messages SET body = '' WHERE conv = ? AND ref = ? AND ref != 0 AND kind = ? AND body != ''`,
+			`UPDATE messages SET body = '' WHERE conv = ? AND target_id = ? AND target_id != '' AND kind = ? AND body != ''`,
+		} {
+			var key any = t.seq
+			if strings.Contains(q, "target_id") {
+				key = t.msgID
+			}
+			if _, err := tx.Exec(q, t.conv, key, protocol.KindEdit); err != nil {
+				return err
+			}
 		}
 	}
 	baseJSON, err := json.Marshal(base)
@@ -200,10 +215,11 @@ func refreshLastMsg(tx *sql.Tx, m protocol.Message) error {
 // by seq, then the outbox's in the order they were made (refused ones
 // excepted).
 func relationsOf(tx *sql.Tx, t targetRow) ([]relationRow, error) {
-	rows, err := tx.Query(`SELECT id, COALESCE(seq, 0), kind, sender, body, server_ts, client_ts FROM messages
-		WHERE conv = ? AND kind IN (?, ?, ?) AND failed = 0 AND ((ref = ? AND ? > 0) OR target_id = ?)
-		ORDER BY seq IS NULL, seq, id`,
-		t.conv, protocol.KindEdit, protocol.KindDelete, protocol.KindReaction, t.seq, t.seq, t.msgID)
+	const cols = `SELECT id, COALESCE(seq, 0), kind, sender, body, server_ts, client_ts FROM messages WHERE conv = ? AND `
+	const rest = ` AND failed = 0 AND kind IN (?, ?, ?)`
+	rows, err := tx.Query(cols+`ref = ? AND ref != 0`+rest+` UNION `+cols+`target_id = ? AND target_id != ''`+rest,
+		t.conv, t.seq, protocol.KindEdit, protocol.KindDelete, protocol.KindReaction,
+		t.conv, t.msgID, protocol.KindEdit, protocol.KindDelete, protocol.KindReaction)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +232,10 @@ func relationsOf(tx *sql.Tx, t targetRow) ([]relationRow, error) {
 		}
 		out = append(out, r)
 	}
+	// Stored ones by seq, then the outbox's in the order they were made.
+	slices.SortFunc(out, func(a, b relationRow) int {
+		return cmp.Or(cmp.Compare(b2i(a.seq == 0), b2i(b.seq == 0)), cmp.Compare(a.seq, b.seq), cmp.Compare(a.id, b.id))
+	})
 	return out, rows.Err()
 }
 
@@ -300,6 +320,13 @@ func applyRelations(sender string, base targetBase, entries []relationRow) stand
 	return st
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // encodeReactions is the reactions column of rs: JSON, ” for none.
 func encodeReactions(rs []protocol.Reaction) string {
 	if len(rs) == 0 {
@@ -329,10 +356,10 @@ func decodeReactions(col string) []protocol.Reaction {
 // was in the outbox.
 func resolveTarget(tx *sql.Tx, conv, msgID string, seq int64) error {
 	for _, q := range []string{
-		`UPDATE messages SET ref = ? WHERE conv = ? AND target_id = ? AND kind != '' AND ref = 0`,
-		`UPDATE messages SET reply_to = ? WHERE conv = ? AND target_id = ? AND kind = '' AND reply_to = 0`,
-		`UPDATE outbox SET ref = ? WHERE conv = ? AND target_id = ? AND kind != '' AND ref = 0`,
-		`UPDATE outbox SET reply_to = ? WHERE conv = ? AND target_id = ? AND kind = '' AND reply_to = 0`,
+		`UPDATE messages SET ref = ? WHERE conv = ? AND target_id = ? AND target_id != '' AND kind != '' AND ref = 0`,
+		`UPDATE messages SET reply_to = ? WHERE conv = ? AND target_id = ? AND target_id != '' AND kind = '' AND reply_to = 0`,
+		`UPDATE outbox SET ref = ? WHERE conv = ? AND target_id = ? AND target_id != '' AND kind != '' AND ref = 0`,
+		`UPDATE outbox SET reply_to = ? WHERE conv = ? AND target_id = ? AND target_id != '' AND kind = '' AND reply_to = 0`,
 	} {
 		if _, err := tx.Exec(q, seq, conv, msgID); err != nil {
 			return fmt.Errorf("resolve the target %s/%s: %w", conv, msgID, err)
