@@ -231,9 +231,12 @@ func TestDeleteForEveryoneAsksWithCancelChosen(t *testing.T) {
 	h.lacks("helo at noon")
 	h.contains(deletedText)
 	h.checkGeometry()
-	// A deleted message cannot be deleted, edited or reacted to again.
+	// A deleted message cannot be deleted, edited or reacted to again, and
+	// holds nothing to copy.
 	h.press("x")
 	h.contains("the message was deleted")
+	h.press("y")
+	h.contains("nothing to copy")
 }
 
 func TestReactWithThePickerAndShowCounts(t *testing.T) {
