@@ -79,7 +79,7 @@ func (q *eventQueue) coalesce(e Event) bool {
 			if w, ok := waiting.(Incoming); ok && w.Conv == e.Conv {
 				w.Count += e.Count
 				if e.Last.Seq > w.Last.Seq {
-					w.Last = e.Last
+					w.Last, w.ReactedTo = e.Last, e.ReactedTo
 				}
 				q.queue[i] = w
 				return true

@@ -86,7 +86,15 @@ func (l *link) storeMessages(msgs []protocol.Message) {
 	}
 	l.c.events.push(SessionsChanged{})
 	for _, m := range fresh {
-		if m.From != l.self && m.Kind != protocol.KindSystem {
+		switch {
+		case m.From == l.self || m.Kind == protocol.KindSystem:
+		case m.Kind == protocol.KindReaction:
+			if target, ok := l.reactedToSelf(m); ok {
+				l.c.events.push(Incoming{Conv: m.Conv, Count: 1, Last: m, ReactedTo: &target})
+			}
+		case m.IsRelation():
+			// Edits and deletions notify nobody.
+		default:
 			l.c.events.push(Incoming{Conv: m.Conv, Count: 1, Last: m})
 		}
 	}
@@ -117,4 +125,18 @@ func (l *link) onSessionSync(cursor int64) {
 			l.sync(list)
 		}
 	}
+}
+
+// reactedToSelf returns the user's message that reaction m is given to,
+// as it stands, when m gives one (a removal notifies nobody) and the
+// device holds it.
+func (l *link) reactedToSelf(m protocol.Message) (protocol.Message, bool) {
+	if m.Body == "" {
+		return protocol.Message{}, false
+	}
+	held, err := l.c.store.MessagesAt(m.Conv, []int64{m.RefSeq})
+	if err != nil || len(held) == 0 || held[0].From != l.self || held[0].Kind != "" || held[0].Deleted {
+		return protocol.Message{}, false
+	}
+	return held[0].Message, true
 }

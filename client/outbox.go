@@ -133,6 +133,12 @@ func (l *link) flushOutbox() {
 		if len(l.sending) >= maxSendsInFlight {
 			return
 		}
+		if it.Kind != "" && it.RefSeq == 0 {
+			// Its target, in the outbox before it, was never stored.
+			l.dropUnsendable(it)
+			next[it.Conv] = false
+			continue
+		}
 		if !it.Tried {
 			if err := l.c.store.MarkTried(it.Conv, it.MsgID); err != nil {
 				l.c.log.Error("mark tried", "err", err)
@@ -141,11 +147,23 @@ func (l *link) flushOutbox() {
 		}
 		l.sending[key] = true
 		l.request(&request{
-			op:     "send",
-			frame:  &protocol.Send{Conv: it.Conv, MsgID: it.MsgID, Body: it.Body, ClientTS: it.ClientTS},
+			op: "send",
+			frame: &protocol.Send{Conv: it.Conv, MsgID: it.MsgID, Body: it.Body, ClientTS: it.ClientTS,
+				ReplyTo: it.ReplyTo, Kind: it.Kind, RefSeq: it.RefSeq},
 			answer: func(l *link, f protocol.Frame) { l.onSent(it, f) },
 		})
 	}
+}
+
+// dropUnsendable drops outbox entry it, whose target never took a seq
+// (the server refused it), and says so.
+func (l *link) dropUnsendable(it localstore.OutboxItem) {
+	if err := l.c.store.DropOutbox(it.Conv, it.MsgID); err != nil {
+		l.c.log.Error("drop entry without target", "err", err)
+		return
+	}
+	l.c.events.push(ErrorEvent{Op: "send", Err: fmt.Errorf("%s in %s not sent: its message was never stored", relationWord(it.Kind, 0), it.Conv)})
+	l.c.events.push(MessagesChanged{Conv: it.Conv})
 }
 
 // onSent applies the answer to an outbox message: sent makes it a stored
@@ -190,6 +208,13 @@ func (l *link) onSent(it localstore.OutboxItem, f protocol.Frame) {
 		}
 		if err := drop(it.Conv, it.MsgID); err != nil {
 			l.c.log.Error("drop refused message", "err", err)
+		}
+		if it.Kind != "" {
+			// Undone in its target; nothing to give back to the user.
+			l.c.events.push(ErrorEvent{Op: "send", Err: fmt.Errorf("%s in %s refused: %w", relationWord(it.Kind, 0), it.Conv, answerError(f))})
+			l.c.events.push(MessagesChanged{Conv: it.Conv})
+			l.flushOutbox()
+			return
 		}
 		l.c.events.push(ErrorEvent{Op: "send", Err: fmt.Errorf("message to %s refused: %w", it.Conv, answerError(f))})
 		l.c.events.push(SendRefused{Conv: it.Conv, Body: it.Body, Kept: it.Tried})

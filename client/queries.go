@@ -25,7 +25,10 @@ func (c *Client) Sessions(subBiz string) ([]protocol.Session, int64, error) {
 
 // Messages returns the newest limit stored messages of conv below
 // beforeSeq (0: the newest, followed by the user's messages still in the
-// outbox), in ascending seq order. It works offline; LoadOlder fetches
+// outbox), in ascending seq order, each as it stands: edited, deleted for
+// everyone, with its reactions, the user's own edits, deletions and
+// reactions still in the outbox included. Relation entries are not
+// listed: they show in their targets. It works offline; LoadOlder fetches
 // older pages from the server.
 func (c *Client) Messages(conv string, beforeSeq int64, limit int) ([]Message, error) {
 	stored, err := c.store.Messages(conv, beforeSeq, limit)
@@ -64,7 +67,8 @@ func (c *Client) SaveDraft(conv, text string) {
 // SearchMessages returns up to limit stored messages of conv ("" for
 // every conversation) that hold every word of query anywhere, inside
 // words and in any script too, newest first. It searches what this
-// device holds, offline too.
+// device holds, offline too: an edited message by its text as it stands,
+// a deleted one no more.
 func (c *Client) SearchMessages(conv, query string, limit int) ([]Message, error) {
 	found, err := c.store.SearchMessages(conv, query, limit)
 	if err != nil {

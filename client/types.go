@@ -100,11 +100,14 @@ func (GroupChanged) event() {}
 
 // Incoming reports messages from other users that arrived live in Conv,
 // new to this device: Count of them, Last the newest. A UI notifies the
-// user of them. Messages fetched as history are not reported.
+// user of them. Messages fetched as history are not reported, nor edits
+// and deletions; a reaction to one of the user's own messages is, with
+// Last the reaction entry and ReactedTo the message it is given to.
 type Incoming struct {
-	Conv  string
-	Count int
-	Last  protocol.Message
+	Conv      string
+	Count     int
+	Last      protocol.Message
+	ReactedTo *protocol.Message
 }
 
 func (Incoming) event() {}

@@ -141,7 +141,7 @@ func (p *messagePut) replaceLeftNotice(m protocol.Message) (bool, error) {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return false, nil
 	}
-	if _, err := p.insert.Exec(m.Conv, m.MsgID, m.Seq, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind); err != nil {
+	if _, err := p.insertMsg(m); err != nil {
 		return false, fmt.Errorf("insert %s/%d: %w", m.Conv, m.Seq, err)
 	}
 	sess, ok, err := getSession(p.tx, m.Conv)

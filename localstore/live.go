@@ -43,11 +43,33 @@ func (s *Store) ApplyMessages(msgs []protocol.Message, self string) (unknown []s
 // concurrent senders can arrive out of order: one of self's older than the
 // newest held still reads up to it, as it did on the server.
 func messageChange(m protocol.Message, self string) change {
+	if m.IsRelation() {
+		return relationChange(m, self)
+	}
 	return change{last: &m, rule: func(st *session.State) session.Moves {
 		if m.Seq <= st.WriteSeq && m.From == self {
 			return st.OnRead(m.Seq)
 		}
 		return st.OnMessage(m.Seq, m.From)
+	}}
+}
+
+// relationChange is the change relation entry m makes to its session: an
+// event, not a message (PROTOCOL.md, Sessions). write_seq rises to it, as
+// it does for any seq; it is not unread, not the last message, and moves
+// the session neither in the list (write_ts) nor back from deleted. Sent
+// by self, it reads everything before it, as any send does.
+func relationChange(m protocol.Message, self string) change {
+	return change{rule: func(st *session.State) session.Moves {
+		var moves session.Moves
+		if m.Seq > st.WriteSeq {
+			st.WriteSeq = m.Seq
+			moves.Active = true
+		}
+		if m.From == self && st.OnRead(m.Seq).Changed() {
+			moves.Active = true
+		}
+		return moves
 	}}
 }
 

@@ -21,7 +21,26 @@ type Message struct {
 }
 
 // messageColumns are the columns scanMessage reads, in its order.
-const messageColumns = `conv, COALESCE(seq, 0), msg_id, sender, body, client_ts, server_ts, kind`
+const messageColumns = `conv, COALESCE(seq, 0), msg_id, sender, body, client_ts, server_ts, kind, reply_to, ref, edited_ts, deleted, reactions`
+
+// rowScanner is a *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// scanMessage reads messageColumns, then extra, into m.
+func scanMessage(r rowScanner, m *protocol.Message, extra ...any) error {
+	var reactions string
+	dest := append([]any{&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind,
+		&m.ReplyTo, &m.RefSeq, &m.EditedTS, &m.Deleted, &reactions}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return err
+	}
+	m.SetReactions(decodeReactions(reactions))
+	return nil
+}
+
+// shownKinds is the condition on a messages row that it is shown in a
+// chat: not a relation entry, which acts on its target instead.
+const shownKinds = `kind NOT IN ('edit', 'delete', 'reaction')`
 
 // PutMessages stores messages that came from the server (pushes, history
 // pages). It is idempotent: a message whose (conv, msg_id) is already
@@ -94,8 +113,9 @@ func prepareMessagePut(tx *sql.Tx) (*messagePut, error) {
 	if err != nil {
 		return nil, err
 	}
-	insert, err := tx.Prepare(`INSERT OR IGNORE INTO messages (conv, msg_id, seq, sender, body, client_ts, server_ts, kind)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	insert, err := tx.Prepare(`INSERT OR IGNORE INTO messages (conv, msg_id, seq, sender, body, client_ts, server_ts, kind,
+			reply_to, ref, edited_ts, deleted, reactions)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		confirm.Close()
 		return nil, err
@@ -106,6 +126,12 @@ func prepareMessagePut(tx *sql.Tx) (*messagePut, error) {
 func (p *messagePut) close() {
 	p.confirm.Close()
 	p.insert.Close()
+}
+
+// insertMsg inserts m as it stands, unless its (conv, msg_id) is held.
+func (p *messagePut) insertMsg(m protocol.Message) (sql.Result, error) {
+	return p.insert.Exec(m.Conv, m.MsgID, m.Seq, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind,
+		m.ReplyTo, m.RefSeq, m.EditedTS, m.Deleted, encodeReactions(m.ReactionList()))
 }
 
 // put stores one message and reports whether it was new (or an outbox
@@ -122,13 +148,23 @@ func (p *messagePut) put(m protocol.Message) (int, error) {
 		}
 	}
 	if n, _ := res.RowsAffected(); n > 0 {
-		return 1, nil
+		// One of the profile's own: it took its seq.
+		if _, err := p.tx.Exec(`UPDATE messages SET ref = max(ref, ?), reply_to = max(reply_to, ?) WHERE conv = ? AND msg_id = ?`,
+			m.RefSeq, m.ReplyTo, m.Conv, m.MsgID); err != nil {
+			return 0, err
+		}
+		return 1, settleRelations(p.tx, m, true)
 	}
-	res, err = p.insert.Exec(m.Conv, m.MsgID, m.Seq, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind)
+	res, err = p.insertMsg(m)
 	if err != nil {
 		return 0, fmt.Errorf("insert %s/%d: %w", m.Conv, m.Seq, err)
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		if err := settleRelations(p.tx, m, false); err != nil {
+			return 0, err
+		}
+	}
 	if n == 0 {
 		replaced, err := p.replaceLeftNotice(m)
 		if err != nil {
@@ -178,9 +214,11 @@ func (p *messagePut) vacate(m protocol.Message) (bool, error) {
 }
 
 // Messages returns the newest limit stored messages of conv below
-// beforeSeq (0: the newest), in ascending seq order. With beforeSeq 0 the
-// profile's own outbox messages of conv follow, oldest first, beyond
-// limit: they are the end of the chat.
+// beforeSeq (0: the newest), in ascending seq order, each as it stands
+// (edited, deleted, with its reactions). With beforeSeq 0 the profile's
+// own outbox messages of conv follow, oldest first, beyond limit: they are
+// the end of the chat. Relation entries are not listed: they show in their
+// targets.
 func (s *Store) Messages(conv string, beforeSeq int64, limit int) ([]Message, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -189,7 +227,7 @@ func (s *Store) Messages(conv string, beforeSeq int64, limit int) ([]Message, er
 		beforeSeq = 1<<63 - 1
 	}
 	rows, err := s.r.Query(`SELECT `+messageColumns+`, failed FROM (
-			SELECT * FROM messages WHERE conv = ? AND seq IS NOT NULL AND seq < ?
+			SELECT * FROM messages WHERE conv = ? AND seq IS NOT NULL AND seq < ? AND `+shownKinds+`
 			ORDER BY seq DESC LIMIT ?)
 		ORDER BY seq`, conv, beforeSeq, limit)
 	if err != nil {
@@ -199,7 +237,7 @@ func (s *Store) Messages(conv string, beforeSeq int64, limit int) ([]Message, er
 	if err != nil || beforeSeq != 1<<63-1 {
 		return out, err
 	}
-	rows, err = s.r.Query(`SELECT `+messageColumns+`, failed FROM messages WHERE conv = ? AND seq IS NULL ORDER BY id`, conv)
+	rows, err = s.r.Query(`SELECT `+messageColumns+`, failed FROM messages WHERE conv = ? AND seq IS NULL AND `+shownKinds+` ORDER BY id`, conv)
 	if err != nil {
 		return nil, fmt.Errorf("outbox messages of %s: %w", conv, err)
 	}
@@ -212,7 +250,7 @@ func scanMessages(rows *sql.Rows, out []Message) ([]Message, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var m Message
-		if err := rows.Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind, &m.Failed); err != nil {
+		if err := scanMessage(rows, &m.Message, &m.Failed); err != nil {
 			return nil, err
 		}
 		m.Failed = m.Failed && m.Seq == 0

@@ -20,6 +20,15 @@ type OutboxItem struct {
 	// Tried is true once a send of it was written to a connection
 	// (MarkTried): the server may hold it although no sent came.
 	Tried bool
+	// Kind is a relation entry's kind ("" for a message), RefSeq its
+	// target's seq, ReplyTo the seq a reply answers. RefSeq (or ReplyTo)
+	// is 0 while the target, named by its msg_id TargetID, has no seq: the
+	// seq it takes is filled in when the server stores it; still 0 when
+	// the entry is sent, the target was never stored.
+	Kind     string
+	RefSeq   int64
+	ReplyTo  int64
+	TargetID string
 }
 
 // ErrNotInOutbox is returned by ConfirmSent for a message that is not
@@ -32,19 +41,31 @@ var ErrNotInOutbox = errors.New("not in the outbox")
 // no session yet (a chat started offline) gets a placeholder session
 // (active_ts 0), which the server's copy replaces at the first sync.
 // Enqueuing a (conv, msg_id) already known changes nothing.
-func (s *Store) EnqueueOutbox(m protocol.Message) error {
+func (s *Store) EnqueueOutbox(m protocol.Message) error { return s.EnqueueRelated(m, "") }
+
+// EnqueueRelated is EnqueueOutbox for a reply (m.ReplyTo) or a relation
+// entry (m.Kind and m.RefSeq) too. targetID names the target by its
+// msg_id when it has no seq yet (RefSeq or ReplyTo 0: it is in the
+// outbox, before this): it takes the seq the server gives the target. A
+// relation entry applies to its target at once (Messages shows the target
+// as it will stand), and neither brings a deleted session back nor shows
+// as the session's last message.
+func (s *Store) EnqueueRelated(m protocol.Message, targetID string) error {
 	err := s.withTx(context.Background(), func(tx *sql.Tx) error {
-		res, err := tx.Exec(`INSERT OR IGNORE INTO messages (conv, msg_id, seq, sender, body, client_ts, server_ts, kind)
-			VALUES (?, ?, NULL, ?, ?, ?, 0, '')`, m.Conv, m.MsgID, m.From, m.Body, m.ClientTS)
+		res, err := tx.Exec(`INSERT OR IGNORE INTO messages (conv, msg_id, seq, sender, body, client_ts, server_ts, kind, reply_to, ref, target_id)
+			VALUES (?, ?, NULL, ?, ?, ?, 0, ?, ?, ?, ?)`, m.Conv, m.MsgID, m.From, m.Body, m.ClientTS, m.Kind, m.ReplyTo, m.RefSeq, targetID)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
 		}
-		if _, err = tx.Exec(`INSERT OR IGNORE INTO outbox (conv, msg_id, body, client_ts) VALUES (?, ?, ?, ?)`,
-			m.Conv, m.MsgID, m.Body, m.ClientTS); err != nil {
+		if _, err = tx.Exec(`INSERT OR IGNORE INTO outbox (conv, msg_id, body, client_ts, kind, ref, reply_to, target_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.Conv, m.MsgID, m.Body, m.ClientTS, m.Kind, m.RefSeq, m.ReplyTo, targetID); err != nil {
 			return err
+		}
+		if m.IsRelation() {
+			return refreshTargetOf(tx, m.Conv, m.RefSeq, targetID)
 		}
 		return ensureSession(tx, m)
 	})
@@ -56,7 +77,7 @@ func (s *Store) EnqueueOutbox(m protocol.Message) error {
 
 // Outbox returns every message waiting for sent, oldest first.
 func (s *Store) Outbox() ([]OutboxItem, error) {
-	rows, err := s.r.Query(`SELECT conv, msg_id, body, client_ts, tried FROM outbox ORDER BY id`)
+	rows, err := s.r.Query(`SELECT conv, msg_id, body, client_ts, tried, kind, ref, reply_to, target_id FROM outbox ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
@@ -64,7 +85,7 @@ func (s *Store) Outbox() ([]OutboxItem, error) {
 	var out []OutboxItem
 	for rows.Next() {
 		var it OutboxItem
-		if err := rows.Scan(&it.Conv, &it.MsgID, &it.Body, &it.ClientTS, &it.Tried); err != nil {
+		if err := rows.Scan(&it.Conv, &it.MsgID, &it.Body, &it.ClientTS, &it.Tried, &it.Kind, &it.RefSeq, &it.ReplyTo, &it.TargetID); err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
 		out = append(out, it)
@@ -96,9 +117,11 @@ func (s *Store) ConfirmSent(conv, msgID string, seq, serverTS int64) (protocol.M
 			seq, serverTS, conv, msgID); err != nil {
 			return err
 		}
-		err = tx.QueryRow(`SELECT `+messageColumns+` FROM messages WHERE conv = ? AND msg_id = ?`, conv, msgID).
-			Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind)
+		err = scanMessage(tx.QueryRow(`SELECT `+messageColumns+` FROM messages WHERE conv = ? AND msg_id = ?`, conv, msgID), &m)
 		if err != nil {
+			return err
+		}
+		if err := settleRelations(tx, m, true); err != nil {
 			return err
 		}
 		_, err = extendSynced(tx, conv, 0)
@@ -131,8 +154,11 @@ func (s *Store) FailOutbox(conv, msgID string) error {
 		if _, err := tx.Exec(`DELETE FROM outbox WHERE conv = ? AND msg_id = ?`, conv, msgID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`UPDATE messages SET failed = 1 WHERE conv = ? AND msg_id = ? AND seq IS NULL`, conv, msgID)
-		return err
+		if _, err := tx.Exec(`UPDATE messages SET failed = 1 WHERE conv = ? AND msg_id = ? AND seq IS NULL`, conv, msgID); err != nil {
+			return err
+		}
+		// A failed entry no longer shows in its target.
+		return refreshTargetOfEntry(tx, conv, msgID)
 	})
 	if err != nil {
 		return fmt.Errorf("fail %s/%s: %w", conv, msgID, err)
@@ -156,8 +182,17 @@ func (s *Store) DropOutbox(conv, msgID string) error {
 		if _, err := tx.Exec(`DELETE FROM outbox WHERE conv = ? AND msg_id = ?`, conv, msgID); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`DELETE FROM messages WHERE conv = ? AND msg_id = ? AND seq IS NULL`, conv, msgID)
-		return err
+		var ref int64
+		var targetID string
+		err := tx.QueryRow(`DELETE FROM messages WHERE conv = ? AND msg_id = ? AND seq IS NULL RETURNING ref, target_id`, conv, msgID).Scan(&ref, &targetID)
+		if err == sql.ErrNoRows {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// A dropped entry no longer shows in its target.
+		return refreshTargetOf(tx, conv, ref, targetID)
 	})
 	if err != nil {
 		return fmt.Errorf("drop %s/%s: %w", conv, msgID, err)

@@ -2,6 +2,7 @@ package localstore
 
 import (
 	"database/sql"
+	"fmt"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/session"
@@ -42,6 +43,9 @@ func changeSession(tx *sql.Tx, self, conv string, now int64, ch change) (found, 
 	moves := ch.rule(&st)
 	if !moves.Changed() {
 		return true, false, nil
+	}
+	if st.UnreadCount, err = discountEvents(tx, conv, st.ReadSeq, st.WriteSeq, st.UnreadCount); err != nil {
+		return true, false, err
 	}
 	st.ToObject(&sess)
 	if moves.Write {
@@ -97,6 +101,23 @@ func refreshGateway(tx *sql.Tx, subBiz string, now int64, newMsg *protocol.Messa
 		gw.LastMsg, gw.Deleted = &msg, false
 	}
 	return putSession(tx, gw)
+}
+
+// discountEvents returns unread, a session's unread count between
+// readSeq and writeSeq, without the events the device holds there:
+// system messages and relation entries are not unread (PROTOCOL.md,
+// Sessions). The rules of package session count every seq above the read
+// one, and a server may too; the count never rises here.
+func discountEvents(tx *sql.Tx, conv string, readSeq, writeSeq, unread int64) (int64, error) {
+	if unread <= 0 || writeSeq <= readSeq {
+		return unread, nil
+	}
+	var events int64
+	if err := tx.QueryRow(`SELECT count(*) FROM messages INDEXED BY messages_events
+		WHERE conv = ? AND seq > ? AND seq <= ? AND kind != ''`, conv, readSeq, writeSeq).Scan(&events); err != nil {
+		return unread, fmt.Errorf("events of %s: %w", conv, err)
+	}
+	return min(unread, max(0, writeSeq-readSeq-events)), nil
 }
 
 // querier is a *sql.DB or a *sql.Tx.

@@ -11,7 +11,8 @@ import (
 // A word is found anywhere in a body, inside a word too and in any
 // script; words of three characters or more without case or accents,
 // shorter ones without case in ASCII. Messages still in the outbox are not
-// searched. A query with no word finds nothing.
+// searched. An edited message is found by its text as it stands, a
+// deleted one no more. A query with no word finds nothing.
 func (s *Store) SearchMessages(conv, query string, limit int) ([]Message, error) {
 	long, short := searchTerms(query)
 	if len(long)+len(short) == 0 || limit <= 0 {
@@ -21,14 +22,17 @@ func (s *Store) SearchMessages(conv, query string, limit int) ([]Message, error)
 		q    strings.Builder
 		args []any
 	)
-	q.WriteString(`SELECT m.conv, COALESCE(m.seq, 0), m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind, m.failed FROM `)
+	q.WriteString(`SELECT m.conv, COALESCE(m.seq, 0), m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind,
+		m.reply_to, m.ref, m.edited_ts, m.deleted, m.reactions, m.failed FROM `)
 	if len(long) > 0 {
 		q.WriteString(`messages_fts f JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ? AND `)
 		args = append(args, strings.Join(long, " "))
 	} else {
 		q.WriteString(`messages m WHERE `)
 	}
-	q.WriteString(`m.seq IS NOT NULL`)
+	// Relation entries hold no text of their own to find: an edit's text
+	// is found in its target, which holds it as it stands.
+	q.WriteString(`m.seq IS NOT NULL AND m.` + shownKinds)
 	for _, w := range short {
 		q.WriteString(` AND m.body LIKE ? ESCAPE '\'`)
 		args = append(args, "%"+likeEscaper.Replace(w)+"%")

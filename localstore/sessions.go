@@ -56,10 +56,51 @@ func putServerSession(tx *sql.Tx, in protocol.Session, now int64) error {
 	if ok {
 		in = keepLiveState(in, old)
 	}
+	if in.UnreadCount, err = discountEvents(tx, in.Conv, in.ReadSeq, in.WriteSeq, in.UnreadCount); err != nil {
+		return err
+	}
+	var prev *protocol.Message
+	if ok {
+		prev = old.LastMsg
+	}
+	if in.LastMsg, err = lastAsItStands(tx, in.LastMsg, prev); err != nil {
+		return err
+	}
 	if err := putSession(tx, in); err != nil {
 		return err
 	}
 	return reapplyPending(tx, in.Conv, now)
+}
+
+// lastAsItStands is a session's last message from the server as the
+// device holds it (edited, deleted, with its reactions). A relation entry
+// is never the last message: a server that gives one is answered with the
+// newest message before it the device holds, or prev, the last message it
+// showed.
+func lastAsItStands(tx *sql.Tx, last, prev *protocol.Message) (*protocol.Message, error) {
+	if last == nil || last.Conv == "" {
+		return last, nil
+	}
+	q := `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq = ? AND msg_id = ?`
+	args := []any{last.Conv, last.Seq, last.MsgID}
+	if last.IsRelation() {
+		q = `SELECT ` + messageColumns + ` FROM messages WHERE conv = ? AND seq > 0 AND seq < ? AND ` + shownKinds + ` ORDER BY seq DESC LIMIT 1`
+		args = args[:2]
+	}
+	var held protocol.Message
+	err := scanMessage(tx.QueryRow(q, args...), &held)
+	switch {
+	case err == sql.ErrNoRows && last.IsRelation():
+		if prev != nil && prev.IsRelation() {
+			return nil, nil
+		}
+		return prev, nil
+	case err == sql.ErrNoRows:
+		return last, nil
+	case err != nil:
+		return nil, err
+	}
+	return &held, nil
 }
 
 // keepLiveState carries into a newer session from the server what the
@@ -190,7 +231,7 @@ func (s *Store) newestOutbox() (map[string]protocol.Message, error) {
 	// The partial index of unsent messages: the table would be scanned
 	// whole otherwise, every time the list is read.
 	rows, err := s.r.Query(`SELECT conv, msg_id, sender, body, client_ts FROM messages INDEXED BY messages_unsent
-		WHERE seq IS NULL AND failed = 0 ORDER BY conv, id`)
+		WHERE seq IS NULL AND failed = 0 AND ` + shownKinds + ` ORDER BY conv, id`)
 	if err != nil {
 		return nil, err
 	}

@@ -37,12 +37,73 @@ type Message struct {
 	Body     string `json:"body"`
 	ClientTS int64  `json:"client_ts"`
 	ServerTS int64  `json:"server_ts"`
-	// Kind is "system" for events written by the server, "" otherwise.
+	// Kind is "system" for events written by the server, a relation kind
+	// (KindEdit, KindDelete, KindReaction) for a relation entry, ""
+	// otherwise.
 	Kind string `json:"kind,omitempty"`
+	// ReplyTo is the seq of the message this one replies to, 0 for none.
+	ReplyTo int64 `json:"reply_to,omitempty"`
+	// RefSeq is, for a relation entry, the seq of its target (the "ref"
+	// field).
+	RefSeq int64 `json:"ref,omitempty"`
+	// EditedTS is the server_ts of the latest edit of the message as it
+	// stands, 0 when it was never edited.
+	EditedTS int64 `json:"edited_ts,omitempty"`
+	// Deleted says the message was deleted for everyone: its body is
+	// empty.
+	Deleted bool `json:"deleted,omitempty"`
+	// Reactions are the reactions standing on the message, nil (absent on
+	// the wire) when there are none. It is a pointer so that a Message
+	// stays comparable; read it with ReactionList, set it with
+	// SetReactions.
+	Reactions *[]Reaction `json:"reactions,omitempty"`
+}
+
+// ReactionList returns the reactions standing on m, nil when there are
+// none.
+func (m Message) ReactionList() []Reaction {
+	if m.Reactions == nil {
+		return nil
+	}
+	return *m.Reactions
+}
+
+// SetReactions sets the reactions standing on m; none leaves the field
+// absent.
+func (m *Message) SetReactions(rs []Reaction) {
+	if len(rs) == 0 {
+		m.Reactions = nil
+		return
+	}
+	m.Reactions = &rs
+}
+
+// Reaction is one distinct reaction standing on a message and the users
+// who gave it, in the order they gave it.
+type Reaction struct {
+	Body  string   `json:"body"`
+	Users []string `json:"users"`
 }
 
 // KindSystem marks a message written by the server about an event.
 const KindSystem = "system"
+
+// The kinds of relation entries: messages that act on an earlier message
+// of their conversation, named by RefSeq.
+const (
+	KindEdit     = "edit"     // replaces the target's body
+	KindDelete   = "delete"   // deletes the target for everyone
+	KindReaction = "reaction" // sets (or, empty, removes) the sender's reaction
+)
+
+// IsRelationKind reports whether kind is the kind of a relation entry.
+func IsRelationKind(kind string) bool {
+	return kind == KindEdit || kind == KindDelete || kind == KindReaction
+}
+
+// IsRelation reports whether m is a relation entry (an edit, a deletion
+// or a reaction), not a message shown in its own right.
+func (m Message) IsRelation() bool { return IsRelationKind(m.Kind) }
 
 // Mark is a high-water mark: everything up to Seq in Conv.
 type Mark struct {
@@ -91,13 +152,21 @@ type Hello struct {
 	Token    string `json:"token,omitempty"`
 }
 
-// Send stores a message in a conversation.
+// Send stores a message in a conversation. With ReplyTo it is a reply;
+// with Kind and RefSeq it is a relation entry (see ValidateRelation).
 type Send struct {
 	Ref
 	Conv     string `json:"conv"`
 	MsgID    string `json:"msg_id"`
 	Body     string `json:"body"`
 	ClientTS int64  `json:"client_ts"`
+	// ReplyTo is the seq of the message replied to, 0 for none.
+	ReplyTo int64 `json:"reply_to,omitempty"`
+	// Kind is a relation kind (KindEdit, KindDelete, KindReaction), ""
+	// for a message.
+	Kind string `json:"kind,omitempty"`
+	// RefSeq is a relation entry's target (the "ref" field).
+	RefSeq int64 `json:"ref,omitempty"`
 }
 
 // History asks for a page of a conversation's messages.

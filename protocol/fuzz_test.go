@@ -64,6 +64,7 @@ func FuzzDecodeClientFrame(f *testing.F) {
 			checkCode(t, v.Validate())
 		case *protocol.Send:
 			checkCode(t, v.Validate(protocol.DefaultLimits))
+			checkCode(t, v.ValidateRelation(protocol.DefaultLimits))
 		case *protocol.History:
 			if checkCode(t, v.Validate()) == nil {
 				if n := v.PageLimit(); n < 1 || n > protocol.MaxHistoryLimit {

@@ -19,6 +19,47 @@ func (m *Message) EncodedLen() int {
 	if m.Kind != "" {
 		n += len(`,"kind":`) + JSONStringLen(m.Kind)
 	}
+	if m.ReplyTo != 0 {
+		n += len(`,"reply_to":`) + intLen(m.ReplyTo)
+	}
+	if m.RefSeq != 0 {
+		n += len(`,"ref":`) + intLen(m.RefSeq)
+	}
+	if m.EditedTS != 0 {
+		n += len(`,"edited_ts":`) + intLen(m.EditedTS)
+	}
+	if m.Deleted {
+		n += len(`,"deleted":true`)
+	}
+	if m.Reactions != nil {
+		n += reactionsLen(*m.Reactions)
+	}
+	return n
+}
+
+// reactionsLen is the length of `,"reactions":` and rs as JSON.
+func reactionsLen(rs []Reaction) int {
+	if rs == nil {
+		return len(`,"reactions":null`)
+	}
+	n := len(`,"reactions":[]`)
+	if len(rs) > 0 {
+		n += len(rs) - 1
+		for _, r := range rs {
+			n += len(`{"body":,"users":}`) + JSONStringLen(r.Body)
+			if r.Users == nil {
+				n += len("null")
+				continue
+			}
+			n += len("[]")
+			for i, u := range r.Users {
+				if i > 0 {
+					n++
+				}
+				n += JSONStringLen(u)
+			}
+		}
+	}
 	return n
 }
 

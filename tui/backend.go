@@ -40,6 +40,21 @@ type Backend interface {
 	// sent, so it must only queue (a local write), never wait for the
 	// network, and keep the order of its calls.
 	Send(conv, body string) (client.Message, error)
+	// Reply queues body for conv as a reply to message targetID (its
+	// msg_id), as Send does.
+	Reply(conv, targetID, body string) (client.Message, error)
+	// Edit queues an edit of the user's message targetID of conv to body;
+	// the target shows it at once.
+	Edit(conv, targetID, body string) (client.Message, error)
+	// DeleteForEveryone queues the deletion of the user's message
+	// targetID of conv for every member; the target shows it at once.
+	DeleteForEveryone(conv, targetID string) (client.Message, error)
+	// React queues the user's reaction to message targetID of conv, ""
+	// to remove it; the target shows it at once.
+	React(conv, targetID, reaction string) (client.Message, error)
+	// MessagesAt returns the stored messages of conv at seqs, as they
+	// stand (the targets of replies), in ascending order.
+	MessagesAt(conv string, seqs []int64) ([]client.Message, error)
 	// MarkRead says the user has seen conv up to seq.
 	MarkRead(conv string, seq int64)
 	// SessionOp changes a session: pin, unpin, mute, unmute, mark_unread,

@@ -30,6 +30,7 @@ type chatPane struct {
 	gen       int                 // counts the chats opened, to drop stale pages
 	draftGen  int                 // counts changes of the input, for the timed draft save
 	input     textarea.Model
+	compose   compose   // what enter does with the input: a message, a reply, an edit
 	mode      focusArea // focusInput or focusHistory
 	focused   bool      // the chat has the keys
 	split     bool      // the list is on screen beside the chat
@@ -75,6 +76,7 @@ func (p *chatPane) open(s protocol.Session) tea.Cmd {
 		p.setMode(focusInput)
 		return nil
 	}
+	p.endCompose()
 	keep := p.keepDraft()
 	p.keepPosition()
 	p.gen++
@@ -99,6 +101,7 @@ func (p *chatPane) open(s protocol.Session) tea.Cmd {
 
 // close closes the open chat, keeping its draft.
 func (p *chatPane) close() tea.Cmd {
+	p.endCompose()
 	keep := p.keepDraft()
 	p.keepPosition()
 	p.c = nil
@@ -173,6 +176,9 @@ func (p *chatPane) inputHeight() int {
 	if p.readOnly() {
 		return 1
 	}
+	if p.compose.kind != composeMessage {
+		return p.input.Height() + 1 // the bar that says which message
+	}
 	return p.input.Height()
 }
 
@@ -226,6 +232,8 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 		return p.onMessages(msg)
 	case sentMsg:
 		return p.onSent(msg)
+	case relatedMsg:
+		return p.onRelated(msg)
 	case draftSaveMsg:
 		if msg.gen == p.draftGen && msg.conv == p.conv() {
 			return p.saveDraft(msg.conv, p.input.Value())
@@ -264,12 +272,18 @@ func (p *chatPane) inputKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Send):
 		return p.send()
 	case key.Matches(msg, k.Back):
+		if p.compose.kind != composeMessage {
+			p.endCompose()
+			return nil
+		}
 		p.ask(leaveChatMsg{})
 		return nil
 	case key.Matches(msg, k.PageUp):
 		return p.scroll(-max(1, c.height-1))
 	case key.Matches(msg, k.PageDown):
 		return p.scroll(max(1, c.height-1))
+	case key.Matches(msg, k.EditLast) && p.input.Value() == "" && p.newestEditable() >= 0:
+		return p.startEdit(c.msgs[p.newestEditable()])
 	case key.Matches(msg, k.ScrollUp) && p.input.Value() == "":
 		return p.scroll(-1)
 	case key.Matches(msg, k.ScrollDown) && p.input.Value() == "":
@@ -321,6 +335,9 @@ func (p *chatPane) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 		p.ask(showDialogMsg{newSearchDialog(p.com, c.conv, c.title())})
 	default:
 		if cmd, ok := p.moreHistoryKey(msg); ok {
+			return cmd
+		}
+		if cmd, ok := p.messageActionKey(msg); ok {
 			return cmd
 		}
 		if a, ok := groupActionKey(msg); ok {

@@ -57,6 +57,11 @@ func (p *chatPane) View() string {
 		b.WriteString(st.system.Render(cw.fit(" "+notMemberText, w)))
 		return b.String()
 	}
+	if bar := p.composeBar(); bar != "" {
+		tail := " · esc cancels"
+		b.WriteString(st.accent.Render(cw.fit(" "+cw.truncate(bar, max(1, w-1-cw.width(tail)))+tail, w)))
+		b.WriteByte('\n')
+	}
 	for i, l := range strings.Split(p.input.View(), "\n") {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -78,6 +83,9 @@ func (p *chatPane) cursor() *tea.Cursor {
 	}
 	cur.X++
 	cur.Y += chatHeaderHeight + p.c.height + 1
+	if p.compose.kind != composeMessage {
+		cur.Y++ // below the bar that says which message
+	}
 	return cur
 }
 

@@ -61,7 +61,8 @@ func (p *chatPane) updateInput(msg tea.Msg) tea.Cmd {
 		p.layout()
 	}
 	after := p.input.Value()
-	if after != before && p.c != nil {
+	if after != before && p.c != nil && p.compose.kind != composeEdit {
+		// An edit's text is no draft: the draft waits in the stash.
 		cmd = tea.Batch(cmd, p.noteDraft())
 	}
 	if after == before || after == "" || p.c == nil || p.readOnly() {
@@ -80,8 +81,14 @@ func (p *chatPane) updateInput(msg tea.Msg) tea.Cmd {
 // dialog says its size and offers to split it.
 func (p *chatPane) send() tea.Cmd {
 	body := inputBody(p.input.Value())
+	if p.compose.kind == composeEdit && body == "" && p.c != nil {
+		return notice("an edit cannot be empty: x in the history deletes a message", false)
+	}
 	if body == "" || p.c == nil || p.readOnly() {
 		return nil
+	}
+	if p.compose.kind != composeMessage {
+		return p.sendCompose(body)
 	}
 	if len(body) > maxBodyBytes {
 		p.ask(showDialogMsg{newSplitDialog(p.com, p.c.conv, body)})

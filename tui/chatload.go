@@ -12,7 +12,8 @@ func (p *chatPane) loadNewest(limit int) tea.Cmd {
 	b, conv, gen := p.com.b, p.c.conv, p.c.gen
 	return func() tea.Msg {
 		msgs, err := b.Messages(conv, 0, limit)
-		return messagesMsg{conv: conv, gen: gen, msgs: msgs, limit: limit, ticks: b.Ticks(conv), err: err}
+		return messagesMsg{conv: conv, gen: gen, msgs: msgs, limit: limit, ticks: b.Ticks(conv), err: err,
+			quotes: missingQuotes(b, conv, msgs)}
 	}
 }
 
@@ -47,7 +48,8 @@ func (p *chatPane) loadOlder() tea.Cmd {
 	b, conv, gen, n := p.com.b, c.conv, c.gen, p.com.opts.PageSize
 	return func() tea.Msg {
 		msgs, err := b.Messages(conv, before, n)
-		return messagesMsg{conv: conv, gen: gen, older: true, before: before, msgs: msgs, err: err}
+		return messagesMsg{conv: conv, gen: gen, older: true, before: before, msgs: msgs, err: err,
+			quotes: missingQuotes(b, conv, msgs)}
 	}
 }
 
@@ -81,6 +83,9 @@ func (p *chatPane) onMessages(msg messagesMsg) tea.Cmd {
 		return nil
 	}
 	rc := p.com.renderCtx()
+	for _, q := range msg.quotes {
+		c.quotes[q.Seq] = q
+	}
 	if msg.older {
 		c.loadingOlder = false
 		if msg.err != nil {
@@ -92,6 +97,9 @@ func (p *chatPane) onMessages(msg messagesMsg) tea.Cmd {
 			return p.askServer(msg.before)
 		}
 		c.prepend(rc, msg.msgs)
+		if c.jumpTo != 0 {
+			return p.continueJump()
+		}
 		return p.fillScreen()
 	}
 	c.reloading = false
@@ -148,6 +156,7 @@ func (p *chatPane) onMessages(msg messagesMsg) tea.Cmd {
 	if first {
 		cmds = append(cmds, p.fillScreen())
 	}
+	cmds = append(cmds, p.continueJump())
 	return tea.Batch(cmds...)
 }
 

@@ -56,6 +56,7 @@ func (c *conversation) layout(rc renderCtx, a anchor) {
 		lines = append(lines, s)
 		lineMsg = append(lineMsg, -1)
 	}
+	c.indexSeqs()
 	c.msgLine = make([]int, len(c.msgs))
 	c.msgEnd = make([]int, len(c.msgs))
 	c.divLine = -1
@@ -143,7 +144,9 @@ func (c *conversation) renderMessage(rc renderCtx, m *client.Message, showSender
 	if own {
 		tick = c.tickOf(m)
 	}
-	key := layoutKey{w: w, tick: tick, showSender: showSender, seq: m.Seq, outbox: m.Outbox, failed: m.Failed, clientTS: m.ClientTS}
+	quote := c.quoteText(m, rc.me)
+	key := layoutKey{w: w, tick: tick, showSender: showSender, seq: m.Seq, outbox: m.Outbox, failed: m.Failed, clientTS: m.ClientTS,
+		body: m.Body, edited: m.EditedTS, deleted: m.Deleted, quote: quote, reactions: reactionsKey(m, rc.me)}
 	id := msgKey(m)
 	if cl, ok := c.cache[id]; ok && cl.key == key {
 		return cl.lines
@@ -154,7 +157,8 @@ func (c *conversation) renderMessage(rc renderCtx, m *client.Message, showSender
 			lines = append(lines, rc.cells.center(rc.st.system.Render(l), w))
 		}
 	} else {
-		lines = renderBubble(rc, m, own, tick, showSender, w)
+		lines = renderBubble(rc, m, own, tick, showSender, quote, w)
+		lines = append(lines, renderReactions(rc, m, own, w)...)
 	}
 	c.cache[id] = cachedLines{key: key, lines: lines}
 	return lines
@@ -162,17 +166,25 @@ func (c *conversation) renderMessage(rc renderCtx, m *client.Message, showSender
 
 // renderBubble draws a message as a coloured bubble: own messages on the
 // right, others on the left, the time (and tick) at the bottom right.
-func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick, showSender bool, w int) []string {
+func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick, showSender bool, quote string, w int) []string {
 	p := &rc.st.bubbles[0]
 	if own {
 		p = &rc.st.bubbles[1]
 	}
 	maxInner := max(8, min(w*3/4, w-4)-2)
-	text := rc.cells.wrapLinked(sanitize(m.Body), maxInner)
+	body, textPaint := m.Body, p.text
+	if m.Deleted {
+		// The placeholder of a message deleted for everyone.
+		body, textPaint = deletedText, p.dim
+	}
+	text := rc.cells.wrapLinked(sanitize(body), maxInner)
 	if len(text) == 0 {
 		text = []string{""}
 	}
 	clock := msgTime(m, rc.now).Format("15:04")
+	if m.EditedTS > 0 && !m.Deleted {
+		clock = editedMark + " " + clock
+	}
 	metaW := rc.cells.width(clock)
 	meta := p.dim.render(clock)
 	switch {
@@ -195,6 +207,10 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 		sender = rc.cells.truncate(m.From, maxInner)
 		innerW = max(innerW, rc.cells.width(sender))
 	}
+	if quote != "" {
+		quote = rc.cells.truncate(quote, maxInner)
+		innerW = max(innerW, rc.cells.width(quote))
+	}
 	lastW := widths[len(text)-1]
 	inline := lastW+2+metaW <= maxInner
 	if inline {
@@ -213,12 +229,15 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 	if sender != "" {
 		add(p.senders[senderIndex(m.From, len(p.senders))].render(sender + spaces(innerW-rc.cells.width(sender))))
 	}
+	if quote != "" {
+		add(p.dim.render(quote + spaces(innerW-rc.cells.width(quote))))
+	}
 	for i, l := range text {
 		if i == len(text)-1 && inline {
-			add(p.text.render(l+spaces(innerW-metaW-widths[i])) + meta)
+			add(textPaint.render(l+spaces(innerW-metaW-widths[i])) + meta)
 			continue
 		}
-		add(p.text.render(l + spaces(innerW-widths[i])))
+		add(textPaint.render(l + spaces(innerW-widths[i])))
 	}
 	if !inline {
 		add(p.text.render(spaces(innerW-metaW)) + meta)

@@ -51,6 +51,10 @@ type conversation struct {
 	readSent   int64     // highest seq marked read
 	lastTyping time.Time // when Typing was last sent
 	cache      map[string]cachedLines
+
+	quotes map[int64]client.Message // targets of replies held but not loaded, by seq
+	bySeq  map[int64]int            // index in msgs of each loaded stored message
+	jumpTo int64                    // the seq of a reply's target being loaded to jump to, 0 none
 }
 
 // cachedLines are a message's rendered lines for one layout.
@@ -60,7 +64,7 @@ type cachedLines struct {
 }
 
 // layoutKey is everything a message's rendering depends on besides its
-// immutable body and sender.
+// sender.
 type layoutKey struct {
 	w          int
 	tick       protocol.Tick
@@ -69,6 +73,12 @@ type layoutKey struct {
 	outbox     bool
 	failed     bool
 	clientTS   int64
+	// What an edit, a deletion, a reaction or a reply's target changes.
+	body      string
+	edited    int64
+	deleted   bool
+	quote     string
+	reactions string
 }
 
 func newConversation(sess protocol.Session, ticks protocol.Ticks, gen int) *conversation {
@@ -85,6 +95,7 @@ func newConversation(sess protocol.Session, ticks protocol.Ticks, gen int) *conv
 		gen:         gen,
 		readSent:    sess.ReadSeq,
 		cache:       map[string]cachedLines{},
+		quotes:      map[int64]client.Message{},
 	}
 	if sess.MarkedUnread {
 		// Opening a chat marked unread reads it, which clears the mark.

@@ -18,6 +18,9 @@ func (p *chatPane) copyMessage(i int) tea.Cmd {
 	if c == nil || i < 0 || i >= len(c.msgs) {
 		return notice("no message selected", false)
 	}
+	if c.msgs[i].Deleted {
+		return notice("nothing to copy: the message was deleted", false)
+	}
 	body := sanitize(c.msgs[i].Body)
 	return tea.Batch(copyText(body), notice("copied: "+p.com.cells.truncate(oneLine(body), 40), false))
 }

@@ -49,10 +49,16 @@ func newInfoDialog(com *common, conv string, msg client.Message, after []client.
 		body: []string{
 			"“" + preview + "”",
 			"from " + msg.From + " · " + msgTime(&msg, com.now()).Format("2 Jan 15:04") + " · seq " + itoa(msg.Seq),
-			"",
-			"loading receipts…",
 		},
 	}
+	if msg.Deleted {
+		d.body[0] = deletedText
+	}
+	if msg.EditedTS > 0 && !msg.Deleted {
+		d.body = append(d.body, editedMark+" "+msgTimeMS(msg.EditedTS, com.now()).Format("2 Jan 15:04"))
+	}
+	d.body = append(d.body, reactionLines(msg.ReactionList())...)
+	d.body = append(d.body, "", "loading receipts…")
 	b, id, seq, own := com.b, d.id, msg.Seq, msg.From == com.me()
 	return d, func() tea.Msg {
 		var r receiptsMsg
@@ -165,4 +171,17 @@ func tickTimeLines(now, delivered, read time.Time) []string {
 		"(when this device saw the ticks rise)",
 		"",
 	}
+}
+
+// reactionLines list who reacted to a message, by reaction, in the order
+// the reactions stand.
+func reactionLines(rs []protocol.Reaction) []string {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := []string{"", "Reactions"}
+	for _, r := range rs {
+		out = append(out, "  "+sanitize(r.Body)+" "+itoa(int64(len(r.Users)))+": "+strings.Join(r.Users, ", "))
+	}
+	return out
 }

@@ -63,7 +63,7 @@ func (p *chatPane) keepDraft() tea.Cmd {
 		return nil
 	}
 	p.draftGen++ // a pending timed save is superseded
-	conv, text := p.c.conv, p.input.Value()
+	conv, text := p.c.conv, p.draftText()
 	p.setDraft(conv, text)
 	return p.saveDraft(conv, text)
 }

@@ -34,6 +34,9 @@ type inputKeys struct {
 	ScrollUp, ScrollDown key.Binding
 	PageUp, PageDown     key.Binding
 	Info, Back           key.Binding
+	// EditLast is ↑ in an empty input when the newest message is the
+	// user's own (as in Slack and Telegram); ↑ scrolls otherwise.
+	EditLast key.Binding
 }
 
 // historyKeys act while reading the history (the message pane has focus).
@@ -42,6 +45,8 @@ type historyKeys struct {
 	Up, Down, PageUp, PageDown, HalfUp, HalfDown, Top, Bottom key.Binding
 	Info, Input, Back, Search                                 key.Binding
 	OpenLink, Copy, FirstUnread                               key.Binding
+	// The selected message's actions. Deleting asks first.
+	Reply, Edit, DeleteMsg, React, Quoted key.Binding
 }
 
 // dialogKeys act in dialogs and on the help screen.
@@ -99,6 +104,7 @@ func defaultKeyMap() keyMap {
 			PageDown:   bind([]string{"pgdown"}, "pgdn", "page down"),
 			Info:       bind([]string{"ctrl+o"}, "ctrl+o", "info of my last message"),
 			Back:       bind([]string{"esc"}, "esc", "back to the list"),
+			EditLast:   bind([]string{"up"}, "↑", "edit the newest if mine"),
 		},
 		History: historyKeys{
 			Up:       bind([]string{"up", "k"}, "↑/k", "previous message"),
@@ -117,6 +123,12 @@ func defaultKeyMap() keyMap {
 			Copy:     bind([]string{"y"}, "y", "copy the selected message (OSC 52)"),
 			// n as in next unread.
 			FirstUnread: bind([]string{"n"}, "n", "jump to the first unread"),
+			// r is the group's rename, d half a page down.
+			Reply:     bind([]string{"R"}, "R", "reply to the selected message"),
+			Edit:      bind([]string{"e"}, "e", "edit my selected message"),
+			DeleteMsg: bind([]string{"x", "delete"}, "x/del", "delete my message for everyone (asks)"),
+			React:     bind([]string{":"}, ":", "react to the selected message"),
+			Quoted:    bind([]string{"t"}, "t", "jump to the message a reply quotes"),
 		},
 		Dialog: dialogKeys{
 			Confirm:   bind([]string{"enter"}, "enter", "confirm / choose"),
@@ -134,13 +146,14 @@ func (k keyMap) helpSections() []helpSection {
 	return []helpSection{
 		{"Chats", []key.Binding{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.Open, l.Back, l.Search}},
 		{"Chat actions", []key.Binding{l.Pin, l.Mute, l.MarkUnread, l.Delete, l.Category, l.NewChat, l.NewGroup, l.Quit}},
-		{"Writing", []key.Binding{in.Send, in.Newline, in.ScrollUp, in.ScrollDown, in.PageUp, in.PageDown, in.Info, in.Back}},
+		{"Writing", []key.Binding{in.Send, in.Newline, in.ScrollUp, in.ScrollDown, in.EditLast, in.PageUp, in.PageDown, in.Info, in.Back}},
 		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.FirstUnread, h.Info, h.OpenLink, h.Copy, h.Input, h.Back, h.Search,
 			groupHelp()}},
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
 			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect, g.SearchAll, g.Status}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
 			bind([]string{"y"}, "y / n", "yes / no (delete, quit: ←/→ enter)"), bind([]string{"1"}, "1-9", "pick an option")}},
+		{"The selected message (history)", []key.Binding{h.Reply, h.Edit, h.DeleteMsg, h.React, h.Quoted}},
 	}
 }
 

@@ -228,12 +228,16 @@ func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick
 	if lm.Kind == protocol.KindSystem {
 		return oneLine(lm.Body), 0, false, lookSystem
 	}
+	body := oneLine(lm.Body)
+	if lm.Deleted {
+		body = deletedText
+	}
 	if lm.From == c.me {
 		ticks := s.Ticks.Merge(c.ticks[s.Conv])
-		return oneLine(lm.Body), protocol.TickOf(lm.Seq, ticks), true, lookDim
+		return body, protocol.TickOf(lm.Seq, ticks), true, lookDim
 	}
 	if isGroup(s) {
-		return lm.From + ": " + oneLine(lm.Body), 0, false, lookDim
+		return lm.From + ": " + body, 0, false, lookDim
 	}
-	return oneLine(lm.Body), 0, false, lookDim
+	return body, 0, false, lookDim
 }

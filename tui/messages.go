@@ -37,6 +37,7 @@ type messagesMsg struct {
 	limit  int // how many were asked for
 	ticks  protocol.Ticks
 	err    error
+	quotes []client.Message // the targets of its replies that it does not hold
 }
 
 // sentMsg answers Backend.Send.

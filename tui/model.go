@@ -155,7 +155,7 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		cmds = append(cmds, m.status.Update(msg))
 	case sessionsMsg:
 		cmds = append(cmds, m.onSessions(msg))
-	case messagesMsg, sentMsg, olderTimeoutMsg, splitSendMsg, draftSaveMsg:
+	case messagesMsg, sentMsg, relatedMsg, olderTimeoutMsg, splitSendMsg, draftSaveMsg:
 		cmds = append(cmds, m.chat.Update(msg))
 	case receiptsMsg, searchResultsMsg:
 		if m.dialog != nil {

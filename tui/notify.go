@@ -35,7 +35,10 @@ func (m *Model) onIncoming(ev client.Incoming) tea.Cmd {
 		return nil
 	}
 	body := oneLine(ev.Last.Body)
-	if title != ev.Last.From && ev.Last.From != "" {
+	switch {
+	case ev.ReactedTo != nil:
+		body = ev.Last.From + " reacted " + body + " to “" + oneLine(ev.ReactedTo.Body) + "”"
+	case title != ev.Last.From && ev.Last.From != "":
 		body = ev.Last.From + ": " + body // in a group, who wrote
 	}
 	return tea.Raw(notification(title, body))

@@ -93,6 +93,8 @@ type styles struct {
 	gutterSel   lipgloss.Style
 	inputBorder lipgloss.Style
 	paneBorder  lipgloss.Style
+	chip        lipgloss.Style // a reaction under a message
+	chipOwn     lipgloss.Style // a reaction the user gave
 
 	// bubbles are the message bubbles' paints: 0 someone else's, 1 one's own.
 	bubbles [2]bubblePaints
@@ -141,10 +143,13 @@ func newStyles(p palette, plain bool) styles {
 		inputBorder: n().Foreground(p.dim),
 		paneBorder:  n().Foreground(p.barBg),
 	}
+	st.chip = n().Foreground(p.dim).Background(p.chipsBg)
+	st.chipOwn = n().Bold(true).Foreground(p.accent).Background(p.chipsBg)
 	if plain {
 		// Without colours the badge and the bars keep their shape.
 		st.badge = st.badge.Reverse(true)
 		st.newBelow = st.newBelow.Reverse(true)
+		st.chipOwn = st.chipOwn.Reverse(true)
 	}
 	st.bubbles = newBubblePaints(p)
 	for i, bg := range []lipgloss.Style{lipgloss.NewStyle(), st.selected} {

@@ -30,6 +30,7 @@ type Call struct {
 	Title    string
 	Members  []string // CreateGroup's members, GroupOp's users
 	Key      string   // CreateGroup's key
+	Target   string   // the msg_id a reply, edit, deletion or reaction acts on
 }
 
 // String renders the call compactly for test failures.
@@ -43,6 +44,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("GroupOp(%s, %s, %v, %q)", c.Conv, c.Op, c.Members, c.Title)
 	case "Send", "SaveDraft":
 		return fmt.Sprintf("%s(%s, %q)", c.Method, c.Conv, c.Body)
+	case "Reply", "Edit", "DeleteForEveryone", "React":
+		return fmt.Sprintf("%s(%s, %s, %q)", c.Method, c.Conv, c.Target, c.Body)
 	}
 	return fmt.Sprintf("%s(%s, %d)", c.Method, c.Conv, c.Seq)
 }
@@ -240,6 +243,8 @@ func (f *Fake) Messages(conv string, beforeSeq int64, limit int) ([]client.Messa
 	var stored, outbox []client.Message
 	for _, m := range f.msgs[conv] {
 		switch {
+		case m.IsRelation():
+			// Shown in their targets, as the engine does.
 		case m.Outbox:
 			if beforeSeq == 0 {
 				outbox = append(outbox, m)
@@ -278,6 +283,108 @@ func (f *Fake) Send(conv, body string) (client.Message, error) {
 	}, Outbox: true}
 	f.msgs[conv] = append(f.msgs[conv], m)
 	return m, nil
+}
+
+// Reply implements tui.Backend: the reply goes to the outbox, naming the
+// target's seq.
+func (f *Fake) Reply(conv, targetID, body string) (client.Message, error) {
+	f.record(Call{Method: "Reply", Conv: conv, Body: body, Target: targetID})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.SendErr != nil {
+		return client.Message{}, f.SendErr
+	}
+	t := f.find(conv, targetID)
+	if t == nil {
+		return client.Message{}, client.ErrNoTarget
+	}
+	f.outSeq++
+	m := client.Message{Message: protocol.Message{
+		Conv: conv, MsgID: fmt.Sprintf("out-%d", f.outSeq), From: f.user, Body: body,
+		ClientTS: f.Now().UnixMilli(), ReplyTo: t.Seq,
+	}, Outbox: true}
+	f.msgs[conv] = append(f.msgs[conv], m)
+	return m, nil
+}
+
+// Edit implements tui.Backend: the target shows the edit at once.
+func (f *Fake) Edit(conv, targetID, body string) (client.Message, error) {
+	f.record(Call{Method: "Edit", Conv: conv, Body: body, Target: targetID})
+	return f.relate(conv, targetID, func(t *client.Message) { t.Body, t.EditedTS = body, f.Now().UnixMilli() })
+}
+
+// DeleteForEveryone implements tui.Backend: the target shows deleted at
+// once.
+func (f *Fake) DeleteForEveryone(conv, targetID string) (client.Message, error) {
+	f.record(Call{Method: "DeleteForEveryone", Conv: conv, Target: targetID})
+	return f.relate(conv, targetID, func(t *client.Message) { t.Body, t.Deleted = "", true })
+}
+
+// React implements tui.Backend: the user's reaction replaces the user's
+// earlier one on the target at once; "" removes it.
+func (f *Fake) React(conv, targetID, reaction string) (client.Message, error) {
+	f.record(Call{Method: "React", Conv: conv, Body: reaction, Target: targetID})
+	return f.relate(conv, targetID, func(t *client.Message) { t.SetReactions(SetReaction(t.ReactionList(), f.user, reaction)) })
+}
+
+// relate applies a relation of the user's to message targetID of conv.
+func (f *Fake) relate(conv, targetID string, apply func(*client.Message)) (client.Message, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.SendErr != nil {
+		return client.Message{}, f.SendErr
+	}
+	t := f.find(conv, targetID)
+	if t == nil {
+		return client.Message{}, client.ErrNoTarget
+	}
+	apply(t)
+	return client.Message{Message: protocol.Message{Conv: conv, From: f.user}, Outbox: true}, nil
+}
+
+// find returns message msgID of conv; the caller holds the lock.
+func (f *Fake) find(conv, msgID string) *client.Message {
+	for i := range f.msgs[conv] {
+		if f.msgs[conv][i].MsgID == msgID {
+			return &f.msgs[conv][i]
+		}
+	}
+	return nil
+}
+
+// SetReaction returns rs with user's reaction set to r (one per user, the
+// new one last; "" removes it), as the engine aggregates them.
+func SetReaction(rs []protocol.Reaction, user, r string) []protocol.Reaction {
+	var out []protocol.Reaction
+	for _, x := range rs {
+		users := slices.DeleteFunc(slices.Clone(x.Users), func(u string) bool { return u == user })
+		if len(users) > 0 {
+			out = append(out, protocol.Reaction{Body: x.Body, Users: users})
+		}
+	}
+	if r == "" {
+		return out
+	}
+	for i := range out {
+		if out[i].Body == r {
+			out[i].Users = append(out[i].Users, user)
+			return out
+		}
+	}
+	return append(out, protocol.Reaction{Body: r, Users: []string{user}})
+}
+
+// MessagesAt implements tui.Backend.
+func (f *Fake) MessagesAt(conv string, seqs []int64) ([]client.Message, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []client.Message
+	for _, m := range f.msgs[conv] {
+		if m.Seq > 0 && slices.Contains(seqs, m.Seq) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // MarkRead implements tui.Backend.
