@@ -69,14 +69,19 @@ counters() {
 	for port in "${ports[@]}"; do
 		curl -fsS "http://127.0.0.1:$port/metrics"
 	done | awk '
-		/^im_dynamodb_calls_total/ { c += $NF }
+		/^im_dynamodb_calls_total/ { c += $NF; match($0, /operation="[A-Za-z]+"/); op = substr($0, RSTART + 11, RLENGTH - 12); byop[op] += $NF }
+		/^im_redis_commands_total/ { match($0, /command="[a-z]+"/); cmd = substr($0, RSTART + 9, RLENGTH - 10); bycmd[cmd] += $NF }
 		/^im_dynamodb_write_units_total/ { w += $NF }
 		/^im_dynamodb_read_units_total/ { r += $NF }
 		/^im_redis_round_trips_total/ { t += $NF }
 		/^im_forwarded_frames_total/ { f += $NF }
 		/^process_cpu_seconds_total/ { cpu += $NF }
 		/^im_frames_in_total\{type="send"\}/ { s += $NF }
-		END { printf "sends %f\ncalls %f\nwrite_units %f\nread_units %f\nredis_trips %f\nforwarded %f\ncpu %f\n", s, c, w, r, t, f, cpu }'
+		END {
+			printf "sends %f\ncalls %f\nwrite_units %f\nread_units %f\nredis_trips %f\nforwarded %f\ncpu %f\n", s, c, w, r, t, f, cpu
+			for (op in byop) printf "%s %f\n", "  dynamodb:" op, byop[op]
+			for (cmd in bycmd) printf "%s %f\n", "  redis:" cmd, bycmd[cmd]
+		}'
 }
 counters >"$dir/before"
 args=("$@")
@@ -85,7 +90,17 @@ args=("$@")
 	-json "$dir/report.json" "${args[@]}"
 counters >"$dir/after"
 log "cost per message sent (send frames read, counted on both nodes' /metrics over the whole run)"
-paste "$dir/before" "$dir/after" | awk '
-	$1 == "sends" { n = $4 - $2; printf "  %-12s %10.0f\n", "messages", n; next }
-	$1 == "cpu" { d = $4 - $2; printf "  %-12s %10.2f s in all, %8.0f µs per message\n", "node cpu", d, (n > 0 ? d * 1e6 / n : 0); next }
-	{ d = $4 - $2; printf "  %-12s %10.0f in all, %8.2f per message\n", $1, d, (n > 0 ? d / n : 0) }'
+awk '
+	NR == FNR { before[$1] = $2; next }
+	{ names[++k] = $1; after[$1] = $2 }
+	END {
+		n = after["sends"] - before["sends"]
+		printf "  %-24s %10.0f\n", "messages", n
+		for (i = 1; i <= k; i++) {
+			name = names[i]; d = after[name] - before[name]
+			if (name == "sends") continue
+			if (name == "cpu") { printf "  %-24s %10.2f s in all, %8.0f µs per message\n", "node cpu", d, (n > 0 ? d * 1e6 / n : 0); continue }
+			if (d == 0 && name ~ /:/) continue
+			printf "  %-24s %10.0f in all, %8.2f per message\n", name, d, (n > 0 ? d / n : 0)
+		}
+	}' "$dir/before" "$dir/after"

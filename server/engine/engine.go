@@ -95,6 +95,8 @@ type Engine struct {
 	flush  *flusher
 	locker Locker // nil in one process
 	owners Owners // nil but on a node owning shards
+	// appendSlots bounds the owner's appends in flight (ownedappend.go).
+	appendSlots chan struct{}
 }
 
 // Options tune an Engine. The zero value is the production setting.
@@ -150,6 +152,8 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		convs:  newConvTable(),
 		locker: opts.Locker,
 		owners: opts.Owners,
+
+		appendSlots: make(chan struct{}, appendWriters),
 	}
 	e.flush = newFlusher(be, opts.Logger, opts.FlushGather)
 	if !opts.SkipRepair && opts.Owners == nil {

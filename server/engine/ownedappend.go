@@ -104,7 +104,9 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 // newest stored; a seq its write leaves unused goes to the next message.
 func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convState, msg protocol.Message) (store.AppendResult, error) {
 	for range maxSeqTries {
+		e.appendSlots <- struct{}{}
 		res, err := sa.AppendAt(ctx, msg)
+		<-e.appendSlots
 		if errors.Is(err, store.ErrSeqTaken) {
 			newest, nerr := sa.NewestSeq(ctx, cs.conv)
 			if nerr != nil {
@@ -125,6 +127,13 @@ func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convSta
 	}
 	return store.AppendResult{}, fmt.Errorf("no free seq after %d tries", maxSeqTries)
 }
+
+// appendWriters bounds the appends an owner writes at once. The writes
+// behind (sessions, boundaries, receipts) share the backend with them: a
+// node whose senders kept hundreds of appends in flight would leave the
+// writer of derived rows a sliver of the backend, and receipts would fall
+// behind sends for good. Senders wait instead.
+const appendWriters = 16
 
 // maxSeqTries bounds how often one message moves to another seq.
 const maxSeqTries = 8
