@@ -35,9 +35,21 @@ func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 		}
 	}
 	g := e.flush.current()
+	local := true
+	if release, ok := e.holdUser(user); ok {
+		release()
+	} else {
+		local = false
+	}
 	res.Written = func(ctx context.Context) error {
 		if err := e.flush.wait(ctx, g); err != nil {
 			return fmt.Errorf("mark: %w", err)
+		}
+		if !local && kind == store.MarkRead {
+			// The session read went to the user's owner.
+			if err := e.owners.Written(ctx, []string{user}); err != nil {
+				return fmt.Errorf("mark: %w", err)
+			}
 		}
 		return nil
 	}
@@ -170,7 +182,8 @@ func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, 
 		if rows != nil {
 			e.flush.put(rows)
 		}
-		results, err := e.affect(ctx, []Effect{{User: user, Now: now, SessionEffect: SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create}}})
+		// Applied there now, written behind: Mark's Written waits for it.
+		results, err := e.affectThen(ctx, []Effect{{User: user, Now: now, SessionEffect: SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create}}}, false)
 		if err != nil {
 			return false, 0, err
 		}

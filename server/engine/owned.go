@@ -21,9 +21,13 @@ type Owners interface {
 	// does, keeps serving it until release is called (a shard is not
 	// handed over with a change of it half made).
 	HoldUser(user string) (release func(), ok bool)
-	// Apply has the owners of the effects' users apply them, and returns
-	// once each owner wrote them, with one result per effect.
-	Apply(ctx context.Context, effects []Effect) ([]EffectResult, error)
+	// Apply has the owners of the effects' users apply them and returns
+	// one result per effect, once each owner wrote them — or, without
+	// written, once each applied them (Written then waits for the rows).
+	Apply(ctx context.Context, effects []Effect, written bool) ([]EffectResult, error)
+	// Written returns once the owners of users have written every row
+	// they put so far.
+	Written(ctx context.Context, users []string) error
 }
 
 // Effect is a session effect on one user, as it travels to the user's
@@ -57,6 +61,13 @@ func (e *Engine) holdUser(user string) (release func(), ok bool) {
 // users it owns — and returns the results by user (for a user with
 // several effects, the last one's clock, changed if any changed).
 func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]EffectResult, error) {
+	return e.affectThen(ctx, effects, true)
+}
+
+// affectThen is affect; without written, effects on users owned elsewhere
+// are only applied when it returns (their rows are written behind: a
+// caller that answers on their writing waits with Owners.Written).
+func (e *Engine) affectThen(ctx context.Context, effects []Effect, written bool) (map[string]EffectResult, error) {
 	local := effects
 	var remote []Effect
 	if e.owned() {
@@ -85,7 +96,7 @@ func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]Effec
 		}
 	}
 	if len(remote) > 0 {
-		got, err := e.owners.Apply(ctx, remote)
+		got, err := e.owners.Apply(ctx, remote, written)
 		if err != nil {
 			return nil, err
 		}

@@ -20,16 +20,17 @@ func (o owners) OwnsConv(conv string) bool {
 
 func (o owners) HoldUser(user string) (func(), bool) {
 	g := &o.r.gates[ownership.ShardOfUser(user)]
-	if !g.enter() {
+	if !g.enterWithin() {
 		return nil, false
 	}
 	return g.exit, true
 }
 
 // Apply sends effects to the owners of their users, one request per node,
-// and waits until each owner has applied and written them. A batch a node
+// and waits until each owner has applied them, and written them when
+// written is set. A batch a node
 // refuses (the users' shards moved) goes again to where they are now.
-func (o owners) Apply(ctx context.Context, effects []engine.Effect) ([]engine.EffectResult, error) {
+func (o owners) Apply(ctx context.Context, effects []engine.Effect, written bool) ([]engine.EffectResult, error) {
 	r := o.r
 	results := make([]engine.EffectResult, len(effects))
 	left := make([]int, len(effects)) // indexes of effects not yet applied
@@ -55,7 +56,7 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect) ([]engine.Ef
 			for k, i := range idx {
 				batch[k] = effects[i]
 			}
-			req, err := request("fx/"+batch[0].Conv, mEffects, batch)
+			req, err := request("fx/"+batch[0].Conv, mEffects, effectsArgs{Effects: batch, Written: written})
 			if err != nil {
 				return nil, err
 			}
@@ -91,4 +92,21 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect) ([]engine.Ef
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}
 	return results, nil
+}
+
+// Written waits until the owners of users have written what they put so
+// far (each owner node once).
+func (o owners) Written(ctx context.Context, users []string) error {
+	seen := map[ownership.Shard]bool{}
+	for _, u := range users {
+		s := ownership.ShardOfUser(u)
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		if err := o.r.barrierAt(s)(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

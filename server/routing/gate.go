@@ -9,6 +9,7 @@ import "sync"
 type gate struct {
 	mu       sync.Mutex
 	serving  bool
+	closing  bool // close waits for the operations in flight
 	inflight int
 	idle     sync.Cond
 }
@@ -19,6 +20,19 @@ func (g *gate) enter() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.serving {
+		return false
+	}
+	g.inflight++
+	return true
+}
+
+// enterWithin admits a step of an operation already in flight (a session
+// effect it applies to a user of the shard): also while the shard is being
+// handed over, since the handover waits for that very operation.
+func (g *gate) enterWithin() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.serving && !g.closing {
 		return false
 	}
 	g.inflight++
@@ -47,12 +61,14 @@ func (g *gate) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.serving = false
+	g.closing = true
 	if g.idle.L == nil {
 		g.idle.L = &g.mu
 	}
 	for g.inflight > 0 {
 		g.idle.Wait()
 	}
+	g.closing = false
 }
 
 // isServing reports whether the shard is served here now.

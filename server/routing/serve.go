@@ -77,11 +77,11 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 	case mBarrier:
 		return func() (json.RawMessage, error) { return encodeAnswer(struct{}{}, r.eng.Barrier(ctx)) }
 	case mEffects:
-		var effects []engine.Effect
-		if err := json.Unmarshal(req.Frame, &effects); err != nil {
+		var a effectsArgs
+		if err := json.Unmarshal(req.Frame, &a); err != nil {
 			return answered(nil, err)
 		}
-		return r.serveEffects(ctx, effects)
+		return r.serveEffects(ctx, a.Effects, a.Written)
 	case mSessionOp:
 		var a sessionOpArgs
 		if err := json.Unmarshal(req.Frame, &a); err != nil {
@@ -129,8 +129,8 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 
 // serveEffects applies session effects sent by a conversation's owner, if
 // this node serves every one of their users, and answers once they are
-// written.
-func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect) func() (json.RawMessage, error) {
+// written (or, without written, applied).
+func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect, written bool) func() (json.RawMessage, error) {
 	var shards []ownership.Shard
 	for _, ef := range effects {
 		shards = append(shards, ownership.ShardOfUser(ef.User))
@@ -149,7 +149,7 @@ func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect) func
 		r.gates[s].exit()
 	}
 	return func() (json.RawMessage, error) {
-		if err == nil {
+		if err == nil && written {
 			err = r.eng.Barrier(ctx)
 		}
 		return encodeAnswer(results, err)

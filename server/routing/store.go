@@ -133,6 +133,10 @@ func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 		}
 		if remote {
 			writtens = append(writtens, r.barrierAt(s))
+			if kind == store.MarkRead {
+				// The session read went on to the user's owner.
+				writtens = append(writtens, r.barrierAt(ownership.ShardOfUser(user)))
+			}
 		}
 		res.Ticks = append(res.Ticks, got.Ticks...)
 		res.SessionsChanged = res.SessionsChanged || got.SessionsChanged

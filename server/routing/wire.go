@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/session"
 )
@@ -107,5 +108,11 @@ type (
 	}
 	convArgs struct {
 		Conv, User string
+	}
+	effectsArgs struct {
+		Effects []engine.Effect
+		// Written asks for the answer once they are written, not only
+		// applied.
+		Written bool
 	}
 )
