@@ -10,6 +10,8 @@
 # imbench's report, then per message sent: DynamoDB calls, write and read
 # units, Redis round trips, forwarded frames, and each node's CPU seconds;
 # before the load, the DynamoDB engine's own ceiling on the same engines.
+# IM_BENCH_PROFILE=FILE also writes a CPU profile of node A (6 s in the
+# middle of the run) to FILE, for `go tool pprof`.
 # Everything runs on free loopback ports and is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,10 +50,14 @@ flags=(-store dynamodb -dynamodb-endpoint "$IM_TEST_DYNAMODB" -region "$AWS_REGI
 open_flags=(-log-level warn -rate 1e6 -rate-burst 1000000 -max-conns-per-ip 0 -max-conns-per-user 0
 	-max-handshakes 0 -max-handshakes-per-ip 0 -group-creates 0 -group-changes 0)
 ports=()
+pprof_port=$(free_port)
 for id in node-a node-b; do
 	port=$(free_port)
 	ports+=("$port")
-	"$dir/bin/imserver" serve -listen "127.0.0.1:$port" "${flags[@]}" -redis "$IM_TEST_REDIS" \
+	extra=()
+	# IM_BENCH_PROFILE=FILE: a CPU profile of node A during the load.
+	[ -n "${IM_BENCH_PROFILE:-}" ] && [ "$id" = node-a ] && extra=(-pprof "127.0.0.1:$pprof_port")
+	"$dir/bin/imserver" serve -listen "127.0.0.1:$port" "${flags[@]}" "${extra[@]}" -redis "$IM_TEST_REDIS" \
 		-node-id "$id" -data "$dir/$id" "${open_flags[@]}" >"$dir/$id.log" 2>&1 &
 	pids+=($!)
 done
@@ -86,6 +92,10 @@ counters() {
 counters >"$dir/before"
 args=("$@")
 [ ${#args[@]} -eq 0 ] && args=(-pairs 100 -window 4)
+if [ -n "${IM_BENCH_PROFILE:-}" ]; then
+	# The middle of the measured window (after imbench's 2 s warm-up).
+	(sleep 4 && curl -fsS -o "$IM_BENCH_PROFILE" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=6") &
+fi
 "$dir/bin/imbench" dm -server "ws://127.0.0.1:${ports[0]}/ws,ws://127.0.0.1:${ports[1]}/ws" \
 	-json "$dir/report.json" "${args[@]}"
 counters >"$dir/after"
