@@ -331,7 +331,10 @@ func (m *Manager) runRound(ctx context.Context) error {
 		mu   sync.Mutex
 		errs []error
 	)
-	g.SetLimit(16)
+	// Every shard at once: the owner rebuilding one (Acquired) may need
+	// another this round takes too (a conversation's repair reaches its
+	// members' sessions); a bound would let those it holds back wait on
+	// those it runs.
 	for s := range Shard(Shards) {
 		if Place(s, ids) != m.cfg.Node.ID {
 			continue

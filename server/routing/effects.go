@@ -41,9 +41,17 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect, written bool
 	backoff := 5 * time.Millisecond
 	for len(left) > 0 {
 		byNode := map[string][]int{}
-		var moving []int
+		var moving, here []int
+		var entered []ownership.Shard
 		for _, i := range left {
-			owner, err := r.ownerOf(ownership.ShardOfUser(effects[i].User))
+			shard := ownership.ShardOfUser(effects[i].User)
+			if r.gates[shard].enterWithin() {
+				// Served here by now (the shard was being taken).
+				entered = append(entered, shard)
+				here = append(here, i)
+				continue
+			}
+			owner, err := r.ownerOf(shard)
 			if err != nil {
 				moving = append(moving, i)
 				continue
@@ -51,6 +59,15 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect, written bool
 			byNode[owner.Addr] = append(byNode[owner.Addr], i)
 		}
 		left = moving
+		if len(here) > 0 {
+			err := o.applyHere(ctx, effects, here, results, written)
+			for _, shard := range entered {
+				r.gates[shard].exit()
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
 		for addr, idx := range byNode {
 			batch := make([]engine.Effect, len(idx))
 			for k, i := range idx {
@@ -107,6 +124,26 @@ func (o owners) Written(ctx context.Context, users []string) error {
 		if err := o.r.barrierAt(s)(ctx); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// applyHere applies the effects at idx on this node, which serves their
+// users, into results.
+func (o owners) applyHere(ctx context.Context, effects []engine.Effect, idx []int, results []engine.EffectResult, written bool) error {
+	batch := make([]engine.Effect, len(idx))
+	for k, i := range idx {
+		batch[k] = effects[i]
+	}
+	got, err := o.r.eng.ApplyEffects(ctx, batch)
+	if err == nil && written {
+		err = o.r.eng.Barrier(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		results[i] = got[k]
 	}
 	return nil
 }
