@@ -360,10 +360,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.ready.Store(false)
 	s.stopArchiving()
 	// An owner hands its shards over first, while its clients are still
-	// served (their requests go to the new owners from then on).
-	errLeave := s.leaveOwners(ctx)
+	// served (their requests go to the new owners from then on). A node
+	// alone has no one to hand them to: it finishes its clients' requests
+	// first, then gives its leases back for the next node to start.
+	alone := s.owners != nil && s.owners.manager != nil && len(s.owners.manager.Nodes()) <= 1
+	var errLeave error
+	if !alone {
+		errLeave = s.leaveOwners(ctx)
+	}
 	errHTTP := s.http.Shutdown(ctx)
 	errGW := s.gw.Shutdown(ctx)
+	if alone {
+		errLeave = s.leaveOwners(ctx)
+	}
 	s.stopHeartbeat()
 	var errRelay, errCluster error
 	if c, ok := s.devices.(interface{ Close() error }); ok {
