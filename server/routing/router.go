@@ -78,9 +78,6 @@ func New(ctx context.Context, cfg Config) (*Router, error) {
 	return r, nil
 }
 
-// Engine returns the node's engine.
-func (r *Router) Engine() *engine.Engine { return r.eng }
-
 // Attach gives the Router the node's ownership, once it is started.
 func (r *Router) Attach(s Shards) {
 	r.mu.Lock()
