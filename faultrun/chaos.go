@@ -16,7 +16,8 @@ const progressEvery = 15 * time.Second
 // proxy's cuts on, then kills the server (one node at a time, in a
 // cluster) at random moments and restarts it on the same address and data
 // directory, until the targets are met or MaxChaos has passed. A cluster
-// run flushes Redis and has DynamoDB fail meanwhile (see events). It
+// run flushes Redis, has DynamoDB fail and nodes join and leave meanwhile
+// (see events and churn). It
 // returns with the drivers, engine restarts and events stopped, the cuts
 // off and every server running.
 func (r *run) chaos(ctx context.Context) error {
@@ -35,7 +36,7 @@ func (r *run) chaos(ctx context.Context) error {
 		r.restartEngines(driveCtx)
 	}()
 	if r.cluster != nil {
-		events.Add(2)
+		events.Add(3)
 		go func() {
 			defer events.Done()
 			r.flushRedis(eventCtx)
@@ -43,6 +44,10 @@ func (r *run) chaos(ctx context.Context) error {
 		go func() {
 			defer events.Done()
 			r.failDynamoDB(eventCtx)
+		}()
+		go func() {
+			defer events.Done()
+			r.churn(eventCtx)
 		}()
 	}
 	r.proxy.SetChaos(true)
@@ -55,6 +60,9 @@ func (r *run) chaos(ctx context.Context) error {
 		r.report.EngineRestarts = int(r.engineRestarts.Load())
 		r.report.Flushes = int(r.flushes.Load())
 		r.report.Outages = int(r.outages.Load())
+		r.report.Joins = int(r.joins.Load())
+		r.report.Leaves = int(r.leaves.Load())
+		r.report.LateLeaves = int(r.lateLeaves.Load())
 	}()
 
 	lastLog := start
@@ -94,12 +102,13 @@ func (r *run) chaos(ctx context.Context) error {
 
 // killOne SIGKILLs a server (a random node of a cluster), leaves it down
 // for a random time and restarts it; the kill counts once the server is
-// back.
+// back. While a node is leaving it kills none: the next round will.
 func (r *run) killOne(ctx context.Context) error {
-	s := r.servers[0]
-	if len(r.servers) > 1 {
-		s = r.servers[r.rng.IntN(len(r.servers))]
+	s := r.takeForKill(r.rng)
+	if s == nil {
+		return nil
 	}
+	defer r.releaseNode(s)
 	if err := s.Kill(); err != nil {
 		return fmt.Errorf("kill imserver: %w", err)
 	}
@@ -124,7 +133,7 @@ func (r *run) killOne(ctx context.Context) error {
 		return fmt.Errorf("restart imserver after kill %d: %w", kills, err)
 	}
 	if r.cluster != nil {
-		r.cfg.Logf("kill %d: the node on %s was down %v, its start took %v", kills, s.Addr(), time.Since(down).Round(time.Millisecond), time.Since(restarting).Round(time.Millisecond))
+		r.cfg.Logf("kill %d: %s was down %v, its start took %v", kills, s.Name(), time.Since(down).Round(time.Millisecond), time.Since(restarting).Round(time.Millisecond))
 	}
 	r.kills.Store(int64(kills))
 	r.report.Kills = kills
@@ -132,9 +141,12 @@ func (r *run) killOne(ctx context.Context) error {
 }
 
 // checkAlive fails when a server (or the cluster's Redis) exited on its
-// own.
+// own, or a chaos event failed the run (a node could not join).
 func (r *run) checkAlive() error {
-	for _, s := range r.servers {
+	if err := r.eventError(); err != nil {
+		return err
+	}
+	for _, s := range r.nodes() {
 		if !s.Alive() {
 			return fmt.Errorf("imserver on %s exited on its own\n%s", s.Addr(), s.Logs())
 		}
@@ -177,12 +189,13 @@ func (r *run) restart(ctx context.Context, s *Server) error {
 	}
 }
 
-// targetsMet reports whether the kills and cuts (and a cluster's flushes
-// and outages) reached their targets.
+// targetsMet reports whether the kills and cuts (and a cluster's flushes,
+// outages, joins and leaves) reached their targets.
 func (r *run) targetsMet() bool {
 	met := r.killsMet() && r.proxy.Stats().Cuts >= int64(r.cfg.Cuts)
 	if c := r.cfg.Cluster; c != nil {
-		met = met && r.flushes.Load() >= int64(c.Flushes) && r.outages.Load() >= int64(c.Outages)
+		met = met && r.flushes.Load() >= int64(c.Flushes) && r.outages.Load() >= int64(c.Outages) &&
+			r.joins.Load() >= int64(c.Joins) && r.leaves.Load() >= int64(c.Joins)
 	}
 	return met
 }
@@ -208,7 +221,7 @@ func (r *run) progress(elapsed time.Duration) string {
 	line := fmt.Sprintf("chaos %v: %d/%d kills, %d/%d cuts (%d mid-frame), %d connections, %d engine restarts, %d messages sent, %d acknowledged",
 		elapsed.Round(time.Second), r.kills.Load(), r.cfg.Kills, s.Cuts, r.cfg.Cuts, s.MidFrame, s.Conns, r.engineRestarts.Load(), len(v.Queued), len(v.Acked))
 	if c := r.cfg.Cluster; c != nil {
-		line += fmt.Sprintf(", %d/%d flushes, %d/%d outages", r.flushes.Load(), c.Flushes, r.outages.Load(), c.Outages)
+		line += fmt.Sprintf(", %d/%d flushes, %d/%d outages, %d/%d joins, %d/%d leaves", r.flushes.Load(), c.Flushes, r.outages.Load(), c.Outages, r.joins.Load(), c.Joins, r.leaves.Load(), c.Joins)
 	}
 	return line
 }

@@ -40,6 +40,10 @@ type ClusterConfig struct {
 	// run's Redis, and outages of DynamoDB (the nodes reach it through an
 	// OutageProxy that refuses, or delays every byte, for a while).
 	Flushes, Outages int
+	// Joins is a target too: that many times a new node joins the cluster
+	// and, after a while, a member leaves it (SIGTERM: it hands its shards
+	// over); each counts once as a join and once as a leave.
+	Joins int
 	// MinEventGap and MaxEventGap bound the random time before each flush
 	// and each outage; 1 s and 5 s when zero.
 	MinEventGap, MaxEventGap time.Duration
@@ -108,22 +112,33 @@ func (r *run) setupCluster(ctx context.Context) error {
 		return err
 	}
 	for i := 1; i <= c.cfg.Nodes; i++ {
-		addr, err := FreeLoopbackAddr()
+		node, err := r.newClusterNode(i)
 		if err != nil {
 			return err
 		}
-		dataDir := filepath.Join(r.cfg.Dir, fmt.Sprintf("node-%d", i))
-		if err := os.MkdirAll(dataDir, 0o700); err != nil {
-			return err
-		}
-		args := append(c.storeArgs(), "-redis", c.redis.URL(), "-node-id", nodeID(i))
-		node := newNode(r.cfg.ServerBinary, addr, dataDir, args, c.env)
 		if err := node.Run(); err != nil {
 			return fmt.Errorf("start %s: %w", nodeID(i), err)
 		}
-		r.servers = append(r.servers, node)
+		r.addNode(node)
 	}
 	return nil
+}
+
+// newClusterNode returns node i (from 1), not started: a fresh loopback
+// address and data directory, the store flags, the run's Redis and the
+// node id.
+func (r *run) newClusterNode(i int) (*Server, error) {
+	c := r.cluster
+	addr, err := FreeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	dataDir := filepath.Join(r.cfg.Dir, fmt.Sprintf("node-%d", i))
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	args := append(c.storeArgs(), "-redis", c.redis.URL(), "-node-id", nodeID(i))
+	return newNode(r.cfg.ServerBinary, addr, dataDir, nodeID(i), args, c.env), nil
 }
 
 // migrate runs imserver migrate: it creates the run's tables.
@@ -245,7 +260,7 @@ func hostPort(endpoint string) string {
 // upAddrs returns the addresses of the servers that are up.
 func (r *run) upAddrs() []string {
 	var addrs []string
-	for _, s := range r.servers {
+	for _, s := range r.nodes() {
 		if s.Up() {
 			addrs = append(addrs, s.Addr())
 		}
@@ -258,7 +273,7 @@ func (r *run) upAddrs() []string {
 func (r *run) probeAddr() string {
 	addrs := r.upAddrs()
 	if r.cluster == nil || len(addrs) == 0 {
-		return r.servers[0].Addr()
+		return r.nodes()[0].Addr()
 	}
 	return addrs[(r.cluster.probes.Add(1)-1)%uint64(len(addrs))]
 }

@@ -23,6 +23,7 @@ var (
 	flagNodes    = flag.Int("nodes", 2, "cluster fault run: imserver nodes")
 	flagFlushes  = flag.Int("flushes", 2, "cluster fault run: FLUSHALLs of Redis to reach")
 	flagOutages  = flag.Int("dynamo-outages", 2, "cluster fault run: DynamoDB outages to reach")
+	flagJoins    = flag.Int("joins", 1, "cluster fault run: nodes to join the cluster, and members to leave it (SIGTERM)")
 )
 
 // The short cluster run's targets where -kills and -cuts are not given:
@@ -89,10 +90,11 @@ func TestFaultRun(t *testing.T) {
 
 // TestFaultRunCluster is the fault run on a cluster (see the package
 // documentation): two imserver nodes on DynamoDB (IM_TEST_DYNAMODB) and a
-// redis-server of its own, with Redis flushed and DynamoDB failing besides
-// the kills and cuts. The short form by default (4 kills, 100 cuts, 2
-// flushes, 2 outages); the long form with -args -kills N -cuts N -flushes
-// N -dynamo-outages N -duration D.
+// redis-server of its own, with Redis flushed, DynamoDB failing and nodes
+// joining and leaving besides the kills and cuts. The short form by
+// default (4 kills, 100 cuts, 2 flushes, 2 outages, a join and a leave);
+// the long form with -args -kills N -cuts N -flushes N -dynamo-outages N
+// -joins N -duration D.
 func TestFaultRunCluster(t *testing.T) {
 	endpoint := testengines.DynamoDB(t)
 	seed := *flagSeed
@@ -113,7 +115,7 @@ func TestFaultRunCluster(t *testing.T) {
 		Kills: kills, Cuts: cuts, MaxChaos: *flagDuration,
 		Cluster: &ClusterConfig{
 			DynamoDB: endpoint, TablePrefix: testengines.Prefix(t), Nodes: *flagNodes,
-			Flushes: *flagFlushes, Outages: *flagOutages,
+			Flushes: *flagFlushes, Outages: *flagOutages, Joins: *flagJoins,
 		},
 		Logf: t.Logf,
 	})
@@ -124,6 +126,9 @@ func TestFaultRunCluster(t *testing.T) {
 	d := report.Dynamo
 	if report.Flushes == 0 || report.Outages == 0 || d.Cut+d.Refused+d.Delayed == 0 {
 		t.Errorf("the cluster's chaos did not happen: %d flushes, %d outages, DynamoDB proxy %+v", report.Flushes, report.Outages, d)
+	}
+	if *flagJoins > 0 && (report.Joins == 0 || report.Leaves == 0) {
+		t.Errorf("no node joined and left: %d joins, %d leaves", report.Joins, report.Leaves)
 	}
 }
 

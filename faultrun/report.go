@@ -20,6 +20,10 @@ type Report struct {
 	// (the others delayed them), OutageTime their length together.
 	Flushes, Outages, RefusingOutages int
 	OutageTime                        time.Duration
+	// Joins counts the nodes that joined a cluster run, Leaves the members
+	// that left it (SIGTERM), LateLeaves those of them that stopped at the
+	// end of imserver's shutdown grace with requests still in flight.
+	Joins, Leaves, LateLeaves int
 	// PushRound counts the messages of a cluster run's push round (one per
 	// device, sent once the run converged; see pushRound).
 	PushRound int
@@ -88,8 +92,8 @@ func (r *Report) Summary() string {
 		r.Config.Seed, r.Kills, r.Config.Kills, p.Cuts, r.Config.Cuts, p.MidFrame, p.Handshake, p.BudgetCuts, p.TimedCuts, p.Resets)
 	if c := r.Config.Cluster; c != nil {
 		d := r.Dynamo
-		fmt.Fprintf(&b, "a cluster of %d nodes on DynamoDB and Redis, one node killed at a time: %d FLUSHALLs of Redis (target %d), %d DynamoDB outages (target %d; %d refusing, %d delaying; %v in all) in which the DynamoDB proxy reset %d live and %d new connections and held back %d chunks, the last flush and outage after the last kill; ",
-			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.Cut, d.Refused, d.Delayed)
+		fmt.Fprintf(&b, "a cluster of %d nodes on DynamoDB and Redis, one node killed at a time: %d FLUSHALLs of Redis (target %d), %d DynamoDB outages (target %d; %d refusing, %d delaying; %v in all) in which the DynamoDB proxy reset %d live and %d new connections and held back %d chunks, the last flush and outage after the last kill; %d nodes joined and %d left with SIGTERM, handing their shards over (target %d each; %d ran out of the shutdown grace), never while a node was down; ",
+			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.Cut, d.Refused, d.Delayed, r.Joins, r.Leaves, c.Joins, r.LateLeaves)
 		if r.PushRound > 0 {
 			fmt.Fprintf(&b, "after the convergence a push round of %d messages, one per device, with no chaos; ", r.PushRound)
 		} else {
@@ -113,7 +117,7 @@ func (r *Report) Targets() string {
 	c := r.Config
 	s := fmt.Sprintf("%d of %d kills, %d of %d cuts", r.Kills, c.Kills, r.Proxy.Cuts, c.Cuts)
 	if cc := c.Cluster; cc != nil {
-		s += fmt.Sprintf(", %d of %d flushes, %d of %d outages", r.Flushes, cc.Flushes, r.Outages, cc.Outages)
+		s += fmt.Sprintf(", %d of %d flushes, %d of %d outages, %d of %d joins, %d of %d leaves", r.Flushes, cc.Flushes, r.Outages, cc.Outages, r.Joins, cc.Joins, r.Leaves, cc.Joins)
 	}
 	return s
 }

@@ -147,6 +147,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	violations = append(r.leaveViolations(), violations...)
 	r.report.Converge = time.Since(convergeStart)
 	r.report.Violations = violations
 	r.report.Total = time.Since(began)
@@ -160,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // last of them, to read beside the violations.
 func (r *run) serverFaults() []string {
 	var out []string
-	for _, s := range r.servers {
+	for _, s := range r.everyNode() {
 		for _, line := range strings.Split(s.Faults(), "\n") {
 			if line != "" {
 				out = append(out, s.Addr()+": "+line)
@@ -178,8 +179,8 @@ type run struct {
 	cfg     Config
 	led     *Ledger
 	rng     *rand.Rand
-	servers []*Server // the server, or the cluster's nodes
-	cluster *cluster  // nil: a single embedded server
+	nodeSet nodeSet  // the server, or the cluster's nodes
+	cluster *cluster // nil: a single embedded server
 	proxy   *Proxy
 	devices []*Device
 	users   []string
@@ -187,9 +188,14 @@ type run struct {
 	report  Report
 
 	engineRestarts atomic.Int64
-	// kills, flushes and outages count the chaos's events so far (the
+	// kills, flushes, outages, joins and leaves count the chaos's events
+	// so far, lateLeaves the leaves that ran out of their grace (the
 	// report gets them at its end).
-	kills, flushes, outages atomic.Int64
+	kills, flushes, outages, joins, leaves, lateLeaves atomic.Int64
+
+	violationMu sync.Mutex
+	leaveFaults []Violation // leaves that did not stop cleanly
+	eventErr    error       // a chaos event's failure that fails the run
 
 	flushMu        sync.Mutex
 	onlinesAtFlush map[string]int // Ledger.Onlines at the last flush of Redis

@@ -76,6 +76,7 @@ func FreeLoopbackAddr() (string, error) {
 // directory, and kills and restarts it.
 type Server struct {
 	bin, addr, dataDir string
+	id                 string   // a cluster node's -node-id
 	extraArgs          []string // after serverArgs: a cluster node's store flags
 	env                []string // the process's environment (nil: this one's)
 
@@ -97,12 +98,21 @@ func NewServer(bin, addr, dataDir string) *Server {
 	return &Server{bin: bin, addr: addr, dataDir: dataDir, logs: newLogRing(200), faults: newLogRing(200)}
 }
 
-// newNode returns a server like NewServer's that also gets extraArgs and
-// runs with the environment env.
-func newNode(bin, addr, dataDir string, extraArgs, env []string) *Server {
+// newNode returns a server like NewServer's, named id, that also gets
+// extraArgs and runs with the environment env.
+func newNode(bin, addr, dataDir, id string, extraArgs, env []string) *Server {
 	s := NewServer(bin, addr, dataDir)
-	s.extraArgs, s.env = extraArgs, env
+	s.id, s.extraArgs, s.env = id, extraArgs, env
 	return s
+}
+
+// Name returns the server's node id and address ("imserver on" the
+// address for a server without an id), for the log.
+func (s *Server) Name() string {
+	if s.id == "" {
+		return "imserver on " + s.addr
+	}
+	return s.id + " on " + s.addr
 }
 
 // Up reports whether the server is listening, as far as the harness knows
@@ -201,29 +211,62 @@ func (s *Server) Alive() bool {
 }
 
 // Kill sends SIGKILL to the server and waits for it to exit.
-func (s *Server) Kill() error { return s.signal(syscall.SIGKILL) }
+func (s *Server) Kill() error {
+	_, err := s.signal(syscall.SIGKILL)
+	return err
+}
+
+// stopTimeout bounds a graceful stop: imserver's -shutdown-grace (15 s)
+// and a margin.
+const stopTimeout = 30 * time.Second
+
+// errGraceRanOut says imserver stopped at the end of its -shutdown-grace
+// with requests still in flight.
+var errGraceRanOut = errors.New("the shutdown grace ran out")
 
 // Stop asks the server to shut down (SIGTERM) and waits for it to exit.
-func (s *Server) Stop() error { return s.signal(syscall.SIGTERM) }
+// The error says it did not stop cleanly: it ran out of its shutdown
+// grace (errGraceRanOut), exited with another failure, or had to be
+// killed after stopTimeout.
+func (s *Server) Stop() error {
+	state, err := s.signal(syscall.SIGTERM)
+	switch {
+	case err != nil:
+		return err
+	case state == nil:
+		return nil
+	case !state.Exited():
+		return fmt.Errorf("%s did not stop within %v of SIGTERM: %v", s.Name(), stopTimeout, state)
+	case state.ExitCode() != 0 && strings.HasSuffix(lastLine(s.Logs()), "context deadline exceeded"):
+		return fmt.Errorf("%s: %w: %s", s.Name(), errGraceRanOut, lastLine(s.Logs()))
+	case state.ExitCode() != 0:
+		return fmt.Errorf("%s stopped with %v: %s", s.Name(), state, lastLine(s.Logs()))
+	}
+	return nil
+}
 
-func (s *Server) signal(sig os.Signal) error {
+// signal sends sig to the server and waits up to stopTimeout for it to
+// exit, then kills it; it returns how the process ended (nil: it was not
+// running).
+func (s *Server) signal(sig os.Signal) (*os.ProcessState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
-		return nil
+		return nil, nil
 	}
 	s.up.Store(false)
 	if err := s.cmd.Process.Signal(sig); err != nil {
-		return err
+		return nil, err
 	}
 	select {
 	case <-s.done:
-	case <-time.After(startTimeout):
+	case <-time.After(stopTimeout):
 		s.cmd.Process.Kill()
 		<-s.done
 	}
+	state := s.cmd.ProcessState
 	s.cmd, s.done = nil, nil
-	return nil
+	return state, nil
 }
 
 // wipe empties the data directory of the stopped server.

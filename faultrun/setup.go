@@ -69,7 +69,7 @@ func (r *run) setupServer() error {
 	if err := server.Run(); err != nil {
 		return err
 	}
-	r.servers = []*Server{server}
+	r.addNode(server)
 	return nil
 }
 
@@ -151,7 +151,7 @@ func (r *run) teardown() {
 	if r.proxy != nil {
 		r.proxy.Close()
 	}
-	for _, s := range r.servers {
+	for _, s := range r.everyNode() {
 		s.Kill()
 	}
 	if r.cluster != nil {
