@@ -73,6 +73,10 @@ func (r *run) leave(ctx context.Context, n int, rng *rand.Rand) bool {
 	}
 	defer r.releaseNode(s)
 	began := time.Now()
+	if r.cfg.LogDir != "" {
+		slow := time.AfterFunc(slowLeave, func() { r.dumpGoroutines(fmt.Sprintf("leave-%d", n), s) })
+		defer slow.Stop()
+	}
 	err := s.Stop()
 	r.leaves.Add(1)
 	took := time.Since(began).Round(time.Millisecond)

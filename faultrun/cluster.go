@@ -137,8 +137,14 @@ func (r *run) newClusterNode(i int) (*Server, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
+	diag, pprofAddr, err := r.diagArgs()
+	if err != nil {
+		return nil, err
+	}
 	args := append(c.storeArgs(), "-redis", c.redis.URL(), "-node-id", nodeID(i))
-	return newNode(r.cfg.ServerBinary, addr, dataDir, nodeID(i), args, c.env), nil
+	node := newNode(r.cfg.ServerBinary, addr, dataDir, nodeID(i), append(args, diag...), c.env)
+	node.logPath, node.pprofAddr = r.logPath(nodeID(i)), pprofAddr
+	return node, nil
 }
 
 // migrate runs imserver migrate: it creates the run's tables.

@@ -24,6 +24,7 @@ var (
 	flagFlushes  = flag.Int("flushes", 2, "cluster fault run: FLUSHALLs of Redis to reach")
 	flagOutages  = flag.Int("dynamo-outages", 2, "cluster fault run: DynamoDB outages to reach")
 	flagJoins    = flag.Int("joins", 1, "cluster fault run: nodes to join the cluster, and members to leave it (SIGTERM)")
+	flagLogs     = flag.String("logs", "", "fault run: a directory to write each server's whole log to (one file per node)")
 )
 
 // The short cluster run's targets where -kills and -cuts are not given:
@@ -80,7 +81,7 @@ func TestFaultRun(t *testing.T) {
 		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: seed,
 		Users: *flagUsers, TwoDeviceUsers: *flagTwo,
 		Kills: *flagKills, Cuts: *flagCuts, MaxChaos: *flagDuration,
-		Logf: t.Logf,
+		Logf: t.Logf, LogDir: *flagLogs,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestFaultRunCluster(t *testing.T) {
 			DynamoDB: endpoint, TablePrefix: testengines.Prefix(t), Nodes: *flagNodes,
 			Flushes: *flagFlushes, Outages: *flagOutages, Joins: *flagJoins,
 		},
-		Logf: t.Logf,
+		Logf: t.Logf, LogDir: *flagLogs,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -57,6 +57,11 @@ type Config struct {
 
 	// Logf receives progress lines; nil discards them.
 	Logf func(format string, args ...any)
+	// LogDir, when set, receives each server's whole log, over every
+	// start: a file per node (named by its node id), or server.log. A
+	// cluster's nodes then log at debug level, and the goroutines of
+	// every node are written there when a leave is slow (see slowLeave).
+	LogDir string
 
 	// wipeAtKill, for the harness's own test, empties the server's data
 	// directory after that kill (a cluster's tables and Redis): a server

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -77,6 +78,8 @@ func FreeLoopbackAddr() (string, error) {
 type Server struct {
 	bin, addr, dataDir string
 	id                 string   // a cluster node's -node-id
+	logPath            string   // "": no log file
+	pprofAddr          string   // its profiler's address ("": none)
 	extraArgs          []string // after serverArgs: a cluster node's store flags
 	env                []string // the process's environment (nil: this one's)
 
@@ -156,18 +159,26 @@ func (s *Server) Run() error {
 	if err != nil {
 		return err
 	}
+	logFile, err := s.openLogFile()
+	if err != nil {
+		return err
+	}
 	if err := cmd.Start(); err != nil {
+		logFile.Close()
 		return err
 	}
 	s.starts++
 	s.logs.add(fmt.Sprintf("--- start %d", s.starts))
+	fmt.Fprintf(logFile, "--- start %d\n", s.starts)
 	listening := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
+		defer logFile.Close()
 		sc := bufio.NewScanner(stderr)
 		once := sync.Once{}
 		for sc.Scan() {
 			s.logs.add(sc.Text())
+			fmt.Fprintln(logFile, sc.Text())
 			if isFault(sc.Text()) {
 				s.faults.add(sc.Text())
 			}
@@ -194,6 +205,19 @@ func (s *Server) Run() error {
 		return fmt.Errorf("imserver did not listen within %v\n%s", startTimeout, s.logs)
 	}
 }
+
+// openLogFile opens the server's log file for appending; with no file
+// it returns one that writes nowhere.
+func (s *Server) openLogFile() (io.WriteCloser, error) {
+	if s.logPath == "" {
+		return nopCloser{io.Discard}, nil
+	}
+	return os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // Alive reports whether the server started last is still running.
 func (s *Server) Alive() bool {

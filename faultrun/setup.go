@@ -16,6 +16,11 @@ import (
 // setup starts the server (or the cluster), the proxy and the devices,
 // and creates the groups.
 func (r *run) setup(ctx context.Context) error {
+	if r.cfg.LogDir != "" {
+		if err := os.MkdirAll(r.cfg.LogDir, 0o700); err != nil {
+			return err
+		}
+	}
 	var err error
 	if r.cfg.Cluster != nil {
 		err = r.setupCluster(ctx)
@@ -66,11 +71,21 @@ func (r *run) setupServer() error {
 		return err
 	}
 	server := NewServer(r.cfg.ServerBinary, addr, dataDir)
+	server.logPath = r.logPath("server")
 	if err := server.Run(); err != nil {
 		return err
 	}
 	r.addNode(server)
 	return nil
+}
+
+// logPath returns the path of the log file of the server named name, ""
+// without a LogDir.
+func (r *run) logPath(name string) string {
+	if r.cfg.LogDir == "" {
+		return ""
+	}
+	return filepath.Join(r.cfg.LogDir, name+".log")
 }
 
 // offline names a device that is not online, "" when all are.
