@@ -56,12 +56,23 @@
 // nothing else; the run fails when redis-server is not installed), each
 // node with its own data directory and a fixed node id. The proxy hands
 // each new connection to the next node that is up, round-robin, so a
-// client whose node died reconnects to the other; the probes that read
-// the server's view dial the nodes in turn. Besides the cuts and the
-// engine restarts, the chaos
+// client whose node died or left reconnects to another; the probes that
+// read the server's view dial the nodes in turn. Besides the cuts and
+// the engine restarts, the chaos
 //
-//   - SIGKILLs one node at a time, never both, and restarts it after a
-//     random downtime on the same address, data directory and node id;
+//   - SIGKILLs one node at a time, never two at once, and restarts it
+//     after a random downtime on the same address, data directory and
+//     node id;
+//   - has nodes join and leave: a new node (a new node id, address and
+//     data directory) starts and takes its share of the shards, and
+//     after a while a random member gets SIGTERM and hands its shards
+//     over before it stops, never while a node is down for a kill (so
+//     the members are never fewer than at the start, and no more nodes
+//     are away at once than a kill takes); the proxy sends the leaving
+//     node's clients to the others from that moment, as after a kill. A
+//     node that stops at the end of imserver's shutdown grace (15 s,
+//     requests in flight still waiting for their shards' owners) is
+//     counted as such; one that fails to stop otherwise is a violation;
 //   - FLUSHALLs the run's Redis at random moments (sequence counters,
 //     cached sessions, locks and presence gone at once), and
 //   - has DynamoDB fail: the nodes reach it through an OutageProxy that,
@@ -98,15 +109,18 @@
 //	go test ./faultrun -run 'TestFaultRun$' -v -timeout 60m -args -kills 100 -cuts 10000 -duration 30m -users 6 -two-device-users 3
 //
 // (about six minutes on two cores). The cluster run's short form (4
-// kills, 100 cuts, 2 flushes, 2 DynamoDB outages; about half a minute)
+// kills, 100 cuts, 2 flushes, 2 DynamoDB outages, a join and a leave;
+// about a minute and a half under -race, half of it the convergence)
 // runs with the others when the engines are named (scripts/test.sh does);
-// its long form takes the same flags and -flushes, -dynamo-outages and
-// -nodes:
+// its long form takes the same flags and -flushes, -dynamo-outages,
+// -joins (a join and a leave each) and -nodes:
 //
-//	go test ./faultrun -run 'TestFaultRunCluster$' -v -timeout 30m -args -kills 20 -cuts 1000 -flushes 5 -dynamo-outages 5 -duration 10m
+//	go test ./faultrun -run 'TestFaultRunCluster$' -v -timeout 60m -args -kills 20 -cuts 1000 -flushes 5 -dynamo-outages 5 -joins 5 -duration 10m
 //
-// -seed sets the seed of the harness's random choices (0, the default,
-// picks one and logs it; the timing of the processes is not
-// reproducible); -users and -two-device-users size the crowd (4 and 2 by
-// default).
+// (about three and a half minutes on two cores). -seed sets the seed of
+// the harness's random choices (0, the default, picks one and logs it;
+// the timing of the processes is not reproducible); -users and
+// -two-device-users size the crowd (4 and 2 by default). -logs DIR keeps
+// every server's whole log there (a cluster's nodes at debug level), and
+// the goroutines of every node when a leave takes longer than 10 s.
 package faultrun
