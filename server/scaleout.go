@@ -119,7 +119,14 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 	if err != nil {
 		return fail(err)
 	}
-	be := rediscache.New(dyn, rdb, so.TablePrefix)
+	// On owners, each user's owner keeps its sessions in memory as the
+	// truth and reads the tables only when it takes the user's shard: a
+	// cache of the tables in Redis would save nothing, and its entries
+	// would have to be fenced as the rows are (see docs/SCALING.md).
+	var be store.Backend = dyn
+	if !so.Owners {
+		be = rediscache.New(dyn, rdb, so.TablePrefix)
+	}
 	nodeID := so.NodeID
 	if nodeID == "" {
 		nodeID = relay.DefaultNodeID()

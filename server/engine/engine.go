@@ -155,7 +155,11 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 
 		appendSlots: make(chan struct{}, appendWriters),
 	}
-	e.flush = newFlusher(be, opts.Logger, opts.FlushGather)
+	var fence func(*store.Derived)
+	if opts.Owners != nil {
+		fence = e.fenceRows
+	}
+	e.flush = newFlusher(be, opts.Logger, opts.FlushGather, fence)
 	if !opts.SkipRepair && opts.Owners == nil {
 		if err := e.Repair(ctx); err != nil {
 			e.flush.close()

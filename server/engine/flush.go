@@ -26,6 +26,9 @@ type flusher struct {
 	be     store.Backend
 	log    *slog.Logger
 	gather time.Duration // see Options.FlushGather
+	// fence, when set, fences each batch's rows before they are written
+	// (Engine.fenceRows).
+	fence func(d *store.Derived)
 
 	mu      sync.Mutex
 	cur     *batch
@@ -41,11 +44,12 @@ type flusher struct {
 	closed  bool
 }
 
-func newFlusher(be store.Backend, log *slog.Logger, gather time.Duration) *flusher {
+func newFlusher(be store.Backend, log *slog.Logger, gather time.Duration, fence func(*store.Derived)) *flusher {
 	f := &flusher{
 		be:      be,
 		log:     log,
 		gather:  gather,
+		fence:   fence,
 		cur:     newBatch(),
 		gen:     1,
 		changed: make(chan struct{}),
@@ -167,7 +171,11 @@ func (f *flusher) writeOne() bool {
 	f.cur, f.gen = newBatch(), g+1
 	f.mu.Unlock()
 
-	err := f.be.Apply(context.Background(), b.derived())
+	d := b.derived()
+	if f.fence != nil {
+		f.fence(&d)
+	}
+	err := f.be.Apply(context.Background(), d)
 
 	f.mu.Lock()
 	if err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // Owners is what an engine runs with on a node of a scaled-out deployment
@@ -28,6 +31,11 @@ type Owners interface {
 	// Written returns once the owners of users have written every row
 	// they put so far.
 	Written(ctx context.Context, users []string) error
+	// UserFence returns the epoch of the lease under which this node
+	// holds user's shard, and false once it no longer does: the rows of
+	// the user's sessions and totals are written fenced by it, or not at
+	// all (see store.Derived.Fences).
+	UserFence(user string) (epoch int64, held bool)
 }
 
 // Effect is a session effect on one user, as it travels to the user's
@@ -43,6 +51,44 @@ type Effect struct {
 type EffectResult struct {
 	Changed bool
 	Clock   int64
+}
+
+// fenceRows fences the sessions and totals of d by their users' lease
+// epochs, and drops the rows of users this node no longer holds: a node
+// that lost a user's shard (its lease expired, say while it was paused)
+// writes nothing more of it. The successor rebuilt the user from the
+// tables; rows of the lost lease written now could only undo its writes.
+func (e *Engine) fenceRows(d *store.Derived) {
+	fences := map[string]int64{}
+	held := func(user string) bool {
+		if _, ok := fences[user]; ok {
+			return true
+		}
+		epoch, ok := e.owners.UserFence(user)
+		if ok {
+			fences[user] = epoch
+		}
+		return ok
+	}
+	var dropped int
+	d.Sessions = slices.DeleteFunc(d.Sessions, func(st session.State) bool {
+		if held(st.User) {
+			return false
+		}
+		dropped++
+		return true
+	})
+	d.Totals = slices.DeleteFunc(d.Totals, func(t store.TotalRow) bool {
+		if held(t.User) {
+			return false
+		}
+		dropped++
+		return true
+	})
+	if dropped > 0 {
+		e.log.Warn("dropped the rows of users whose shards this node lost", "rows", dropped)
+	}
+	d.Fences = fences
 }
 
 // owned reports whether the engine runs as one owner among several.

@@ -26,6 +26,17 @@ func (o owners) HoldUser(user string) (func(), bool) {
 	return g.exit, true
 }
 
+// UserFence returns the epoch of the lease under which this node holds
+// user's shard, if it still does.
+func (o owners) UserFence(user string) (int64, bool) {
+	s := o.r.ownership()
+	if s == nil {
+		return 0, false
+	}
+	f, ok := s.Held(ownership.ShardOfUser(user))
+	return f.Epoch, ok
+}
+
 // Apply sends effects to the owners of their users, one request per node,
 // and waits until each owner has applied them, and written them when
 // written is set. A batch a node

@@ -221,6 +221,14 @@ type SeqAppender interface {
 //   - Totals: each written when its At is newer than the stored one's.
 //   - Convs: the tick minimum max-merged, the derived watermark raised.
 //   - Former: a former member's view put (or, with Delete, dropped).
+//
+// Fences, on a node of a scaled-out deployment, holds for each user of
+// Sessions and Totals the epoch of the lease under which its owner wrote
+// them: a backend shared by several nodes orders a user's rows by (epoch,
+// then active_ts or At), so that a node that lost the user's shard — paused
+// past its lease, its write in flight — never overwrites what the
+// successor wrote. A user without a fence writes at epoch 0; a backend of
+// one process ignores Fences.
 type Derived struct {
 	Boundaries []BoundaryRow
 	Gone       []MemberGone
@@ -229,6 +237,7 @@ type Derived struct {
 	Totals     []TotalRow
 	Convs      []ConvDerived
 	Former     []FormerRow
+	Fences     map[string]int64
 }
 
 // Empty reports whether d holds no row.

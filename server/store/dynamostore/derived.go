@@ -255,11 +255,39 @@ func (s *Store) applyPending(ctx context.Context, p store.PendingRow) error {
 	return nil
 }
 
-// applySession writes a session newer than the stored one; at the same
-// active_ts only its ticks are max-merged.
-func (s *Store) applySession(ctx context.Context, st session.State) error {
-	ok, err := s.put(ctx, tSessions, sessionItem(st), "attribute_not_exists(#u) OR #a < :a",
-		map[string]string{"#u": aUser, "#a": aActiveTS}, item{":a": numV(st.ActiveTS)})
+// A user's sessions and totals are ordered by (fence, then active_ts or
+// at): a row written under a newer lease epoch wins whatever its clock, a
+// row of an older epoch never does (its writer lost the user's shard since:
+// see store.Derived.Fences), and within one epoch the newer clock wins. A
+// row without a fence attribute was written at epoch 0. newerCond is that
+// order as a DynamoDB condition on the stored row for a writer at fence,
+// with #k the clock attribute, :k the row's clock and :f the fence.
+func newerCond(fence int64) string {
+	unfenced := "(attribute_not_exists(#f) AND #k < :k)"
+	if fence > 0 {
+		unfenced = "attribute_not_exists(#f)"
+	}
+	return "attribute_not_exists(#u) OR " + unfenced + " OR #f < :f OR (#f = :f AND #k < :k)"
+}
+
+// sameEpochCond holds when the stored row was written at fence (an
+// unfenced row at 0): the only rows whose ticks a rise in place merges.
+func sameEpochCond(fence int64) string {
+	if fence > 0 {
+		return "#f = :f"
+	}
+	return "(attribute_not_exists(#f) OR #f = :f)"
+}
+
+// applySession writes a session newer than the stored one (see newerCond);
+// at the same epoch and active_ts, a rise of the ticks written in place is
+// max-merged into the stored row.
+func (s *Store) applySession(ctx context.Context, st session.State, fence int64) error {
+	it := sessionItem(st)
+	it[aFence] = numV(fence)
+	ok, err := s.put(ctx, tSessions, it, newerCond(fence),
+		map[string]string{"#u": aUser, "#k": aActiveTS, "#f": aFence},
+		item{":k": numV(st.ActiveTS), ":f": numV(fence)})
 	if err != nil || ok {
 		return err
 	}
@@ -271,20 +299,22 @@ func (s *Store) applySession(ctx context.Context, st session.State) error {
 		if f.v == 0 {
 			continue
 		}
-		if _, err := s.update(ctx, tSessions, key, "SET #t = :v", "#a = :a AND #t < :v",
-			map[string]string{"#a": aActiveTS, "#t": f.attr}, item{":a": numV(st.ActiveTS), ":v": numV(f.v)}); err != nil {
+		if _, err := s.update(ctx, tSessions, key, "SET #t = :v", "#a = :a AND #t < :v AND "+sameEpochCond(fence),
+			map[string]string{"#a": aActiveTS, "#t": f.attr, "#f": aFence},
+			item{":a": numV(st.ActiveTS), ":v": numV(f.v), ":f": numV(fence)}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// applyTotal writes a total newer than the stored one.
-func (s *Store) applyTotal(ctx context.Context, t store.TotalRow) error {
+// applyTotal writes a total newer than the stored one (see newerCond).
+func (s *Store) applyTotal(ctx context.Context, t store.TotalRow, fence int64) error {
 	it := userItemKey(t.User, totalItem(t.List))
-	it[aTotal], it[aAt] = numV(t.Total), numV(t.At)
-	_, err := s.put(ctx, tUsers, it, "attribute_not_exists(#u) OR #at < :at",
-		map[string]string{"#u": aUser, "#at": aAt}, item{":at": numV(t.At)})
+	it[aTotal], it[aAt], it[aFence] = numV(t.Total), numV(t.At), numV(fence)
+	_, err := s.put(ctx, tUsers, it, newerCond(fence),
+		map[string]string{"#u": aUser, "#k": aAt, "#f": aFence},
+		item{":k": numV(t.At), ":f": numV(fence)})
 	return err
 }
 

@@ -39,17 +39,20 @@ const (
 	aJournalParts = "parts"
 )
 
-// userWrite is one user's sessions (by active_ts) and totals of an Apply.
+// userWrite is one user's sessions (by active_ts) and totals of an Apply,
+// and the epoch they are fenced by (see store.Derived.Fences).
 type userWrite struct {
 	user     string
 	sessions []session.State
 	totals   []store.TotalRow
+	fence    int64
 }
 
 // journalRows is what a journal holds.
 type journalRows struct {
 	Sessions []session.State  `json:"sessions,omitempty"`
 	Totals   []store.TotalRow `json:"totals,omitempty"`
+	Fence    int64            `json:"fence,omitempty"`
 }
 
 // userWrites groups d's sessions and totals by user, each user's sessions
@@ -76,6 +79,7 @@ func userWrites(d store.Derived) []*userWrite {
 		w.totals = append(w.totals, t)
 	}
 	for _, w := range out {
+		w.fence = d.Fences[w.user]
 		slices.SortStableFunc(w.sessions, func(a, b session.State) int { return cmp.Compare(a.ActiveTS, b.ActiveTS) })
 	}
 	return out
@@ -95,7 +99,7 @@ type journal struct {
 
 // putJournal writes w's rows to a journal of w.user and returns it.
 func (s *Store) putJournal(ctx context.Context, w *userWrite) (journal, error) {
-	data, err := json.Marshal(journalRows{Sessions: w.sessions, Totals: w.totals})
+	data, err := json.Marshal(journalRows{Sessions: w.sessions, Totals: w.totals, Fence: w.fence})
 	if err != nil {
 		return journal{}, fmt.Errorf("journal of %s: %w", w.user, err)
 	}
@@ -138,12 +142,12 @@ func (s *Store) dropJournal(ctx context.Context, j journal) error {
 // writeUser writes w's sessions in ascending active_ts, then its totals.
 func (s *Store) writeUser(ctx context.Context, w *userWrite) error {
 	for _, st := range w.sessions {
-		if err := s.applySession(ctx, st); err != nil {
+		if err := s.applySession(ctx, st, w.fence); err != nil {
 			return err
 		}
 	}
 	for _, t := range w.totals {
-		if err := s.applyTotal(ctx, t); err != nil {
+		if err := s.applyTotal(ctx, t, w.fence); err != nil {
 			return err
 		}
 	}
@@ -183,7 +187,7 @@ func (s *Store) replayJournals(ctx context.Context, user string, items []item) (
 			if err := json.Unmarshal([]byte(strings.Join(p.text, "")), &rows); err != nil {
 				return true, fmt.Errorf("journal of %s: %w", user, err)
 			}
-			w := &userWrite{user: user, sessions: rows.Sessions, totals: rows.Totals}
+			w := &userWrite{user: user, sessions: rows.Sessions, totals: rows.Totals, fence: rows.Fence}
 			if err := s.writeUser(ctx, w); err != nil {
 				return true, fmt.Errorf("replay the journal of %s: %w", user, err)
 			}

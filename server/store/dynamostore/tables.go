@@ -77,6 +77,7 @@ const (
 	aCategory = "category"
 	aSubBiz   = "sub_biz"
 	aEpoch    = "epoch"
+	aFence    = "fence_epoch" // the lease epoch a session or total was written under
 	aRev      = "rev"
 	aRevPart  = "rev_part"
 

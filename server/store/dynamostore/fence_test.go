@@ -1,0 +1,249 @@
+package dynamostore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/server/ownership"
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
+)
+
+// fencedWrite is one Apply of alice's session in c1 and her main total,
+// under fence: priority marks which write the stored row is.
+func fencedWrite(fence, clock, priority int64) store.Derived {
+	return store.Derived{
+		Sessions: []session.State{{User: "alice", Conv: "c1", ActiveTS: clock, Priority: priority}},
+		Totals:   []store.TotalRow{{User: "alice", Total: priority, At: clock}},
+		Fences:   map[string]int64{"alice": fence},
+	}
+}
+
+// storedMark returns the priority of alice's stored session and her main
+// total (fencedWrite writes both with its priority).
+func storedMark(t *testing.T, s *Store) (session, total int64) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := s.Sessions(ctx, "c1", []string{"alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.User(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got["alice"].Priority, rec.Totals[""]
+}
+
+// A user's sessions and totals are ordered by lease epoch first, then by
+// their clock: a row of an older epoch never wins, whatever its clock.
+func TestFencedRowsOrderByEpochThenClock(t *testing.T) {
+	s, _ := openFresh(t, nil)
+	ctx := context.Background()
+	steps := []struct {
+		fence, clock, priority int64
+		want                   int64 // the priority stored after the step
+	}{
+		{0, 100, 1, 1},  // unfenced, as written before fences
+		{5, 50, 2, 2},   // a fence beats an unfenced row of a later clock
+		{4, 900, 3, 2},  // an older epoch loses, even with a later clock
+		{5, 40, 4, 2},   // the same epoch: the older clock loses
+		{5, 60, 5, 5},   // the same epoch: the newer clock wins
+		{6, 10, 6, 6},   // a newer epoch wins with an older clock
+		{0, 5000, 7, 6}, // an unfenced write never beats a fenced row
+	}
+	for i, st := range steps {
+		if err := s.Apply(ctx, fencedWrite(st.fence, st.clock, st.priority)); err != nil {
+			t.Fatal(err)
+		}
+		sess, total := storedMark(t, s)
+		if sess != st.want || total != st.want {
+			t.Fatalf("step %d (fence %d, clock %d): stored session %d, total %d; want %d", i, st.fence, st.clock, sess, total, st.want)
+		}
+	}
+}
+
+// TestPausedOwnerWritesNothingItsSuccessorSeesWrong: a node holds alice's
+// shard and writes her rows under its lease; it is paused (SIGSTOP) past
+// the lease; a successor takes the shard at a higher epoch and writes her
+// rows with an older clock than the paused node's; the paused node
+// resumes with a write in flight under its old fence. It must find it no
+// longer holds the shard, and the tables must keep the successor's rows.
+func TestPausedOwnerWritesNothingItsSuccessorSeesWrong(t *testing.T) {
+	if os.Getenv("FENCE_PAUSED_CHILD") != "" {
+		runPausedOwner()
+		return
+	}
+	s, e := openFresh(t, nil)
+	rdb := e.redis
+	ctx := context.Background()
+	prefix := s.prefix
+	ttl := time.Second
+
+	child := exec.Command(os.Args[0], "-test.run=^TestPausedOwnerWritesNothingItsSuccessorSeesWrong$", "-test.v=false")
+	child.Env = append(os.Environ(), "FENCE_PAUSED_CHILD=1", "FENCE_PREFIX="+prefix,
+		"FENCE_REDIS="+rdb.Options().Addr, "FENCE_DYNAMODB="+testengines.DynamoDB(t))
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	expect := func(prefix string) string {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the paused owner exited before saying %q", prefix)
+				}
+				if strings.HasPrefix(l, "error") {
+					t.Fatalf("paused owner: %s", l)
+				}
+				if strings.HasPrefix(l, prefix) {
+					return l
+				}
+			case <-deadline:
+				t.Fatalf("the paused owner did not say %q within 30s", prefix)
+			}
+		}
+	}
+	var staleEpoch int64
+	fmt.Sscanf(expect("holding "), "holding %d", &staleEpoch)
+	if sess, total := storedMark(t, s); sess != 1 || total != 1 {
+		t.Fatalf("the owner's write before the pause is missing: session %d, total %d", sess, total)
+	}
+
+	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	shard := ownership.ShardOfUser("alice")
+	successor, err := ownership.Start(ctx, ownership.Config{
+		Redis: rdb, Prefix: prefix, Node: ownership.Node{ID: "successor", Addr: "successor:1"},
+		LeaseTTL: ttl, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(successor.Stop)
+	fence := awaitHeld(t, successor, shard, 15*time.Second)
+	if fence.Epoch <= staleEpoch {
+		t.Fatalf("successor took the shard at epoch %d, not above the paused owner's %d", fence.Epoch, staleEpoch)
+	}
+	// The successor's clock is behind the paused owner's: only the fence
+	// can tell which write is newer.
+	if err := s.Apply(ctx, fencedWrite(fence.Epoch, 500, 2)); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed := expect("resumed ")
+	if !strings.Contains(resumed, "held=false") {
+		t.Errorf("the resumed owner still trusts its lease: %s", resumed)
+	}
+	if err := child.Wait(); err != nil {
+		t.Fatalf("paused owner: %v", err)
+	}
+	if sess, total := storedMark(t, s); sess != 2 || total != 2 {
+		t.Fatalf("after the paused owner resumed: session %d, total %d; want the successor's (2)", sess, total)
+	}
+}
+
+// awaitHeld waits until m holds shard and returns its fence.
+func awaitHeld(t *testing.T, m *ownership.Manager, shard ownership.Shard, within time.Duration) ownership.Fence {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		changed := m.Changed()
+		if f, ok := m.Held(shard); ok {
+			return f
+		}
+		select {
+		case <-changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%s did not take shard %d within %v", m.NodeID(), shard, within)
+		}
+	}
+}
+
+// runPausedOwner is the child of the test: it holds every shard, writes
+// alice's rows under its fence (clock 1000), then, once it notices it was
+// paused, writes them again under the same fence with a later clock — the
+// write it had in flight — and reports whether it still holds the shard.
+func runPausedOwner() {
+	ctx := context.Background()
+	fail := func(err error) {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("FENCE_REDIS")})
+	defer rdb.Close()
+	prefix := os.Getenv("FENCE_PREFIX")
+	db, err := NewClient(ctx, os.Getenv("FENCE_DYNAMODB"), "us-east-1")
+	if err != nil {
+		fail(err)
+	}
+	s, err := Open(ctx, Options{DynamoDB: db, Redis: rdb, Prefix: prefix})
+	if err != nil {
+		fail(err)
+	}
+	defer s.Close()
+	ttl := time.Second
+	m, err := ownership.Start(ctx, ownership.Config{
+		Redis: rdb, Prefix: prefix, Node: ownership.Node{ID: "paused", Addr: "paused:1"},
+		LeaseTTL: ttl, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		fail(err)
+	}
+	defer m.Stop()
+	fence, ok := m.Held(ownership.ShardOfUser("alice"))
+	if !ok {
+		fail(fmt.Errorf("not holding alice's shard"))
+	}
+	if err := s.Apply(ctx, fencedWrite(fence.Epoch, 1000, 1)); err != nil {
+		fail(err)
+	}
+	fmt.Printf("holding %d\n", fence.Epoch)
+	last := time.Now()
+	for range time.Tick(10 * time.Millisecond) {
+		if time.Since(last) < ttl {
+			last = time.Now()
+			continue
+		}
+		// Woken after more than a lease: the write it had in flight,
+		// under the fence it had before the pause, goes out now.
+		_, still := m.Held(ownership.ShardOfUser("alice"))
+		if err := s.Apply(ctx, fencedWrite(fence.Epoch, 2000, 3)); err != nil {
+			fail(err)
+		}
+		fmt.Printf("resumed held=%v\n", still)
+		return
+	}
+}
