@@ -193,7 +193,10 @@ func (r *recentIDs) has(msgID string) bool {
 }
 
 // loadRecent fills the conversation's recent msg_ids from the newest page
-// of its log, once.
+// of its log, once, and takes the seqs that page skips as holes to give
+// to the next messages: an owner that died or lost the conversation
+// between giving a seq and writing its message left it empty, and the
+// holes it knew of died with it.
 func (e *Engine) loadRecent(ctx context.Context, cs *convState) {
 	cs.recentOnce.Do(func() {
 		page, _, err := e.be.History(ctx, cs.conv, store.HistoryQuery{Limit: protocol.MaxHistoryLimit})
@@ -204,9 +207,34 @@ func (e *Engine) loadRecent(ctx context.Context, cs *convState) {
 			return
 		}
 		cs.mu.Lock()
+		defer cs.mu.Unlock()
 		for _, m := range page {
 			cs.recent.add(m.MsgID, m.Seq)
 		}
-		cs.mu.Unlock()
+		cs.holes = append(cs.holes, skipped(page, len(page) < protocol.MaxHistoryLimit, cs.holes)...)
 	})
+}
+
+// skipped returns the seqs that page, a conversation's newest messages in
+// ascending seq order, skips below its newest (from seq 1 when whole is
+// set: the page holds every message), leaving out those in known.
+func skipped(page []protocol.Message, whole bool, known []int64) []int64 {
+	if len(page) == 0 {
+		return nil
+	}
+	from := page[0].Seq
+	if whole {
+		from = 1
+	}
+	next := from
+	var out []int64
+	for _, m := range page {
+		for ; next < m.Seq; next++ {
+			if !slices.Contains(known, next) {
+				out = append(out, next)
+			}
+		}
+		next = m.Seq + 1
+	}
+	return out
 }

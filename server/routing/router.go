@@ -101,7 +101,8 @@ func (r *Router) Hooks() ownership.Hooks {
 
 // acquired rebuilds a shard just taken: what the engine held of it from an
 // earlier time is dropped, and what a dead owner left underived is
-// derived again, before the shard is served.
+// derived again (in the background: see repair) while the shard is
+// served.
 func (r *Router) acquired(ctx context.Context, shard ownership.Shard, _ ownership.Fence) error {
 	if err := r.forget(ctx, shard); err != nil {
 		return err
@@ -110,15 +111,43 @@ func (r *Router) acquired(ctx context.Context, shard ownership.Shard, _ ownershi
 	if err != nil {
 		return err
 	}
-	r.gates[shard].open()
-	if len(convs) > 0 {
-		if err := r.eng.RepairConvs(ctx, convs); err != nil {
-			r.gates[shard].close()
-			return err
-		}
-		r.log.Info("repaired a shard's conversations", "shard", shard, "conversations", len(convs))
+	g := &r.gates[shard]
+	g.open()
+	if len(convs) > 0 && g.enter() {
+		go r.repair(shard, convs)
 	}
 	return nil
+}
+
+// repairRetry is the wait before a failed repair of a shard is tried
+// again.
+const repairRetry = 250 * time.Millisecond
+
+// repair derives again the conversations of shard a dead owner left
+// behind, as one operation in flight on the shard (a handover waits for
+// it), until it succeeds or the shard is no longer served here (its next
+// owner repairs). It runs beside the ownership round that took the shard,
+// never in it: a repair reaches the sessions of the conversations'
+// members, whose shards may be taken by this very round, or still be
+// leased to the dead owner until a later one; a round waiting for them
+// would renew none of the node's leases meanwhile.
+func (r *Router) repair(shard ownership.Shard, convs []string) {
+	g := &r.gates[shard]
+	defer g.exit()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*routeWait)
+		err := r.eng.RepairConvs(ctx, convs)
+		cancel()
+		if err == nil {
+			r.log.Info("repaired a shard's conversations", "shard", shard, "conversations", len(convs))
+			return
+		}
+		if !g.isServing() {
+			return
+		}
+		r.log.Warn("repairing a shard's conversations failed; retrying", "shard", shard, "err", err)
+		time.Sleep(repairRetry)
+	}
 }
 
 // releasing waits for the operations in flight on a shard handed over and
