@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/imcore/im/server/chat"
-	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,9 +17,6 @@ type Cluster struct {
 	// Collectors are metrics of the cluster's connections (calls to
 	// Redis and DynamoDB), served on /metrics.
 	Collectors []prometheus.Collector
-	// Locker holds the critical sections of conversations and users
-	// across the nodes (engine.Locker).
-	Locker engine.Locker
 	// Devices returns the registry that reaches every user's devices on
 	// every node, around local, the devices of this node. It calls lost
 	// with the users of local's devices when pushes to them may have been
@@ -41,12 +37,10 @@ type Cluster struct {
 	// status (/status, /readyz's recovery). Nil: the node records nothing
 	// and /status shows only itself.
 	Inspector *Inspector
-	// Owners, when set, gives every conversation and user one owner node
-	// (docs/SCALING.md) instead of a lock per operation: Locker is then
-	// not used.
+	// Owners gives every conversation and user one owner node
+	// (docs/SCALING.md); a cluster needs it.
 	Owners *Owners
-	// Ownership reports the shards this node owns; set by the server of a
-	// node of owners, nil otherwise (status then shows no shards).
+	// Ownership reports the shards this node owns; set by the server.
 	Ownership Ownership
 }
 

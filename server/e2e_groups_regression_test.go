@@ -118,9 +118,9 @@ func TestGroupConcurrentChangersAllSucceed(t *testing.T) {
 		wg.Go(func() {
 			c := env.Dial(servertest.Async{TB: t}, u, "racer")
 			// Each change waits behind the other racers' changes of a
-			// group growing to a hundred members, each of which locks
-			// every member on the scaled-out store: on a loaded machine
-			// that is more than one Timeout. The bound is for a hang.
+			// group growing to a hundred members, each of which changes
+			// every member's session: on a loaded machine that is more
+			// than one Timeout. The bound is for a hang.
 			c.Patience = 3 * servertest.Timeout
 			for i := range 12 {
 				f := c.Request(&protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{fmt.Sprintf("%s-%02d", u, i)}})

@@ -57,9 +57,6 @@ func startNode(t *testing.T, so server.ScaleOut, id string) *servertest.Env {
 // message acknowledged, at its seq, without a gap.
 func TestClusterNodesJoinAndLeaveWhileChatting(t *testing.T) {
 	so := servertest.ScaledOut(t)
-	if !so.Owners {
-		t.Skip("the nodes run with locks: nothing moves")
-	}
 	nodes := startNodesOn(t, so, 2)
 	a, b := nodes[0], nodes[1]
 	alice := a.DialReplayed(t, "alice", "phone")

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -11,45 +10,40 @@ import (
 )
 
 // What a node goes through after Redis lost its data (FLUSHALL, a restart
-// without persistence), as found in the engine it runs today:
+// without persistence):
 //
 //   - The relay finds its presence gone within a second and records it
 //     again (relay.watchLoop), then has its devices sync: pushes sent
 //     meanwhile may have been lost, the messages are not.
-//   - The per-operation locks (package distlock) are gone too, and with
-//     them the gate that says from when locks may be granted. The first
-//     operation to want a lock sets the gate a grace period ahead (half the
-//     lock expiry: 5 s), and no conversation or user lock is granted, so no
-//     send, receipt or group change is served, until it opens. That is the
-//     pause clients see while they are still connected.
+//   - The shards' leases are gone too. The first node whose round finds
+//     the sentinel gone opens the leases' grace (one lease TTL, 5 s: see
+//     package ownership): within it every holder puts its own leases back
+//     and keeps serving, and no node takes a shard without a holder, so
+//     operations on such a shard (its holder died about when Redis lost
+//     its data) wait until the grace is over.
 //
-// A node cannot end that pause without changing the engine (the grace is
-// what keeps two nodes out of one section), so it makes it visible: while
-// the gate is closed /readyz answers 503 saying for how long, im_recovering
-// is 1 and im_recovery_remaining_seconds counts down, and the start and the
-// end are logged. A gate missing is not counted as recovering: a
-// deployment that never locked anything has none either, and a node
-// unready until traffic arrives would never get any. The ownership of
-// conversations by shard (issue 18) removes the locks and their gate; its
-// own "rebuilding a shard" state belongs here then.
+// The nodes serve through the grace, so /readyz stays 200; the grace is
+// made visible instead: im_recovering is 1 and
+// im_recovery_remaining_seconds counts down, and its start and end are
+// logged. /readyz answers 503 when the node cannot reach Redis.
 
-// recoveryState remembers whether the last check found the node
-// recovering, to log when that changes.
+// recoveryState remembers whether the last check found the deployment in
+// the grace, to log when that changes.
 type recoveryState struct {
 	mu         sync.Mutex
 	recovering bool
 }
 
 // recovery is what a check found: why the node is not ready (empty when it
-// is), and for how long it expects to stay so when it is recovering.
+// is), and how much is left of the leases' grace when it is in one.
 type recovery struct {
 	why        string
 	remaining  time.Duration
-	recovering bool // why is a recovery, not Redis unreachable
+	recovering bool // in the leases' grace after Redis lost its data
 }
 
-// recovering checks, on a node of a cluster, whether it waits for the lock
-// gate after Redis lost its data: one pipelined round trip, on the
+// recovering checks, on a node of a cluster, whether the deployment is in
+// the leases' grace after Redis lost its data: one round trip, on the
 // operators' Redis client, each time /readyz, /metrics or the heartbeat
 // asks.
 func (s *Server) recovering(ctx context.Context) recovery {
@@ -58,27 +52,23 @@ func (s *Server) recovering(ctx context.Context) recovery {
 		return recovery{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	wait, err := c.Inspector.LockGate(ctx)
+	left, err := c.Inspector.LeasesGrace(ctx)
 	cancel()
 	var r recovery
 	switch {
 	case err != nil:
 		r.why = "redis unreachable: " + err.Error()
-	case wait > 0:
-		r = recovery{
-			why:        fmt.Sprintf("recovering: Redis lost its data; no lock is granted, so sends and receipts wait, for %v more", wait.Round(time.Millisecond)),
-			remaining:  wait,
-			recovering: true,
-		}
+	case left > 0:
+		r = recovery{remaining: left, recovering: true}
 	}
 	st := &s.recovery
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if r.recovering != st.recovering {
 		if r.recovering {
-			s.log.Warn("recovering after Redis lost its data: sends and receipts wait for the lock gate; /readyz answers 503", "for", wait.Round(time.Millisecond))
+			s.log.Warn("Redis lost its data: in the leases' grace no node takes a shard without a holder; operations on such shards wait", "for", left.Round(time.Millisecond))
 		} else {
-			s.log.Info("recovered: locks are granted again; /readyz answers 200 unless something else fails")
+			s.log.Info("the leases' grace is over: every shard may be taken again")
 		}
 	}
 	st.recovering = r.recovering
@@ -90,7 +80,7 @@ func (s *Server) recovering(ctx context.Context) recovery {
 func (s *Server) registerRecoveryMetrics() {
 	s.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "im_recovering",
-		Help: "1 while the node recovers from Redis losing its data (no lock granted: sends and receipts wait; /readyz answers 503), else 0.",
+		Help: "1 while the deployment recovers from Redis losing its data (the leases' grace: no node takes a shard without a holder, and operations on such shards wait), else 0.",
 	}, func() float64 {
 		if s.recovering(context.Background()).recovering {
 			return 1
@@ -99,7 +89,7 @@ func (s *Server) registerRecoveryMetrics() {
 	}))
 	s.metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "im_recovery_remaining_seconds",
-		Help: "How long the node expects to go on recovering from Redis losing its data (0 when it is not).",
+		Help: "What is left of the leases' grace after Redis lost its data (0 when none).",
 	}, func() float64 {
 		return s.recovering(context.Background()).remaining.Seconds()
 	}))

@@ -13,8 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/imcore/im/server/blob"
-	"github.com/imcore/im/server/distlock"
-	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/relay"
@@ -40,10 +38,7 @@ type ScaleOut struct {
 	// Blob is "" (no archive), a directory or s3://BUCKET; S3Endpoint a
 	// compatible server's URL (path-style addressing).
 	Blob, S3Endpoint string
-	// Owners gives each conversation and user one owner node (see
-	// docs/SCALING.md) instead of a Redis lock per operation.
-	Owners bool
-	// NodeSecret guards the links between nodes of owners (empty: one the
+	// NodeSecret guards the links between the nodes (empty: one the
 	// nodes share in the tables); Advertise is where the other nodes
 	// reach this one (empty: the address it listens on).
 	NodeSecret, Advertise string
@@ -132,8 +127,8 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 		nodeID = relay.DefaultNodeID()
 	}
 	table := dynamostore.TableNames(so.TablePrefix)[0]
-	// What operators look at (heartbeats, /status, /readyz's check of the
-	// lock gate) goes through clients of its own, not counted in
+	// What operators look at (heartbeats, /status, the leases' grace on
+	// /metrics) goes through clients of its own, not counted in
 	// im_redis_round_trips_total and im_dynamodb_calls_total: those
 	// measure what serving messages costs.
 	opsRedis := redis.NewClient(opts)
@@ -142,27 +137,20 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 		opsRedis.Close()
 		return fail(err)
 	}
-	var locker engine.Locker
-	var owners *Owners
-	if so.Owners {
-		secret := so.NodeSecret
-		if secret == "" {
-			if secret, err = dyn.SharedSecret(ctx, "node-links"); err != nil {
-				opsRedis.Close()
-				return fail(err)
-			}
+	secret := so.NodeSecret
+	if secret == "" {
+		if secret, err = dyn.SharedSecret(ctx, "node-links"); err != nil {
+			opsRedis.Close()
+			return fail(err)
 		}
-		owners = &Owners{Redis: opsRedis, Prefix: so.TablePrefix, Secret: secret, Advertise: so.Advertise,
-			FirstUse: func(ctx context.Context) (bool, error) { return dyn.FirstUse(ctx, "shard-leases") }}
-	} else {
-		locker = distlock.NewRedis(rdb, so.TablePrefix, 0, distlock.WithFirstUse(dyn.FirstLockUse), distlock.WithLogger(log))
 	}
+	owners := &Owners{Redis: opsRedis, Prefix: so.TablePrefix, Secret: secret, Advertise: so.Advertise,
+		FirstUse: func(ctx context.Context) (bool, error) { return dyn.FirstUse(ctx, "shard-leases") }}
 	cluster := &Cluster{
 		NodeID:     nodeID,
 		Inspector:  newInspector(so, opsRedis, opsDB, blobs),
 		ScaleOut:   so,
 		Collectors: calls.Collectors(),
-		Locker:     locker,
 		Owners:     owners,
 		Devices: func(local *hub.Hub, lost func(users []string)) (Devices, error) {
 			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log, Lost: lost})

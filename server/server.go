@@ -209,7 +209,9 @@ func (s *Server) build() error {
 	engOpts := engine.Options{Now: cfg.Now, Logger: cfg.Logger}
 	s.devices = s.hub
 	if cfg.Cluster != nil {
-		engOpts.Locker = cfg.Cluster.Locker
+		if cfg.Cluster.Owners == nil {
+			return errors.New("a node of a cluster needs Cluster.Owners: each conversation and user has one owner node")
+		}
 		devices, err := cfg.Cluster.Devices(s.hub, s.resync)
 		if err != nil {
 			return err
@@ -223,8 +225,7 @@ func (s *Server) build() error {
 		}
 	}
 	var linkSecret []byte
-	if cfg.Cluster != nil && cfg.Cluster.Owners != nil {
-		engOpts.Locker = nil
+	if cfg.Cluster != nil {
 		router, secret, err := s.buildOwners(context.Background(), cfg.Cluster.Owners, engOpts)
 		if err != nil {
 			return err
@@ -470,8 +471,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // readyz answers whether the server can take traffic: serving, its store
-// committing and, on a node of a cluster, not recovering from Redis
-// losing its data (see recovery.go).
+// committing and, on a node of a cluster, reaching Redis (see
+// recovery.go).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if why := s.notReady(r.Context()); why != "" {
 		http.Error(w, why, http.StatusServiceUnavailable)

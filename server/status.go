@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/imcore/im/server/blob"
+	"github.com/imcore/im/server/ownership"
 	"github.com/imcore/im/server/relay"
 	"github.com/imcore/im/server/store/dynamostore"
 )
@@ -150,9 +151,8 @@ func shardList(shards []int) string {
 	return fmt.Sprintf("%d: %s", len(shards), strings.Join(parts, ","))
 }
 
-// Ownership is what a node owns among the shards of the deployment. The
-// ownership of conversations and users by shard (issue 18) provides it;
-// until then Cluster.Ownership is nil and no shards are shown.
+// Ownership is what a node owns among the shards of the deployment
+// (Cluster.Ownership; nil, no shards are shown).
 type Ownership interface {
 	OwnedShards() []int
 }
@@ -172,7 +172,7 @@ const (
 //
 // It reads, never writes, what belongs to others: the relay's
 // node:<id>:users sets and push:<id> channels (package relay), and the
-// lock gate of package distlock.
+// leases' grace (package ownership).
 type Inspector struct {
 	rdb      redis.UniversalClient
 	redisURL string
@@ -224,7 +224,6 @@ func (in *Inspector) nodesKey() string            { return in.prefix + "nodes" }
 func (in *Inspector) infoKey(node string) string  { return in.prefix + "node:" + node + ":info" }
 func (in *Inspector) usersKey(node string) string { return in.relayPrefix + "node:" + node + ":users" } // relay's
 func (in *Inspector) channelPrefix() string       { return in.relayPrefix + "push:" }                   // relay's
-func (in *Inspector) lockGateKey() string         { return in.prefix + "lock/epoch" }                   // distlock's
 
 // Beat records n as live for heartbeatTTL.
 func (in *Inspector) Beat(ctx context.Context, n NodeStatus) error {
@@ -373,8 +372,8 @@ func (in *Inspector) checkRedis() EngineStatus {
 	err := in.rdb.Ping(ctx).Err()
 	detail := "PONG"
 	if err == nil {
-		if gate, gerr := in.LockGate(ctx); gerr == nil && gate > 0 {
-			detail += fmt.Sprintf("; locks held back %v more after Redis lost its data", gate.Round(time.Millisecond))
+		if left, gerr := in.LeasesGrace(ctx); gerr == nil && left > 0 {
+			detail += fmt.Sprintf("; leases' grace %v more after Redis lost its data", left.Round(time.Millisecond))
 		}
 	}
 	return engineStatus("redis", in.redisURL, start, detail, err)
@@ -395,34 +394,11 @@ func (in *Inspector) checkDynamoDB(ctx context.Context) EngineStatus {
 	return engineStatus("dynamodb", in.dynamoAt, start, fmt.Sprintf("%d tables %s* active", len(tables), in.prefix), nil)
 }
 
-// LockGate returns how long the lock gate of package distlock stays
-// closed: after Redis lost its data, no conversation or user lock is
-// granted (so no send or receipt is served) until every live holder has
-// re-created its locks. 0 when open, or not set yet. It reads the gate as
-// distlock writes it (a Unix time in ms under prefix+"lock/epoch") against
-// Redis's own clock, changing nothing.
-func (in *Inspector) LockGate(ctx context.Context) (time.Duration, error) {
-	var now *redis.TimeCmd
-	var gate *redis.StringCmd
-	_, err := in.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		now = p.Time(ctx)
-		gate = p.Get(ctx, in.lockGateKey())
-		return nil
-	})
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("lock gate: %w", err)
-	}
-	at, err := strconv.ParseInt(gate.Val(), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("lock gate %q: %w", gate.Val(), err)
-	}
-	if wait := time.UnixMilli(at).Sub(now.Val()); wait > 0 {
-		return wait, nil
-	}
-	return 0, nil
+// LeasesGrace returns what is left of the leases' grace after Redis lost
+// the deployment's data (see package ownership): while it lasts no node
+// takes a shard without a holder. 0 when there is none.
+func (in *Inspector) LeasesGrace(ctx context.Context) (time.Duration, error) {
+	return ownership.GraceLeft(ctx, in.rdb, in.prefix)
 }
 
 // Status reads the nodes and the engines. A failure to list the nodes

@@ -82,6 +82,19 @@ func TestUnknownCommandAndFlag(t *testing.T) {
 	}
 }
 
+// -coordination locks named the locked path, which is gone: refused,
+// saying so; -coordination owners is what runs anyway.
+func TestCoordinationLocksIsRefused(t *testing.T) {
+	_, errOut, code := runCommand(t, nil, "-coordination", "locks", "-data", t.TempDir())
+	if code == 0 || !strings.Contains(errOut, "locked path") || !strings.Contains(errOut, "removed") {
+		t.Fatalf("-coordination locks: exit %d, %q; want a refusal saying the locked path was removed", code, errOut)
+	}
+	p := startServer(t, "-data", t.TempDir(), "-coordination", "owners")
+	if err := p.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
+	}
+}
+
 func TestSIGTERMShutsDownGracefully(t *testing.T) {
 	p := startServer(t, "-data", t.TempDir())
 	c := dialHello(t, p.addr, "alice", "laptop")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -66,8 +67,8 @@ func serve(args []string) error {
 	origins := fs.String("allowed-origins", "", `comma-separated web origins (e.g. "https://app.example.com", or "*") allowed to open a WebSocket besides the server's own host`)
 	storage := addStoreFlags(fs)
 	redisURL := fs.String("redis", "", "Redis URL of the scaled-out deployment (redis://[user:pass@]host:port/db, rediss:// for TLS); -store dynamodb needs it")
-	coordination := fs.String("coordination", "owners", `how the nodes of the scaled-out deployment share the work: "owners" (each conversation and user has one owner node, others forward to it; docs/SCALING.md) or "locks" (every node serves everything under a Redis lock per operation; the design before owners, kept until it is removed)`)
-	advertise := fs.String("advertise", "", "host:port the other nodes reach this one at for forwarded requests (-coordination owners; empty: the -listen address, which must then not be a wildcard)")
+	coordination := fs.String("coordination", "owners", `how the nodes of the scaled-out deployment share the work: "owners", the only way (each conversation and user has one owner node, others forward to it; docs/SCALING.md); accepted for the command lines that name it`)
+	advertise := fs.String("advertise", "", "host:port the other nodes reach this one at for forwarded requests (empty: the -listen address, which must then not be a wildcard)")
 	nodeID := fs.String("node-id", "", "this node's name in presence and in every log line (node=), unique per process (empty: host name, process id and a random suffix; the embedded server then logs no node); a node restarted with the same id takes over its presence")
 	fs.StringVar(&cfg.TokenSecretFile, "token-secret-file", "", "file holding the token signing secret every node shares (hex; -auth token); empty: kept in the data directory")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -103,6 +104,9 @@ func serve(args []string) error {
 	if err := storage.check(); err != nil {
 		return err
 	}
+	if err := checkCoordination(*coordination); err != nil {
+		return err
+	}
 	// Every line a node logs names it: the lines of several nodes end up
 	// side by side. A node of the scaled-out deployment always has an id
 	// (a made-up one when -node-id is empty); the embedded server is the
@@ -115,14 +119,7 @@ func serve(args []string) error {
 	if storage.scaledOut() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		so := storage.scaleOut(*redisURL, *nodeID)
-		switch *coordination {
-		case "owners":
-			so.Owners, so.Advertise = true, *advertise
-		case "locks":
-		default:
-			cancel()
-			return fmt.Errorf(`-coordination %q: want "owners" or "locks"`, *coordination)
-		}
+		so.Advertise = *advertise
 		cfg.Backend, cfg.Cluster, err = server.OpenScaledOut(ctx, so, logger)
 		cancel()
 		if err != nil {
@@ -252,4 +249,19 @@ func newLogger(level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want text or json", format)
+}
+
+// checkCoordination accepts -coordination owners, the only way the nodes
+// share the work since the Redis lock per operation was removed
+// (docs/SCALING.md, step 4); scripts written when there was a choice keep
+// running.
+func checkCoordination(v string) error {
+	switch v {
+	case "owners":
+		return nil
+	case "locks":
+		return errors.New(`-coordination locks: the locked path (a Redis lock per operation) was removed; the nodes run with owners (drop the flag, or say -coordination owners)`)
+	default:
+		return fmt.Errorf(`-coordination %q: want "owners" (the only way left)`, v)
+	}
 }

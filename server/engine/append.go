@@ -21,11 +21,10 @@ func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.App
 	if err != nil {
 		return store.AppendResult{}, err
 	}
-	cs, sec, err := e.enterConv(ctx, req.Msg.Conv)
+	cs, err := e.convs.get(ctx, e.be, req.Msg.Conv)
 	if err != nil {
 		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
 	}
-	defer sec.leave(dctx)
 	if cs.isGroup() {
 		// Shared with other sends, exclusive of membership changes: the
 		// members checked here are the members when the message is stored.
@@ -45,28 +44,6 @@ func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.App
 	if err != nil {
 		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
 	}
-	if res.Duplicate && e.shared() {
-		// The attempt that stored it may have stopped short of its
-		// derived rows (its node died): derive them now, still under the
-		// conversation's lock.
-		e.convs.forget(cs.conv)
-		fresh, err := e.convs.get(dctx, e.be, cs.conv)
-		if err == nil {
-			err = e.repairShared(dctx, sec, fresh)
-		}
-		if err != nil {
-			e.log.Warn("deriving a conversation behind its log", "conv", cs.conv, "err", err)
-		}
-	}
-	if !res.Duplicate {
-		cs.mu.Lock()
-		members := slices.Clone(cs.sorted)
-		cs.mu.Unlock()
-		if err := e.lockUsers(dctx, sec, members); err != nil {
-			// Stored: the next operation on the conversation derives it.
-			return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
-		}
-	}
 	return e.afterAppend(dctx, cs, res)
 }
 
@@ -84,7 +61,7 @@ func (e *Engine) StartAppend(ctx context.Context, req store.AppendRequest) func(
 		return e.startOwnedAppend(ctx, sa, req)
 	}
 	qa, queues := e.be.(store.QueuedAppender)
-	if conv, _ := protocol.ParseConv(req.Msg.Conv); !queues || conv.Kind != protocol.ConvDirect || e.shared() {
+	if conv, _ := protocol.ParseConv(req.Msg.Conv); !queues || conv.Kind != protocol.ConvDirect {
 		return done(e.Append(ctx, req))
 	}
 	dctx, err := e.begin(ctx)

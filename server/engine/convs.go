@@ -119,14 +119,6 @@ func (t *convTable) read(ctx context.Context, be store.Backend, conv string) (*c
 	return fresh, nil
 }
 
-// forget drops conv's state: the next get reads it again.
-func (t *convTable) forget(conv string) {
-	sh := t.shard(conv)
-	sh.mu.Lock()
-	delete(sh.m, conv)
-	sh.mu.Unlock()
-}
-
 func (t *convTable) shard(conv string) *convShard {
 	return &t.shards[maphash.String(t.seed, conv)%convShards]
 }

@@ -20,17 +20,15 @@
 // totals and sessions. In one process this cache is the truth and the
 // backend its durable copy; nothing in the hot path reads the backend.
 //
-// # Several engines over one backend
+// # Several nodes over one backend
 //
-// The nodes of a scaled-out deployment each run an engine over the same
-// backend, so none may trust its memory of what another may have changed.
-// With Options.Locker (shared.go) every operation that changes a
-// conversation or a user takes its lock across processes, drops what it
-// held of it, reads it again from the backend, and writes its rows before
-// releasing; reads of a conversation are fresh, and a sync page is read
-// under its user's lock. A node that died holding locks leaves them to
-// expire, and what it stored but did not derive is derived by the next
-// operation on the conversation, on whichever node.
+// The nodes of a scaled-out deployment share one backend, and each
+// conversation and each user has one owner node at a time (Options.Owners,
+// owned.go): a node's engine keeps in memory, as the truth, only what the
+// node owns, gives the seqs of the conversations it owns
+// (ownedappend.go), and sends what an operation does to a member owned
+// elsewhere to that member's owner. A node that takes a shard derives
+// again what its previous owner stored but did not derive (RepairConvs).
 //
 // # Locks
 //
@@ -93,7 +91,6 @@ type Engine struct {
 	users  *userTable
 	convs  *convTable
 	flush  *flusher
-	locker Locker // nil in one process
 	owners Owners // nil but on a node owning shards
 	// appendSlots bounds the owner's appends in flight (ownedappend.go).
 	appendSlots chan struct{}
@@ -116,9 +113,6 @@ type Options struct {
 	// a message's rows and its receipts' rows then share one write. 0
 	// means DefaultFlushGather; below 0, no wait.
 	FlushGather time.Duration
-	// Locker, when set, makes the engine one of several sharing the
-	// backend (see Locker); nil for one process.
-	Locker Locker
 	// Owners, when set, makes the engine the owner of some of the
 	// conversations and users of a deployment of several nodes (see
 	// Owners); with it, New repairs nothing (each shard is repaired as
@@ -150,7 +144,6 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		log:    opts.Logger,
 		users:  newUserTable(opts.MaxSessions),
 		convs:  newConvTable(),
-		locker: opts.Locker,
 		owners: opts.Owners,
 
 		appendSlots: make(chan struct{}, appendWriters),

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
@@ -76,19 +75,8 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 		return store.GroupResult{}, store.ErrNotFound
 	}
 	dctx := context.WithoutCancel(ctx)
-	cs, sec, err := e.enterConv(ctx, req.Conv)
+	cs, err := e.convs.get(ctx, e.be, req.Conv)
 	if err != nil {
-		return store.GroupResult{}, err
-	}
-	defer sec.leave(dctx)
-	cs.mu.Lock()
-	users := append(slices.Clone(cs.sorted), req.Add...)
-	users = append(users, req.Remove...)
-	if req.Create {
-		users = append(users, req.Creator)
-	}
-	cs.mu.Unlock()
-	if err := e.lockUsers(ctx, sec, users); err != nil {
 		return store.GroupResult{}, err
 	}
 	cs.gate.Lock()

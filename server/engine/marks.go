@@ -80,15 +80,8 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 // user's critical section (any later read could see another operation's
 // change, and two nudges would carry one cursor).
 func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, int64, error) {
-	cs, sec, err := e.enterConv(ctx, m.Conv)
+	cs, err := e.convs.get(ctx, e.be, m.Conv)
 	if err != nil {
-		return nil, false, 0, err
-	}
-	defer sec.leave(ctx)
-	cs.mu.Lock()
-	members := append(slices.Clone(cs.sorted), user)
-	cs.mu.Unlock()
-	if err := e.lockUsers(ctx, sec, members); err != nil {
 		return nil, false, 0, err
 	}
 	cs.mu.Lock()
@@ -112,7 +105,7 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 	target := min(m.Seq, cs.maxSeq)
 	r, rows := e.moveBoundary(cs, user, mm, kind, target)
 	ticks := cs.ticks
-	members = slices.Clone(cs.sorted)
+	members := slices.Clone(cs.sorted)
 	cs.mu.Unlock()
 
 	sessionChanged, clock := false, int64(0)

@@ -94,6 +94,17 @@ func (e *Engine) fenceRows(d *store.Derived) {
 // owned reports whether the engine runs as one owner among several.
 func (e *Engine) owned() bool { return e.owners != nil }
 
+// peekConv returns conv's state for an operation that only reads it: the
+// engine's own for a conversation this node serves (or any, in one
+// process), else read from the backend and not kept (session operations
+// read the ticks of conversations owned elsewhere).
+func (e *Engine) peekConv(ctx context.Context, conv string) (*convState, error) {
+	if e.owned() && !e.owners.OwnsConv(conv) {
+		return e.convs.read(ctx, e.be, conv)
+	}
+	return e.convs.get(ctx, e.be, conv)
+}
+
 // holdUser reports whether user's state is this engine's to change, and
 // keeps it so until release.
 func (e *Engine) holdUser(user string) (release func(), ok bool) {

@@ -34,27 +34,10 @@ func (e *Engine) Repair(ctx context.Context) error {
 // group's members rewound to what they were then and its recorded changes
 // applied again in order.
 func (e *Engine) repairConv(ctx context.Context, conv string) error {
-	if e.shared() {
-		// Under the conversation's lock, which repairs it on entering.
-		_, s, err := e.enterConv(ctx, conv)
-		if err != nil {
-			return err
-		}
-		s.leave(ctx)
-		return nil
-	}
 	cs, err := e.convs.get(ctx, e.be, conv)
 	if err != nil {
 		return err
 	}
-	return e.repairConvState(ctx, cs, nil)
-}
-
-// repairConvState is repairConv on a conversation's state; lockUsers, when
-// set, is called with every user the repair may change before it changes
-// any.
-func (e *Engine) repairConvState(ctx context.Context, cs *convState, lockUsers func(users []string) error) error {
-	conv := cs.conv
 	cs.mu.Lock()
 	from, to := cs.derived, cs.maxSeq
 	cs.mu.Unlock()
@@ -88,18 +71,6 @@ func (e *Engine) repairConvState(ctx context.Context, cs *convState, lockUsers f
 				return err
 			}
 			changes[m.Seq] = c
-		}
-	}
-	if lockUsers != nil {
-		cs.mu.Lock()
-		users := slices.Clone(cs.sorted)
-		cs.mu.Unlock()
-		for _, c := range changes {
-			users = append(users, c.Add...)
-			users = append(users, c.Remove...)
-		}
-		if err := lockUsers(users); err != nil {
-			return err
 		}
 	}
 	if cs.isGroup() {

@@ -15,11 +15,6 @@ func (e *Engine) SessionOp(ctx context.Context, user, conv string, op session.Op
 	if err != nil {
 		return store.SessionResult{}, err
 	}
-	sec, err := e.enterUsers(ctx, user)
-	if err != nil {
-		return store.SessionResult{}, fmt.Errorf("session op %s on %s for %s: %w", op, conv, user, err)
-	}
-	defer sec.leave(ctx)
 	now := e.nowMS()
 	c, _ := protocol.ParseConv(conv)
 	ticks, err := e.ticksOf(ctx, conv)
@@ -120,14 +115,6 @@ func (e *Engine) Sync(ctx context.Context, user string, q store.SyncQuery) (stor
 	if e.closed.Load() {
 		return store.SyncPage{}, store.ErrClosed
 	}
-	// Shared with other engines, the page is read under the user's lock:
-	// a backend that cannot read the sessions and the totals in one
-	// snapshot then reads them while no engine changes them.
-	sec, err := e.enterUsers(ctx, user)
-	if err != nil {
-		return store.SyncPage{}, fmt.Errorf("sync of %s: %w", user, err)
-	}
-	defer sec.leave(ctx)
 	// One reading of the clock: what expires and what is shown agree.
 	now := e.nowMS()
 	if err := e.flush.barrier(ctx); err != nil {

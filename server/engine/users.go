@@ -112,20 +112,6 @@ func (t *userTable) shard(user string) *userShard {
 	return &t.shards[maphash.String(t.seed, user)%userShards]
 }
 
-// forget drops what the table holds of users: the next operation reads
-// them again.
-func (t *userTable) forget(users []string) {
-	for _, user := range users {
-		sh := t.shard(user)
-		t.lock(sh)
-		if u := sh.m[user]; u != nil {
-			sh.cached -= len(u.sessions)
-			delete(sh.m, user)
-		}
-		sh.mu.Unlock()
-	}
-}
-
 // stampNow returns the count of changes staged so far in user's shard.
 func (t *userTable) stampNow(user string) uint64 {
 	sh := t.shard(user)

@@ -237,7 +237,20 @@ func (l *Leases) Grace(ctx context.Context, firstUse func(context.Context) (bool
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-func (l *Leases) graceKey() string { return l.prefix + "owners/grace" }
+func (l *Leases) graceKey() string { return graceKey(l.prefix) }
+
+func graceKey(prefix string) string { return prefix + "owners/grace" }
+
+// GraceLeft returns what is left of the grace that Redis losing the
+// deployment's keys opened (see Grace), 0 when none. It changes nothing:
+// it is for what operators look at.
+func GraceLeft(ctx context.Context, rdb redis.UniversalClient, prefix string) (time.Duration, error) {
+	left, err := rdb.PTTL(ctx, graceKey(prefix)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("the leases' grace: %w", err)
+	}
+	return max(left, 0), nil
+}
 
 func (l *Leases) leaseKey(s Shard) string { return l.prefix + "shard/" + strconv.Itoa(int(s)) }
 

@@ -49,11 +49,6 @@ type Env struct {
 // that use this package once with each.
 const StoreEnv = "IM_TEST_STORE"
 
-// ClusterEnv set to "locks" runs the scaled-out deployment's nodes with a
-// Redis lock per operation, the design before owners (docs/SCALING.md);
-// otherwise each node owns its shards.
-const ClusterEnv = "IM_TEST_CLUSTER"
-
 // Start starts a server with its data in a temporary directory, on the
 // storage IM_TEST_STORE names; each option may change the configuration
 // first. The server stops when the test ends.
@@ -111,7 +106,6 @@ func ScaledOut(t testing.TB) server.ScaleOut {
 		Region:           "us-east-1",
 		TablePrefix:      testengines.Prefix(t),
 		RedisURL:         testengines.Redis(t),
-		Owners:           os.Getenv(ClusterEnv) != "locks",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()

@@ -1,6 +1,7 @@
-// Package dynamostore is a store.Backend (and store.Archiver, auth.Epochs)
-// on DynamoDB, sequencing through Redis INCR. Many processes may share the
-// tables. No write spans two items (no TransactWriteItems): every write is
+// Package dynamostore is a store.Backend (and store.Archiver, auth.Epochs,
+// store.SeqAppender) on DynamoDB. A conversation's owner node gives its
+// messages their seqs (AppendAt); Append and group changes take theirs
+// from a Redis INCR counter. Many processes may share the tables. No write spans two items (no TransactWriteItems): every write is
 // a conditional PutItem/UpdateItem/DeleteItem, ordered so that a crash
 // between any two loses nothing acknowledged and duplicates nothing
 // visible.
@@ -66,8 +67,7 @@
 // attempt whose write of the message succeeded answers it new: a repeat
 // racing its first attempt must not). The conversation then shows as
 // behind its derived watermark, and the engine derives the message: the
-// next operation on the conversation does, under its lock, on a node, and
-// a single engine's repair at start.
+// repair of the conversation's next owner, or of an engine at start.
 //
 // # ChangeGroup and its crash points
 //
@@ -116,8 +116,8 @@
 // it finds (a writer died after step 1) before it reads the clock and the
 // totals, so a total never disagrees with its sessions for long. A
 // conversation's derived_seq is written last: killed before, the
-// conversation stays behind and the next operation on it, or a node's
-// repair at start, derives its messages again (every row is a merge: what
+// conversation stays behind and the repair of its next owner, or of an
+// engine at start, derives its messages again (every row is a merge: what
 // was written already changes nothing).
 //
 // # Reads
