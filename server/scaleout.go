@@ -18,7 +18,6 @@ import (
 	"github.com/imcore/im/server/relay"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/dynamostore"
-	"github.com/imcore/im/server/store/rediscache"
 )
 
 // ScaleOut names what the nodes of the scaled-out deployment share:
@@ -114,14 +113,10 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 	if err != nil {
 		return fail(err)
 	}
-	// On owners, each user's owner keeps its sessions in memory as the
-	// truth and reads the tables only when it takes the user's shard: a
-	// cache of the tables in Redis would save nothing, and its entries
-	// would have to be fenced as the rows are (see docs/SCALING.md).
+	// Each user's owner keeps its sessions in memory as the truth and
+	// reads the tables only when it takes the user's shard: the nodes read
+	// DynamoDB without a cache in front (see docs/SCALING.md).
 	var be store.Backend = dyn
-	if !so.Owners {
-		be = rediscache.New(dyn, rdb, so.TablePrefix)
-	}
 	nodeID := so.NodeID
 	if nodeID == "" {
 		nodeID = relay.DefaultNodeID()
