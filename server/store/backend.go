@@ -298,15 +298,8 @@ type Archiver interface {
 	Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error)
 }
 
-// The rules of a group change, written once for the engine and every
-// backend that records one.
-
-// ChangesMembers reports whether the change moves the group's membership
-// version: it adds or removes members of an existing group (a group is
-// created at version 0, whoever it starts with).
-func (c GroupRecordChange) ChangesMembers() bool {
-	return !c.Create && len(c.Add)+len(c.Remove) > 0
-}
+// The checks of a group change against a set of members, until every
+// caller uses CheckGroupChange (groupchange.go).
 
 // Check reports whether the change applies to a group whose members are
 // those isMember says: each user it removes is a member, none it adds is.
