@@ -81,26 +81,21 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 	}
 	cs.gate.Lock()
 	defer cs.gate.Unlock()
-	cs.mu.Lock()
-	exists, version := cs.exists, cs.version
-	cs.mu.Unlock()
-	switch {
-	case !req.Create && !exists:
-		return store.GroupResult{}, store.ErrNotFound
-	case !req.Create && version != req.Version:
-		return store.GroupResult{}, store.ErrStaleMembers
-	}
 	msg := req.Msg
 	msg.Conv, msg.Kind, msg.ServerTS = req.Conv, protocol.KindSystem, e.nowMS()
 	change := store.GroupRecordChange{Conv: req.Conv, Create: req.Create, Creator: req.Creator, Key: req.Key,
 		Version: req.Version, Title: req.Title, Add: req.Add, Remove: req.Remove, Msg: msg}
+	// Checked against the group held here before the backend records it
+	// (and checks it again, atomically); a create's group is the
+	// backend's to find: a retried create returns it.
+	var cur *store.GroupRecord
 	if !req.Create {
 		cs.mu.Lock()
-		err := change.Check(func(u string) bool { return cs.members[u] != nil })
+		cur = cs.groupRecord()
 		cs.mu.Unlock()
-		if err != nil {
-			return store.GroupResult{}, err
-		}
+	}
+	if err := store.CheckGroupChange(cur, change); err != nil {
+		return store.GroupResult{}, err
 	}
 	rec, err := e.be.ChangeGroup(ctx, change)
 	if err != nil {
@@ -191,4 +186,17 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 		}
 	}
 	return d, nil
+}
+
+// groupRecord is the group as held here, nil when it does not exist
+// (cs.mu held).
+func (cs *convState) groupRecord() *store.GroupRecord {
+	if !cs.exists {
+		return nil
+	}
+	members := make(map[string]int64, len(cs.members))
+	for u, m := range cs.members {
+		members[u] = m.joined
+	}
+	return &store.GroupRecord{Conv: cs.conv, Title: cs.title, Version: cs.version, Members: members}
 }

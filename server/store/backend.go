@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/session"
@@ -57,8 +56,9 @@ type Backend interface {
 
 	// ChangeGroup creates a group or changes its members or title and
 	// appends the system message that tells of it, in one atomic step of
-	// that one conversation (see GroupRecordChange). Durable when it
-	// returns.
+	// that one conversation (see GroupRecordChange): it stores the group
+	// ApplyGroupChange makes of the one stored, or changes nothing when
+	// that refuses the change. Durable when it returns.
 	ChangeGroup(ctx context.Context, change GroupRecordChange) (GroupRecordResult, error)
 
 	// GroupChangeAt returns the change a group's system message at seq
@@ -305,42 +305,4 @@ type Archiver interface {
 	// is not moved again. progress, when not nil, is called now and then
 	// with the count so far.
 	Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error)
-}
-
-// The rules of a group change, written once for the engine and every
-// backend that records one.
-
-// ChangesMembers reports whether the change moves the group's membership
-// version: it adds or removes members of an existing group (a group is
-// created at version 0, whoever it starts with).
-func (c GroupRecordChange) ChangesMembers() bool {
-	return !c.Create && len(c.Add)+len(c.Remove) > 0
-}
-
-// Check reports whether the change applies to a group whose members are
-// those isMember says: each user it removes is a member, none it adds is.
-func (c GroupRecordChange) Check(isMember func(user string) bool) error {
-	for _, u := range c.Remove {
-		if !isMember(u) {
-			return fmt.Errorf("remove %s from %s: not a member", u, c.Conv)
-		}
-	}
-	for _, u := range c.Add {
-		if isMember(u) {
-			return fmt.Errorf("add %s to %s: already a member", u, c.Conv)
-		}
-	}
-	return nil
-}
-
-// ApplyMembers applies the change to members (user → the seq it joined
-// at): those it removes go, those it adds join at seq, the seq of the
-// system message that tells of it.
-func (c GroupRecordChange) ApplyMembers(members map[string]int64, seq int64) {
-	for _, u := range c.Remove {
-		delete(members, u)
-	}
-	for _, u := range c.Add {
-		members[u] = seq
-	}
 }

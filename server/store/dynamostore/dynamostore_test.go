@@ -338,7 +338,12 @@ func TestPendingGroupChangeFinishedByReader(t *testing.T) {
 		t.Fatalf("nextSeq = %d, %v", seq, err)
 	}
 	p := fmt.Sprintf(`{"seq":2,"msg":{"conv":%q,"seq":2,"msg_id":"add-carol","from":"alice","body":%q,"client_ts":7,"server_ts":1000,"kind":"system"},"change":{"add":["carol"]}}`, conv, ch.Msg.Body)
-	if ok, err := s.commitChange(t.Context(), ch, true, 2, p); err != nil || !ok {
+	cur := store.GroupRecord{Conv: conv, Title: "team", Members: map[string]int64{"alice": 1, "bob": 1}}
+	next, err := store.ApplyGroupChange(&cur, ch, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.commitChange(t.Context(), cur, next, true, 2, p); err != nil || !ok {
 		t.Fatalf("commit: %v %v", ok, err)
 	}
 	if got, err := s.Unrepaired(t.Context()); err != nil || !slices.Equal(got, []string{conv}) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -43,6 +42,11 @@ func (s *Store) ChangeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 // idempotency key, and last the conversation's item, which makes the group
 // exist.
 func (s *Store) createGroup(ctx context.Context, ch store.GroupRecordChange) (store.GroupRecordResult, error) {
+	// The create's own rules are checked before anything is written;
+	// whether its group exists, the conditional writes below find.
+	if err := store.CheckGroupChange(nil, ch); err != nil {
+		return store.GroupRecordResult{}, err
+	}
 	if ch.Key != "" {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName:                s.table(tGroupKeys),
@@ -88,15 +92,15 @@ func (s *Store) createGroup(ctx context.Context, ch store.GroupRecordChange) (st
 	if _, err := s.reserveID(ctx, m, 1); err != nil {
 		return store.GroupRecordResult{}, err
 	}
-	members := map[string]int64{}
-	for _, u := range rec.Add {
-		members[u] = 1
+	g, err := store.ApplyGroupChange(nil, store.GroupRecordChange{Conv: ch.Conv, Create: true, Title: rec.Title, Add: rec.Add}, m.Seq)
+	if err != nil {
+		return store.GroupRecordResult{}, err
 	}
 	c := item{
-		aConv: strV(ch.Conv), aKind: numV(int64(protocol.ConvGroup)), aVersion: numV(0), aMaxSeq: numV(1),
-		aDerivedSeq: numV(0), aTickDeliv: numV(0), aTickRead: numV(0), aMembers: numMapV(members), aBehind: strV("1"),
+		aConv: strV(ch.Conv), aKind: numV(int64(protocol.ConvGroup)), aVersion: numV(g.Version), aMaxSeq: numV(m.Seq),
+		aDerivedSeq: numV(0), aTickDeliv: numV(0), aTickRead: numV(0), aMembers: numMapV(g.Members), aBehind: strV("1"),
 	}
-	c.setStr(aTitle, rec.Title)
+	c.setStr(aTitle, g.Title)
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: s.table(tConvs), Item: c,
 		ConditionExpression:      aws.String("attribute_not_exists(#c)"),
@@ -109,7 +113,7 @@ func (s *Store) createGroup(ctx context.Context, ch store.GroupRecordChange) (st
 		return store.GroupRecordResult{}, fmt.Errorf("create %s: %w", ch.Conv, err)
 	}
 	s.groups.Store(ch.Conv, true)
-	return store.GroupRecordResult{Group: groupState(ch.Conv, c), Msg: m}, nil
+	return store.GroupRecordResult{Group: g.State(), Msg: m}, nil
 }
 
 // adoptCreate handles a create whose seq 1 is taken: the group exists, or
@@ -157,28 +161,27 @@ func (s *Store) changeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 		if err != nil {
 			return store.GroupRecordResult{}, err
 		}
-		if c == nil || protocol.ConvKind(c.num(aKind)) != protocol.ConvGroup {
-			return store.GroupRecordResult{}, store.ErrNotFound
-		}
-		if c.num(aVersion) != ch.Version {
-			return store.GroupRecordResult{}, store.ErrStaleMembers
-		}
-		members := c.numMap(aMembers)
-		if err := ch.Check(func(u string) bool { _, ok := members[u]; return ok }); err != nil {
-			return store.GroupRecordResult{}, err
-		}
+		cur := groupRecord(ch.Conv, c)
 		if seq == 0 {
+			// Checked before a seq is taken: a refused change leaves no
+			// gap and reserves no msg_id.
+			if err := store.CheckGroupChange(cur, ch); err != nil {
+				return store.GroupRecordResult{}, err
+			}
 			if seq, err = s.nextSeq(ctx, ch.Conv); err != nil {
 				return store.GroupRecordResult{}, err
 			}
-			m := ch.Msg
-			reserved, err := s.reserveID(ctx, m, seq)
+			reserved, err := s.reserveID(ctx, ch.Msg, seq)
 			if err != nil {
 				return store.GroupRecordResult{}, err
 			}
 			if !reserved {
-				return store.GroupRecordResult{}, fmt.Errorf("change %s: system message id %s is taken", ch.Conv, m.MsgID)
+				return store.GroupRecordResult{}, fmt.Errorf("change %s: system message id %s is taken", ch.Conv, ch.Msg.MsgID)
 			}
+		}
+		next, err := store.ApplyGroupChange(cur, ch, seq)
+		if err != nil {
+			return store.GroupRecordResult{}, err
 		}
 		m := ch.Msg
 		m.Seq = seq
@@ -187,7 +190,7 @@ func (s *Store) changeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 		if err != nil {
 			return store.GroupRecordResult{}, err
 		}
-		committed, err := s.commitChange(ctx, ch, c.num(aMaxSeq) < seq, seq, string(pj))
+		committed, err := s.commitChange(ctx, *cur, next, c.num(aMaxSeq) < seq, seq, string(pj))
 		if err != nil {
 			return store.GroupRecordResult{}, err
 		}
@@ -197,70 +200,76 @@ func (s *Store) changeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 		if err := s.completeChange(ctx, ch.Conv, string(pj)); err != nil {
 			return store.GroupRecordResult{}, err
 		}
-		ch.ApplyMembers(members, seq)
-		g := store.GroupState{Conv: ch.Conv, Title: c.str(aTitle), Version: ch.Version, Members: slices.Sorted(maps.Keys(members))}
-		if ch.Title != "" {
-			g.Title = ch.Title
-		}
-		if ch.ChangesMembers() {
-			g.Version++
-		}
 		// The seq may have moved while the message was written.
 		stored, err := s.getItem(ctx, tMessageIDs, msgIDKey(ch.Conv, m.MsgID))
 		if err != nil {
 			return store.GroupRecordResult{}, err
 		}
 		m.Seq = stored.num(aSeq)
-		return store.GroupRecordResult{Group: g, Msg: m}, nil
+		return store.GroupRecordResult{Group: next.State(), Msg: m}, nil
 	}
 	return store.GroupRecordResult{}, fmt.Errorf("change %s: %w (tried %d times)", ch.Conv, store.ErrStaleMembers, maxChangeTries)
 }
 
-// commitChange writes the change on the group's item if its membership
-// version is still ch.Version and no other change is pending; false when
-// either moved (the caller reads the item again).
-func (s *Store) commitChange(ctx context.Context, ch store.GroupRecordChange, raise bool, seq int64, pj string) (bool, error) {
-	names := map[string]string{"#v": aVersion, "#p": aPendingCh, "#b": aBehind}
-	values := item{":v": numV(ch.Version), ":p": strV(pj), ":b": strV("1")}
-	if ch.ChangesMembers() {
-		names["#mem"] = aMembers
+// groupRecord is the group an item holds, nil when it holds none.
+func groupRecord(conv string, c item) *store.GroupRecord {
+	if c == nil || protocol.ConvKind(c.num(aKind)) != protocol.ConvGroup {
+		return nil
 	}
-	if len(ch.Add) > 0 || raise {
-		values[":seq"] = numV(seq)
+	return &store.GroupRecord{Conv: conv, Title: c.str(aTitle), Version: c.num(aVersion), Members: c.numMap(aMembers)}
+}
+
+// commitChange writes next, the group that results from a change of cur,
+// on the group's item if its membership version is still cur's and no
+// other change is pending, with pj, the change's pending record; false
+// when either moved (the caller reads the item again).
+func (s *Store) commitChange(ctx context.Context, cur, next store.GroupRecord, raise bool, seq int64, pj string) (bool, error) {
+	names := map[string]string{"#v": aVersion, "#p": aPendingCh, "#b": aBehind}
+	values := item{":v": numV(cur.Version), ":p": strV(pj), ":b": strV("1")}
+	// seqValue names a seq among the values, once however often it is used.
+	seqValue := func(n int64) string {
+		v := ":s" + strconv.FormatInt(n, 10)
+		values[v] = numV(n)
+		return v
 	}
 	set := []string{"#p = :p", "#b = :b"}
 	var remove []string
-	for i, u := range ch.Add {
+	joined, left := store.MemberChanges(&cur, next)
+	if len(joined)+len(left) > 0 {
+		names["#mem"] = aMembers
+	}
+	for i, u := range joined {
 		n := "#a" + strconv.Itoa(i)
 		names[n] = u
-		set = append(set, "#mem."+n+" = :seq")
+		set = append(set, "#mem."+n+" = "+seqValue(next.Members[u]))
 	}
-	for i, u := range ch.Remove {
+	for i, u := range left {
 		n := "#r" + strconv.Itoa(i)
 		names[n] = u
 		remove = append(remove, "#mem."+n)
 	}
-	if ch.ChangesMembers() {
-		set = append(set, "#v = #v + :one")
-		values[":one"] = numV(1)
+	if next.Version != cur.Version {
+		set = append(set, "#v = :nv")
+		values[":nv"] = numV(next.Version)
 	}
-	if ch.Title != "" {
+	if next.Title != cur.Title {
 		set = append(set, "#t = :title")
 		names["#t"] = aTitle
-		values[":title"] = strV(ch.Title)
+		values[":title"] = strV(next.Title)
 	}
 	cond := "#v = :v AND attribute_not_exists(#p)"
 	if raise {
-		set = append(set, "#m = :seq")
+		v := seqValue(seq)
+		set = append(set, "#m = "+v)
 		names["#m"] = aMaxSeq
-		cond += " AND #m < :seq"
+		cond += " AND #m < " + v
 	}
 	expr := "SET " + join(set)
 	if len(remove) > 0 {
 		expr += " REMOVE " + join(remove)
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: s.table(tConvs), Key: convKey(ch.Conv),
+		TableName: s.table(tConvs), Key: convKey(next.Conv),
 		UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 	})
@@ -268,7 +277,7 @@ func (s *Store) commitChange(ctx context.Context, ch store.GroupRecordChange, ra
 	case conditionFailed(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("change %s: %w", ch.Conv, err)
+		return false, fmt.Errorf("change %s: %w", next.Conv, err)
 	}
 	return true, nil
 }

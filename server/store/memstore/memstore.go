@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -287,75 +288,62 @@ func (s *Store) Unrepaired(context.Context) ([]string, error) {
 	return out, nil
 }
 
-// ChangeGroup implements store.Backend.
+// ChangeGroup implements store.Backend: the change is checked and applied
+// by store.ApplyGroupChange; under the lock, nothing is half done.
 func (s *Store) ChangeGroup(_ context.Context, ch store.GroupRecordChange) (store.GroupRecordResult, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.GroupRecordResult{}, err
 	}
 	defer d.mu.Unlock()
-	if ch.Create {
-		if ch.Key != "" {
-			if existing, ok := d.groupKeys[[2]string{ch.Creator, ch.Key}]; ok {
-				return store.GroupRecordResult{Group: d.group(existing), Existing: true}, nil
-			}
-		}
-		if d.convs[ch.Conv] != nil {
-			return store.GroupRecordResult{}, fmt.Errorf("group %s exists", ch.Conv)
-		}
-	} else {
-		c := d.convs[ch.Conv]
-		switch {
-		case c == nil || c.kind != protocol.ConvGroup:
-			return store.GroupRecordResult{}, store.ErrNotFound
-		case c.version != ch.Version:
-			return store.GroupRecordResult{}, store.ErrStaleMembers
-		}
-		if err := ch.Check(func(u string) bool { _, ok := d.members[ch.Conv][u]; return ok }); err != nil {
-			return store.GroupRecordResult{}, err
+	if ch.Create && ch.Key != "" {
+		if existing, ok := d.groupKeys[[2]string{ch.Creator, ch.Key}]; ok {
+			return store.GroupRecordResult{Group: d.group(existing).State(), Existing: true}, nil
 		}
 	}
+	c := d.convs[ch.Conv]
+	if c != nil && c.kind != protocol.ConvGroup {
+		return store.GroupRecordResult{}, store.ErrNotFound
+	}
+	var cur *store.GroupRecord
+	seq := int64(1) // the seq its system message takes
+	if c != nil {
+		g := d.group(ch.Conv)
+		cur, seq = &g, int64(len(c.msgs))+1
+	}
+	next, err := store.ApplyGroupChange(cur, ch, seq)
+	if err != nil {
+		return store.GroupRecordResult{}, err
+	}
+	if _, taken := d.msgIDs[[2]string{ch.Conv, ch.Msg.MsgID}]; taken {
+		return store.GroupRecordResult{}, fmt.Errorf("system message id %s is taken", ch.Msg.MsgID)
+	}
 	// Checked: from here nothing fails, so nothing is half done.
-	if ch.Create {
-		if _, taken := d.msgIDs[[2]string{ch.Conv, ch.Msg.MsgID}]; taken {
-			return store.GroupRecordResult{}, fmt.Errorf("system message id %s is taken", ch.Msg.MsgID)
-		}
-		if ch.Key != "" {
-			d.groupKeys[[2]string{ch.Creator, ch.Key}] = ch.Conv
-		}
-		d.convs[ch.Conv] = &conv{kind: protocol.ConvGroup, title: ch.Title}
-		d.members[ch.Conv] = map[string]int64{}
+	if c == nil {
+		c = &conv{kind: protocol.ConvGroup}
+		d.convs[ch.Conv] = c
+	}
+	if ch.Create && ch.Key != "" {
+		d.groupKeys[[2]string{ch.Creator, ch.Key}] = ch.Conv
 	}
 	appended, err := d.append(ch.Msg, true)
 	if err != nil {
 		return store.GroupRecordResult{}, err
 	}
-	seq := appended.Msg.Seq
-	c := d.convs[ch.Conv]
-	ch.ApplyMembers(d.members[ch.Conv], seq)
-	if ch.ChangesMembers() {
-		c.version++
-	}
-	if ch.Title != "" && !ch.Create {
-		c.title = ch.Title
-	}
+	c.title, c.version = next.Title, next.Version
+	d.members[ch.Conv] = next.Members
 	if d.changes[ch.Conv] == nil {
 		d.changes[ch.Conv] = map[int64]store.GroupRecordChange{}
 	}
 	d.changes[ch.Conv][seq] = store.GroupRecordChange{Conv: ch.Conv, Create: ch.Create, Title: ch.Title,
 		Add: slices.Clone(ch.Add), Remove: slices.Clone(ch.Remove)}
-	return store.GroupRecordResult{Group: d.group(ch.Conv), Msg: appended.Msg}, nil
+	return store.GroupRecordResult{Group: next.State(), Msg: appended.Msg}, nil
 }
 
-// group is a group's state.
-func (d *data) group(convID string) store.GroupState {
+// group is a group as recorded.
+func (d *data) group(convID string) store.GroupRecord {
 	c := d.convs[convID]
-	g := store.GroupState{Conv: convID, Title: c.title, Version: c.version, Members: []string{}}
-	for u := range d.members[convID] {
-		g.Members = append(g.Members, u)
-	}
-	slices.Sort(g.Members)
-	return g
+	return store.GroupRecord{Conv: convID, Title: c.title, Version: c.version, Members: maps.Clone(d.members[convID])}
 }
 
 // GroupChangeAt implements store.Backend.
@@ -553,7 +541,7 @@ func (d *data) row(st session.State) store.SessionRow {
 		return row
 	}
 	if _, in := d.members[st.Conv][st.User]; in {
-		row.Members = d.group(st.Conv).Members
+		row.Members = d.group(st.Conv).State().Members
 		return row
 	}
 	row.Left = true

@@ -85,64 +85,50 @@ func (s *Store) ChangeGroup(ctx context.Context, c store.GroupRecordChange) (sto
 }
 
 func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupRecordChange) (store.GroupRecordResult, error) {
-	if c.Create {
-		if c.Key != "" {
-			var existing string
-			err := s.queryRowTx(ctx, tx, qGroupKeyGet, c.Creator, c.Key).Scan(&existing)
-			if err == nil {
-				g, err := s.groupIn(ctx, tx, existing)
-				return store.GroupRecordResult{Group: g, Existing: true}, err
+	if c.Create && c.Key != "" {
+		var existing string
+		err := s.queryRowTx(ctx, tx, qGroupKeyGet, c.Creator, c.Key).Scan(&existing)
+		if err == nil {
+			g, _, err := s.groupTx(ctx, tx, existing)
+			if err == nil && g == nil {
+				err = fmt.Errorf("the group %s of key %q is missing", existing, c.Key)
 			}
-			if !errors.Is(err, sql.ErrNoRows) {
+			if err != nil {
 				return store.GroupRecordResult{}, err
 			}
-			if _, err := s.execTx(ctx, tx, qGroupKeyPut, c.Creator, c.Key, c.Conv); err != nil {
-				return store.GroupRecordResult{}, err
-			}
+			return store.GroupRecordResult{Group: g.State(), Existing: true}, nil
 		}
-		if _, err := s.execTx(ctx, tx, qInsertGroup, c.Conv, c.Title, c.Msg.ServerTS); err != nil {
+		if !errors.Is(err, sql.ErrNoRows) {
 			return store.GroupRecordResult{}, err
 		}
-	} else {
-		var title string
-		var version int64
-		err := s.queryRowTx(ctx, tx, qGroupOf, c.Conv).Scan(&title, &version)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return store.GroupRecordResult{}, store.ErrNotFound
-		case err != nil:
-			return store.GroupRecordResult{}, err
-		case version != c.Version:
-			return store.GroupRecordResult{}, store.ErrStaleMembers
-		}
+	}
+	cur, seq, err := s.groupTx(ctx, tx, c.Conv)
+	if err != nil {
+		return store.GroupRecordResult{}, err
+	}
+	next, err := store.ApplyGroupChange(cur, c, seq)
+	if err != nil {
+		return store.GroupRecordResult{}, err
+	}
+	if err := s.putGroupTx(ctx, tx, c, cur, next); err != nil {
+		return store.GroupRecordResult{}, err
 	}
 	appended, err := s.appendTx(ctx, tx, c.Msg, true)
 	if err != nil {
 		return store.GroupRecordResult{}, err
 	}
-	seq := appended.Msg.Seq
-	for _, u := range c.Remove {
-		res, err := s.execTx(ctx, tx, qLeaveGroup, c.Conv, u)
-		if err != nil {
-			return store.GroupRecordResult{}, err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return store.GroupRecordResult{}, fmt.Errorf("remove %s: not a member", u)
+	if appended.Msg.Seq != seq {
+		return store.GroupRecordResult{}, fmt.Errorf("system message at seq %d, not %d", appended.Msg.Seq, seq)
+	}
+	joined, left := store.MemberChanges(cur, next)
+	for _, u := range left {
+		if _, err := s.execTx(ctx, tx, qLeaveGroup, c.Conv, u); err != nil {
+			return store.GroupRecordResult{}, fmt.Errorf("remove %s: %w", u, err)
 		}
 	}
-	for _, u := range c.Add {
-		if _, err := s.execTx(ctx, tx, qJoinGroup, c.Conv, u, seq); err != nil {
+	for _, u := range joined {
+		if _, err := s.execTx(ctx, tx, qJoinGroup, c.Conv, u, next.Members[u]); err != nil {
 			return store.GroupRecordResult{}, fmt.Errorf("add %s: %w", u, err)
-		}
-	}
-	if c.ChangesMembers() {
-		if _, err := s.execTx(ctx, tx, qBumpMembers, c.Conv); err != nil {
-			return store.GroupRecordResult{}, err
-		}
-	}
-	if c.Title != "" && !c.Create {
-		if _, err := s.execTx(ctx, tx, qSetGroupTitle, c.Title, c.Conv); err != nil {
-			return store.GroupRecordResult{}, err
 		}
 	}
 	record, err := json.Marshal(changeRecord{Create: c.Create, Title: c.Title, Add: c.Add, Remove: c.Remove})
@@ -152,8 +138,26 @@ func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupReco
 	if _, err := s.execTx(ctx, tx, qRecordChange, c.Conv, seq, string(record)); err != nil {
 		return store.GroupRecordResult{}, err
 	}
-	g, err := s.groupIn(ctx, tx, c.Conv)
-	return store.GroupRecordResult{Group: g, Msg: appended.Msg}, err
+	return store.GroupRecordResult{Group: next.State(), Msg: appended.Msg}, nil
+}
+
+// putGroupTx writes a group's row as next has it: a created group's row
+// (with its key, if any), or the title and version that changed.
+func (s *Store) putGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupRecordChange, cur *store.GroupRecord, next store.GroupRecord) error {
+	if cur == nil {
+		if c.Key != "" {
+			if _, err := s.execTx(ctx, tx, qGroupKeyPut, c.Creator, c.Key, c.Conv); err != nil {
+				return err
+			}
+		}
+		_, err := s.execTx(ctx, tx, qInsertGroup, c.Conv, next.Title, next.Version, c.Msg.ServerTS)
+		return err
+	}
+	if next.Title == cur.Title && next.Version == cur.Version {
+		return nil
+	}
+	_, err := s.execTx(ctx, tx, qSetGroupState, next.Title, next.Version, c.Conv)
+	return err
 }
 
 // changeRecord is a group change as group_changes keeps it.
@@ -164,25 +168,32 @@ type changeRecord struct {
 	Remove []string `json:"remove,omitempty"`
 }
 
-// groupIn reads a group's state inside the writer's transaction.
-func (s *Store) groupIn(ctx context.Context, tx *sql.Tx, conv string) (store.GroupState, error) {
-	g := store.GroupState{Conv: conv, Members: []string{}}
-	if err := s.queryRowTx(ctx, tx, qGroupOf, conv).Scan(&g.Title, &g.Version); err != nil {
-		return g, err
+// groupTx reads a group inside the writer's transaction, with the seq its
+// next message takes; nil and 1 when there is none.
+func (s *Store) groupTx(ctx context.Context, tx *sql.Tx, conv string) (*store.GroupRecord, int64, error) {
+	g := store.GroupRecord{Conv: conv, Members: map[string]int64{}}
+	var maxSeq int64
+	err := s.queryRowTx(ctx, tx, qGroupOf, conv).Scan(&g.Title, &g.Version, &maxSeq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, 1, nil
+	case err != nil:
+		return nil, 0, err
 	}
-	rows, err := tx.StmtContext(ctx, mustStmt(s.writeStmts, qMemberNames)).QueryContext(ctx, conv)
+	rows, err := tx.StmtContext(ctx, mustStmt(s.writeStmts, qGroupJoined)).QueryContext(ctx, conv)
 	if err != nil {
-		return g, err
+		return nil, 0, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var u string
-		if err := rows.Scan(&u); err != nil {
-			return g, err
+		var joined int64
+		if err := rows.Scan(&u, &joined); err != nil {
+			return nil, 0, err
 		}
-		g.Members = append(g.Members, u)
+		g.Members[u] = joined
 	}
-	return g, rows.Err()
+	return &g, maxSeq + 1, rows.Err()
 }
 
 // GroupChangeAt implements store.Backend.

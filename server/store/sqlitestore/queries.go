@@ -54,10 +54,10 @@ const (
 	qUnrepaired    = `SELECT conv FROM conversations WHERE derived_seq < max_seq`
 	qGroupKeyGet   = `SELECT conv FROM group_keys WHERE creator = ? AND key = ?`
 	qGroupKeyPut   = `INSERT INTO group_keys (creator, key, conv) VALUES (?, ?, ?)`
-	qInsertGroup   = `INSERT INTO conversations (conv, kind, title, created_ts) VALUES (?, 'group', ?, ?)`
-	qGroupOf       = `SELECT title, members_version FROM conversations WHERE conv = ? AND kind = 'group'`
-	qSetGroupTitle = `UPDATE conversations SET title = ? WHERE conv = ?`
-	qBumpMembers   = `UPDATE conversations SET members_version = members_version + 1 WHERE conv = ?`
+	qInsertGroup   = `INSERT INTO conversations (conv, kind, title, members_version, created_ts) VALUES (?, 'group', ?, ?, ?)`
+	qGroupOf       = `SELECT title, members_version, max_seq FROM conversations WHERE conv = ? AND kind = 'group'`
+	qGroupJoined   = `SELECT user_id, joined_seq FROM group_members WHERE conv = ?`
+	qSetGroupState = `UPDATE conversations SET title = ?, members_version = ? WHERE conv = ?`
 	qJoinGroup     = `INSERT INTO group_members (conv, user_id, joined_seq) VALUES (?, ?, ?)`
 	qLeaveGroup    = `DELETE FROM group_members WHERE conv = ? AND user_id = ?`
 	qRecordChange  = `INSERT INTO group_changes (conv, seq, change) VALUES (?, ?, ?)`
@@ -176,8 +176,8 @@ const (
 var writerQueries = []string{
 	qSavepoint, qRollbackTo, qReleaseSave,
 	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qSetMaxSeq, qConvHead, qInsertConv,
-	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qGroupOf, qSetGroupTitle, qBumpMembers,
-	qJoinGroup, qLeaveGroup, qRecordChange, qMemberNames, qIsMember,
+	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qGroupOf, qGroupJoined, qSetGroupState,
+	qJoinGroup, qLeaveGroup, qRecordChange, qIsMember,
 	qBoundaryMerge, qBoundaryJoin, qBoundaryGone, qPendingPut, qPendingClear,
 	qSessionPut, qTotalPut, qConvDerived, qFormerPut, qFormerDelete,
 	qAccountPut, qRevokeTokens, qProbeInsert, qProbeDelete,
