@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/imcore/im/server/store"
-	"github.com/imcore/im/session"
 )
 
 // Owners is what an engine runs with on a node of a scaled-out deployment
@@ -31,11 +30,10 @@ type Owners interface {
 	// Written returns once the owners of users have written every row
 	// they put so far.
 	Written(ctx context.Context, users []string) error
-	// UserFence returns the epoch of the lease under which this node
-	// holds user's shard, and false once it no longer does: the rows of
-	// the user's sessions and totals are written fenced by it, or not at
-	// all (see store.Derived.Fences).
-	UserFence(user string) (epoch int64, held bool)
+	// UserFence returns the epoch of the lease this node last took
+	// user's shard at (false: never): the rows of the user's sessions and
+	// totals are written fenced by it (see store.Derived.Fences).
+	UserFence(user string) (epoch int64, ok bool)
 }
 
 // Effect is a session effect on one user, as it travels to the user's
@@ -53,40 +51,27 @@ type EffectResult struct {
 	Clock   int64
 }
 
-// fenceRows fences the sessions and totals of d by their users' lease
-// epochs, and drops the rows of users this node no longer holds: a node
-// that lost a user's shard (its lease expired, say while it was paused)
-// writes nothing more of it. The successor rebuilt the user from the
-// tables; rows of the lost lease written now could only undo its writes.
+// fenceRows fences the sessions and totals of d by the epochs of their
+// users' leases. No row is dropped, even of a user whose lease this node
+// may have lost: every row was put while the node held the user (only an
+// owner changes a user), a lease that looks expired for a moment is often
+// renewed, and the tables refuse the row once a successor, at a higher
+// epoch, wrote the same one.
 func (e *Engine) fenceRows(d *store.Derived) {
 	fences := map[string]int64{}
-	held := func(user string) bool {
+	fence := func(user string) {
 		if _, ok := fences[user]; ok {
-			return true
+			return
 		}
-		epoch, ok := e.owners.UserFence(user)
-		if ok {
+		if epoch, ok := e.owners.UserFence(user); ok {
 			fences[user] = epoch
 		}
-		return ok
 	}
-	var dropped int
-	d.Sessions = slices.DeleteFunc(d.Sessions, func(st session.State) bool {
-		if held(st.User) {
-			return false
-		}
-		dropped++
-		return true
-	})
-	d.Totals = slices.DeleteFunc(d.Totals, func(t store.TotalRow) bool {
-		if held(t.User) {
-			return false
-		}
-		dropped++
-		return true
-	})
-	if dropped > 0 {
-		e.log.Warn("dropped the rows of users whose shards this node lost", "rows", dropped)
+	for _, st := range d.Sessions {
+		fence(st.User)
+	}
+	for _, t := range d.Totals {
+		fence(t.User)
 	}
 	d.Fences = fences
 }

@@ -64,6 +64,7 @@ type Manager struct {
 	mu      sync.Mutex
 	grace   bool // the last round found the leases' grace (Redis lost them)
 	held    map[Shard]*Lease
+	epochs  map[Shard]int64 // the epoch each shard was last taken at here
 	nodes   []Node
 	leaving bool
 	changed chan struct{} // closed and replaced when held or nodes change
@@ -90,6 +91,7 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		log:      cfg.Logger,
 		round:    cfg.LeaseTTL / 5,
 		held:     make(map[Shard]*Lease),
+		epochs:   make(map[Shard]int64),
 		changed:  make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -119,6 +121,19 @@ func (m *Manager) Held(shard Shard) (Fence, bool) {
 		return Fence{}, false
 	}
 	return l.Fence(), true
+}
+
+// Epoch returns the epoch this node last took shard at, whether it still
+// holds it or not (false: it never took it). It is the fence of the rows
+// the node writes of the shard: rows put while the node held the shard
+// are still written after a lease that looked expired for a moment (a
+// busy machine, a slow Redis) and was renewed, and the tables refuse them
+// once a successor, at a higher epoch, wrote (see Fence).
+func (m *Manager) Epoch(shard Shard) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.epochs[shard]
+	return e, ok
 }
 
 // Owner returns the node shard is placed on, among the live nodes as this
@@ -439,6 +454,9 @@ func (m *Manager) take(ctx context.Context, s Shard) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
+	m.epochs[s] = l.Epoch
+	m.mu.Unlock()
 	if m.cfg.Hooks.Acquired != nil {
 		if err := m.cfg.Hooks.Acquired(ctx, s, l.Fence()); err != nil {
 			_ = m.leases.Release(context.WithoutCancel(ctx), l)

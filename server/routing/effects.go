@@ -26,15 +26,13 @@ func (o owners) HoldUser(user string) (func(), bool) {
 	return g.exit, true
 }
 
-// UserFence returns the epoch of the lease under which this node holds
-// user's shard, if it still does.
+// UserFence returns the epoch this node last took user's shard at.
 func (o owners) UserFence(user string) (int64, bool) {
 	s := o.r.ownership()
 	if s == nil {
 		return 0, false
 	}
-	f, ok := s.Held(ownership.ShardOfUser(user))
-	return f.Epoch, ok
+	return s.Epoch(ownership.ShardOfUser(user))
 }
 
 // Apply sends effects to the owners of their users, one request per node,

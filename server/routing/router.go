@@ -27,9 +27,8 @@ type Shards interface {
 	Changed() <-chan struct{}
 	// Wake runs an ownership round now.
 	Wake()
-	// Held returns the fence of a shard this node holds and may serve
-	// now.
-	Held(shard ownership.Shard) (ownership.Fence, bool)
+	// Epoch returns the epoch this node last took a shard at.
+	Epoch(shard ownership.Shard) (int64, bool)
 }
 
 // Router is a node's store.Store in a deployment where conversations and
