@@ -330,7 +330,7 @@ func (m *Manager) runRound(ctx context.Context) error {
 		for _, s := range moving {
 			g.Go(func() error { m.handOver(ctx, s); return nil })
 		}
-		_ = g.Wait()
+		m.refreshingWhile(ctx, func() { _ = g.Wait() })
 		if m.cfg.Hooks.HandedOver != nil {
 			m.cfg.Hooks.HandedOver(moving)
 		}
@@ -366,7 +366,7 @@ func (m *Manager) runRound(ctx context.Context) error {
 			return nil
 		})
 	}
-	_ = g.Wait()
+	m.refreshingWhile(ctx, func() { _ = g.Wait() })
 	return errors.Join(errs...)
 }
 
@@ -440,7 +440,10 @@ func (m *Manager) handOver(ctx context.Context, s Shard) {
 		return
 	}
 	if m.cfg.Hooks.Releasing != nil {
-		m.cfg.Hooks.Releasing(ctx, s)
+		// The lease is kept while its owner drains the shard: a successor
+		// must not take it before the rows of the operations in flight
+		// are written.
+		m.keepingWhile(ctx, l, func() { m.cfg.Hooks.Releasing(ctx, s) })
 	}
 	if err := m.leases.Release(ctx, l); err != nil {
 		m.log.Warn("giving a shard's lease back", "shard", s, "err", err)
@@ -473,6 +476,61 @@ func (m *Manager) take(ctx context.Context, s Shard) error {
 	m.mu.Unlock()
 	m.log.Debug("took a shard", "shard", s, "epoch", l.Epoch)
 	return nil
+}
+
+// keepingWhile runs fn, refreshing l once a round meanwhile (a lease
+// being handed over is no longer among those held).
+func (m *Manager) keepingWhile(ctx context.Context, l *Lease, fn func()) {
+	m.everyRoundWhile(ctx, func() {
+		if err := m.leases.Refresh(ctx, l); err != nil {
+			m.log.Warn("keeping a shard's lease while it drains", "shard", l.Shard, "err", err)
+		}
+	}, fn)
+}
+
+// refreshingWhile runs wait, announcing the node and refreshing the
+// leases held once a round meanwhile: handing shards over and taking them wait for their owner
+// (the rows of a shard handed over, the rebuild of one taken), which under
+// load can outlast a lease, and the shards the node keeps must not expire
+// behind them.
+func (m *Manager) refreshingWhile(ctx context.Context, wait func()) {
+	m.everyRoundWhile(ctx, func() {
+		m.mu.Lock()
+		leaving := m.leaving
+		m.mu.Unlock()
+		if !leaving {
+			// Nor must the node's announcement: the others would take it
+			// for dead and move its shards.
+			if err := m.registry.Announce(ctx, m.cfg.Node); err != nil {
+				m.log.Warn("announcing the node", "err", err)
+			}
+		}
+		m.refresh(ctx)
+	}, wait)
+}
+
+// everyRoundWhile runs fn, and tick once a round until fn returns.
+func (m *Manager) everyRoundWhile(ctx context.Context, tick func(), fn func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(m.round)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				tick()
+			}
+		}
+	}()
+	fn()
+	close(done)
+	<-stopped
 }
 
 func (m *Manager) notifyLocked() {

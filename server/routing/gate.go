@@ -1,6 +1,9 @@
 package routing
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // gate says whether this node serves one shard, and counts the operations
 // on it in flight, so that a shard is handed over only once they are
@@ -55,9 +58,20 @@ func (g *gate) open() {
 	g.serving = true
 }
 
-// close stops admitting operations and returns once those in flight are
-// done.
-func (g *gate) close() {
+// closeWithin stops admitting operations and returns once those in flight
+// are done, or ctx is: a node leaving within a deadline hands its shards
+// over at the deadline even with operations still waiting (their rows
+// are fenced; their clients retry elsewhere). It reports whether they
+// were all done.
+func (g *gate) closeWithin(ctx context.Context) bool {
+	stop := context.AfterFunc(ctx, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.idle.L != nil {
+			g.idle.Broadcast()
+		}
+	})
+	defer stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.serving = false
@@ -65,10 +79,11 @@ func (g *gate) close() {
 	if g.idle.L == nil {
 		g.idle.L = &g.mu
 	}
-	for g.inflight > 0 {
+	for g.inflight > 0 && ctx.Err() == nil {
 		g.idle.Wait()
 	}
 	g.closing = false
+	return g.inflight == 0
 }
 
 // isServing reports whether the shard is served here now.

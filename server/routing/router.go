@@ -152,7 +152,9 @@ func (r *Router) repair(shard ownership.Shard, convs []string) {
 // releasing waits for the operations in flight on a shard handed over and
 // for their rows, then forgets it.
 func (r *Router) releasing(ctx context.Context, shard ownership.Shard) {
-	r.gates[shard].close()
+	if !r.gates[shard].closeWithin(ctx) {
+		r.log.Warn("handing a shard over with operations still in flight", "shard", shard, "err", ctx.Err())
+	}
 	if err := r.forget(ctx, shard); err != nil {
 		r.log.Warn("handing a shard over before its rows are written", "shard", shard, "err", err)
 	}
