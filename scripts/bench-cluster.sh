@@ -11,7 +11,9 @@
 # units, Redis round trips, forwarded frames, and each node's CPU seconds;
 # before the load, the DynamoDB engine's own ceiling on the same engines.
 # IM_BENCH_PROFILE=FILE also writes a CPU profile of node A (6 s in the
-# middle of the run) to FILE, for `go tool pprof`.
+# middle of the run) to FILE, for `go tool pprof`, and its goroutines in
+# the middle of that (what a latency-bound node waits on) to
+# FILE.goroutines.
 #
 # IM_BENCH_DYNAMO_DELAY=D (a Go duration: 5ms) puts `imbench proxy -delay D`
 # between the nodes and dynalite, as a region's round trip: the proxy is a
@@ -166,6 +168,7 @@ fi
 if [ -n "${IM_BENCH_PROFILE:-}" ]; then
 	# The middle of the measured window (after imbench's 2 s warm-up).
 	(sleep 4 && curl -fsS -o "$IM_BENCH_PROFILE" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=6") &
+	(sleep 7 && curl -fsS -o "$IM_BENCH_PROFILE.goroutines" "http://127.0.0.1:$pprof_port/debug/pprof/goroutine?debug=1") &
 fi
 bench=("$dir/bin/imbench" dm -server "ws://127.0.0.1:${ports[0]}/ws,ws://127.0.0.1:${ports[1]}/ws"
 	-json "$dir/report.json" "${args[@]}")
@@ -213,13 +216,19 @@ else
 		"  C " + (if $kind == "kill" then "killed" else "left" end) + ":                  " + $left + " (C exited " + ($c_exit | tostring) + ")",
 		"  error frames, lost conns: \(.errors.total) \(.errors.by_kind // {} | tojson)",
 		"  sends acknowledged:       \(count("sent")) of \(count("messages")) (\(count("failed")) refused, \(count("unanswered")) never answered)",
-		"  acknowledged, never received by the recipient after the drain: \(count("recipient_msgs_missing"))",
+		"  acknowledged, never received by the recipient after the drain: \(count("recipient_msgs_missing")) (received twice: \(count("recipient_msgs_twice")))",
 		"  read by the recipient:    \(count("read")) (\(count("reads_missing")) not within the drain)",
 		"  imbench exit status:      \($bench_exit)"' "$dir/report.json"
 	grep -h -c -E '"level":"(WARN|ERROR)"|level=(WARN|ERROR)' "$dir"/node-*.log | paste -sd' ' |
 		sed 's/^/  warnings and errors in the logs of nodes A, B, C: /' >&2 || true
 fi
 counters >"$dir/after"
+if [ -n "$delay" ]; then
+	# The proxy says what it forwarded as it stops: connections, and chunks
+	# delayed (a request and its answer are usually one chunk each).
+	kill -TERM "${pids[0]}" && wait "${pids[0]}" || true
+	cat "$dir/proxy.log" >&2
+fi
 log "cost per message sent (send frames read, counted on both nodes' /metrics over the whole run)"
 awk '
 	NR == FNR { before[$1] = $2; next }
