@@ -28,13 +28,15 @@
 # added. The engine's ceiling is measured directly, without the proxy.
 #
 # IM_BENCH_CHURN=join-leave or kill changes the membership during the load
-# (-duration 30s and -drain 60s unless given): 5 s into the measurement a
+# (-duration 60s and -drain 60s unless given): 5 s into the measurement a
 # third node C starts, and the time until ownership settles is taken
 # (imbench settle: every shard held by the node placement over A, B and C
-# gives it, each node's holdings read from its own /status every 50 ms);
-# 3 s later C is stopped — SIGTERM for join-leave (it hands its shards back
-# as it leaves), SIGKILL for kill (they come back when its leases expire)
-# — and the time until A and B hold every shard again is taken. C holds
+# gives it, each node's holdings read from its own /status every 50 ms;
+# given up after 20 s); 3 s later C is stopped — SIGTERM for join-leave
+# (it hands its shards back as it leaves), SIGKILL for kill (they come back
+# when its leases expire) — and the time until A and B hold every shard
+# again is taken (given up after 60 s). It says how far into the load
+# each event came, so a stop after the load ended shows. C holds
 # the shards of a third of the load's conversations and users, but none
 # of its clients: imbench does not reconnect a lost connection, so the
 # nodes that hold the clients, A and B, stay. Then it prints the settle
@@ -163,7 +165,7 @@ if [ -n "$churn" ]; then
 	# Long enough for a join and a leave inside the measurement, and a
 	# drain long enough that a message still missing after it is lost,
 	# not late. imbench takes the last of a repeated flag.
-	args=(-duration 30s -drain 60s "${args[@]}")
+	args=(-duration 60s -drain 60s "${args[@]}")
 fi
 if [ -n "${IM_BENCH_PROFILE:-}" ]; then
 	# The middle of the measured window (after imbench's 2 s warm-up).
@@ -178,10 +180,13 @@ else
 	# settle waits until the nodes named hold their shards; it prints
 	# "settled SECONDS ..." (or "unsettled ...").
 	settle() {
-		local id nodes=()
+		local within=$1 id nodes=()
+		shift
 		for id in "$@"; do nodes+=(-node "$id=http://127.0.0.1:${node_port[$id]}"); done
-		"$dir/bin/imbench" settle "${nodes[@]}" -timeout 60s || true
+		"$dir/bin/imbench" settle "${nodes[@]}" -timeout "$within" || true
 	}
+	# into prints how long the load has been sending.
+	into() { echo "$((SECONDS - sending)) s into the load"; }
 	"${bench[@]}" 2> >(tee "$dir/imbench.err" >&2) &
 	bench_pid=$!
 	deadline=$((SECONDS + 180))
@@ -189,21 +194,24 @@ else
 		[ "$SECONDS" -lt "$deadline" ] && kill -0 "$bench_pid" 2>/dev/null || die "imbench did not start sending"
 		sleep 0.1
 	done
+	sending=$SECONDS
 	# The warm-up (2 s unless -warmup says otherwise), then 5 s of load.
 	sleep 7
-	log "node C joins"
+	at=$(into)
+	log "node C joins, $at"
 	start_node node-c
-	joined=$(settle node-a node-b node-c)
+	joined="$(settle 20s node-a node-b node-c) (C started $at)"
 	log "join: $joined"
 	sleep 3
+	at=$(into)
 	if [ "$churn" = kill ]; then
-		log "node C is killed (SIGKILL)"
+		log "node C is killed (SIGKILL), $at"
 		kill -KILL "${node_pid[node-c]}"
 	else
-		log "node C leaves (SIGTERM)"
+		log "node C leaves (SIGTERM), $at"
 		kill -TERM "${node_pid[node-c]}"
 	fi
-	left=$(settle node-a node-b)
+	left="$(settle 60s node-a node-b) (C stopped $at)"
 	log "$churn: $left"
 	c_exit=0
 	wait "${node_pid[node-c]}" || c_exit=$?
