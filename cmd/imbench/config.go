@@ -219,7 +219,7 @@ Workloads:
 	for _, w := range workloads {
 		fmt.Fprintf(out, "  %-8s %s\n\n", w.name, wrap(w.help, 66, "           "))
 	}
-	fmt.Fprint(out, `Helpers (imbench HELPER -h): "proxy" forwards TCP to an engine adding a
+	fmt.Fprint(out, `Side commands (imbench COMMAND -h): "proxy" forwards TCP to an engine adding a
 delay to each request's round trip; "settle" waits until the nodes of a
 cluster hold every shard where placement puts it.
 

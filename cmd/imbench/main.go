@@ -3,7 +3,7 @@
 // protocol, bounded in time and count, reporting a table and one line of
 // JSON. Run imbench -h for every workload and flag.
 //
-// Two helpers run beside a workload in scripts/bench-cluster.sh:
+// Two side commands run beside a workload in scripts/bench-cluster.sh:
 // `imbench proxy` (a TCP proxy adding a round trip's delay to every
 // request to an engine) and `imbench settle` (waits until the nodes named
 // hold their shards as placement says); each takes -h.
@@ -30,7 +30,7 @@ func main() {
 // run failed or had more errors than -max-errors, 2 for a bad command line.
 func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
-		if h, ok := helpers[args[0]]; ok {
+		if h, ok := sideCommands[args[0]]; ok {
 			return h(args[1:], stdout, stderr)
 		}
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/imcore/im/server/ownership"
 )
 
-// helpers are the commands that scripts/bench-cluster.sh runs beside a
+// sideCommands are the commands that scripts/bench-cluster.sh runs beside a
 // workload: no load of their own, no report.
-var helpers = map[string]func(args []string, stdout, stderr io.Writer) int{
+var sideCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"proxy":  runProxy,
 	"settle": runSettle,
 }
