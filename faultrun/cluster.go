@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/imcore/im/internal/tcpproxy"
 	"github.com/imcore/im/server/store/dynamostore"
 )
 
@@ -37,8 +38,8 @@ type ClusterConfig struct {
 	Nodes int
 
 	// Flushes and Outages are targets, like Config.Kills: FLUSHALLs of the
-	// run's Redis, and outages of DynamoDB (the nodes reach it through an
-	// OutageProxy that refuses, or delays every byte, for a while).
+	// run's Redis, and outages of DynamoDB (the nodes reach it through a
+	// tcpproxy.Proxy that refuses, or delays every byte, for a while).
 	Flushes, Outages int
 	// Joins is a target too: that many times a new node joins the cluster
 	// and, after a while, a member leaves it (SIGTERM: it hands its shards
@@ -77,7 +78,7 @@ func (c *ClusterConfig) defaults() error {
 type cluster struct {
 	cfg    ClusterConfig
 	redis  *RedisServer
-	dynamo *OutageProxy
+	dynamo *tcpproxy.Proxy
 	env    []string // the nodes' environment: AWS credentials and region
 	probes atomic.Uint64
 }
@@ -105,7 +106,7 @@ func (r *run) setupCluster(ctx context.Context) error {
 	if c.redis, err = StartRedis(ctx, c.cfg.RedisServer); err != nil {
 		return err
 	}
-	if c.dynamo, err = NewOutageProxy(hostPort(c.cfg.DynamoDB)); err != nil {
+	if c.dynamo, err = tcpproxy.New(hostPort(c.cfg.DynamoDB)); err != nil {
 		return err
 	}
 	if err := r.migrate(ctx); err != nil {

@@ -75,10 +75,10 @@
 //     counted as such; one that fails to stop otherwise is a violation;
 //   - FLUSHALLs the run's Redis at random moments (sequence counters,
 //     cached sessions, locks and presence gone at once), and
-//   - has DynamoDB fail: the nodes reach it through an OutageProxy that,
-//     for a random 0.5 to 3 s, either resets every connection, live or new,
-//     or holds every chunk it forwards for a random latency (the two
-//     kinds alternate), then recovers. No node is restarted for it; a
+//   - has DynamoDB fail: the nodes reach it through a tcpproxy.Proxy
+//     that, for a random 0.5 to 3 s, either resets every connection, live
+//     or new, or delivers every byte it forwards a random latency late
+//     (the two kinds alternate), then recovers. No node is restarted for it; a
 //     node that exited on its own fails the run.
 //
 // The last flush and the last outage come after the last kill, and the

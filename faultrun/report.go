@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/imcore/im/internal/tcpproxy"
 )
 
 // Report is the outcome of a fault run.
@@ -28,7 +30,7 @@ type Report struct {
 	// device, sent once the run converged; see pushRound).
 	PushRound int
 	// Dynamo is what the proxy in front of DynamoDB did.
-	Dynamo OutageStats
+	Dynamo tcpproxy.Stats
 	// EngineRestarts counts the restarts of a device's engine.
 	EngineRestarts int
 	// Proxy is what the proxy did.

@@ -77,6 +77,14 @@ func TestClusterStatusListsTheNodes(t *testing.T) {
 	if !strings.Contains(text, "SHARDS") {
 		t.Errorf("/status as text lacks the SHARDS column:\n%s", text)
 	}
+	// ?engines=0: the nodes alone, what polls /status asks.
+	var light server.Status
+	if err := json.Unmarshal([]byte(httpGet(t, "http://"+nodes[0].Addr+"/status?format=json&engines=0")), &light); err != nil {
+		t.Fatal(err)
+	}
+	if len(light.Nodes) != 2 || len(light.Engines) != 0 {
+		t.Errorf("/status?engines=0: %d nodes, engines %+v; want both nodes and no engine checked", len(light.Nodes), light.Engines)
+	}
 
 	nodes[1].Stop()
 	st = nodeStatus(t, nodes[0])

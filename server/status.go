@@ -403,10 +403,21 @@ func (in *Inspector) LeasesGrace(ctx context.Context) (time.Duration, error) {
 
 // Status reads the nodes and the engines. A failure to list the nodes
 // shows as Redis failing.
-func (in *Inspector) Status(ctx context.Context) Status {
-	s := Status{At: in.now(), Engines: in.Engines(ctx)}
+func (in *Inspector) Status(ctx context.Context) Status { return in.status(ctx, true) }
+
+// status is Status, with the engines checked or not (then only a failure
+// to list the nodes shows, as Redis failing).
+func (in *Inspector) status(ctx context.Context, engines bool) Status {
+	s := Status{At: in.now()}
+	if engines {
+		s.Engines = in.Engines(ctx)
+	}
+	start := time.Now()
 	nodes, err := in.Nodes(ctx)
 	if err != nil {
+		if !engines {
+			s.Engines = []EngineStatus{engineStatus("redis", in.redisURL, start, "", err)}
+		}
 		for i := range s.Engines {
 			if s.Engines[i].Name == "redis" && s.Engines[i].OK {
 				s.Engines[i].OK, s.Engines[i].Detail = false, err.Error()
@@ -478,10 +489,14 @@ func (s *Server) heartbeat(in *Inspector, stop <-chan struct{}, done chan<- stru
 // Status returns what /status serves: on a node of a cluster every live
 // node and the shared engines, this node as it is now; on the embedded
 // server this one and its database.
-func (s *Server) Status(ctx context.Context) Status {
+func (s *Server) Status(ctx context.Context) Status { return s.statusOf(ctx, true) }
+
+// statusOf is Status, with the engines checked or not (/status?engines=0:
+// a look at the nodes alone, cheap enough to poll).
+func (s *Server) statusOf(ctx context.Context, engines bool) Status {
 	self := s.self()
 	if c := s.cfg.Cluster; c != nil && c.Inspector != nil {
-		st := c.Inspector.Status(ctx)
+		st := c.Inspector.status(ctx, engines)
 		for i, n := range st.Nodes {
 			if n.ID == self.ID {
 				self.Users, self.Subscribed = n.Users, n.Subscribed
@@ -491,8 +506,10 @@ func (s *Server) Status(ctx context.Context) Status {
 		return st
 	}
 	st := Status{At: time.Now(), Nodes: []NodeStatus{self}}
-	start := time.Now()
-	st.Engines = []EngineStatus{engineStatus("store", s.storeName(), start, "commits", s.health())}
+	if engines {
+		start := time.Now()
+		st.Engines = []EngineStatus{engineStatus("store", s.storeName(), start, "commits", s.health())}
+	}
 	return st
 }
 
@@ -504,9 +521,10 @@ func (s *Server) storeName() string {
 	return "sqlite " + s.cfg.DataDir
 }
 
-// status serves Status: as text, or as JSON with ?format=json.
+// status serves Status: as text, or as JSON with ?format=json; with
+// ?engines=0 it leaves the engines unchecked (no DynamoDB call).
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := s.Status(r.Context())
+	st := s.statusOf(r.Context(), r.URL.Query().Get("engines") != "0")
 	if r.URL.Query().Get("format") == "json" {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(st)

@@ -219,7 +219,11 @@ Workloads:
 	for _, w := range workloads {
 		fmt.Fprintf(out, "  %-8s %s\n\n", w.name, wrap(w.help, 66, "           "))
 	}
-	fmt.Fprint(out, `The server must not hold the load back: start it on a fresh data
+	fmt.Fprint(out, `Side commands (imbench COMMAND -h): "proxy" forwards TCP to an engine adding a
+delay to each request's round trip; "settle" waits until the nodes of a
+cluster hold every shard where placement puts it.
+
+The server must not hold the load back: start it on a fresh data
 directory with generous limits, e.g.
 
   imserver -data /tmp/imbench-data -rate 1e6 -rate-burst 1000000 \

@@ -64,16 +64,18 @@ type msgRec struct {
 	failed                            bool
 }
 
-// delivery is one msg push of message k reaching a recipient.
+// delivery is one msg push of message k reaching recipient rcv (its
+// index in rcvs).
 type delivery struct {
-	k  int32
-	at time.Duration
+	k, rcv int32
+	at     time.Duration
 }
 
 // recipient is a member that acknowledges. Its fields are touched only
 // on its connection's read goroutine.
 type recipient struct {
 	cs     *convState
+	idx    int32 // in cs.rcvs
 	c      *conn
 	batch  bool
 	noIDs  bool           // marks are sent without id (-mark-ids=false)
@@ -94,8 +96,8 @@ func newConvLoad(cfg *Config, errs *errorLog, convs []*convState) *convLoad {
 			cs.slots = make(chan struct{}, cfg.Window)
 		}
 		cs.snd.setHandler(cs.onSender)
-		for _, r := range cs.rcvs {
-			r.cs, r.batch, r.noIDs, r.ahead = cs, cfg.Ack == "batch", !cfg.MarkIDs, map[int64]bool{}
+		for j, r := range cs.rcvs {
+			r.cs, r.idx, r.batch, r.noIDs, r.ahead = cs, int32(j), cfg.Ack == "batch", !cfg.MarkIDs, map[int64]bool{}
 			r.c.setHandler(r.on)
 		}
 	}
@@ -338,10 +340,10 @@ func (cs *convState) status(st *protocol.Status, at time.Duration) {
 	}
 }
 
-// delivery records a msg push of message k to a recipient.
-func (cs *convState) delivery(k int, at time.Duration) {
+// delivery records a msg push of message k to recipient rcv.
+func (cs *convState) delivery(k int, rcv int32, at time.Duration) {
 	cs.mu.Lock()
-	cs.recv = append(cs.recv, delivery{k: int32(k), at: at})
+	cs.recv = append(cs.recv, delivery{k: int32(k), rcv: rcv, at: at})
 	cs.mu.Unlock()
 }
 
@@ -363,7 +365,7 @@ func (r *recipient) on(typ, id string, data []byte, at time.Duration) {
 		}
 		if m.Kind == "" && m.From == r.cs.snd.user {
 			if k, err := strconv.Atoi(m.MsgID); err == nil {
-				r.cs.delivery(k, at)
+				r.cs.delivery(k, r.idx, at)
 			}
 		}
 		if r.have > r.acked && !(r.batch && r.busy) {
@@ -437,6 +439,7 @@ func (l *convLoad) report(r *Report) window {
 	var (
 		messages, sent, failed, unanswered, deliv, read, unread    int64
 		sentWin, delivWin, readWin, recvWin, recv, recvWant, early int64
+		twice                                                      int64
 		latSent, latRecv, latDeliv, latRead                        []time.Duration
 		// measured messages (deliveries) whose moment never came
 		noSent, noRecv, noDeliv, noRead int64
@@ -495,8 +498,17 @@ func (l *convLoad) report(r *Report) window {
 				latRead = append(latRead, m.readAt-m.intended)
 			}
 		}
+		// Each (recipient, message) counts once: a message pushed again at
+		// another seq was stored twice, and must not hide one never pushed.
+		seen := make(map[delivery]bool, len(cs.recv))
 		for _, d := range cs.recv {
 			m := cs.msgs[d.k]
+			key := delivery{k: d.k, rcv: d.rcv}
+			if seen[key] {
+				twice++
+				continue
+			}
+			seen[key] = true
 			if win.contains(d.at) {
 				recvWin++
 			}
@@ -524,6 +536,9 @@ func (l *convLoad) report(r *Report) window {
 	r.Counts.set("recipient_msgs_missing", recvWant-recv)
 	if early > 0 {
 		r.Counts.set("recipient_msgs_of_unanswered", early)
+	}
+	if twice > 0 {
+		r.Counts.set("recipient_msgs_twice", twice)
 	}
 	r.Rates.set("sent_per_s", round(win.perSecond(sentWin), 1))
 	r.Rates.set("recipient_msgs_per_s", round(win.perSecond(recvWin), 1))

@@ -28,11 +28,12 @@ func TestConvLoadReport(t *testing.T) {
 		{intended: 1000 * ms, sentAt: 1050 * ms, delivAt: 1200 * ms, readAt: 1300 * ms, seq: 4},
 	}
 	cs.recv = []delivery{
-		{0, 60 * ms}, {0, 61 * ms},
-		{1, 215 * ms}, {1, 220 * ms},
-		{2, 330 * ms}, // the other recipient never got it
-		{3, 505 * ms},
-		{5, 1060 * ms}, {5, 1150 * ms},
+		{0, 0, 60 * ms}, {0, 1, 61 * ms},
+		{1, 0, 215 * ms}, {1, 1, 220 * ms},
+		{2, 0, 330 * ms}, // the other recipient never got it
+		{2, 0, 340 * ms}, // pushed again at another seq: counts once, hides no missing one
+		{3, 0, 505 * ms},
+		{5, 0, 1060 * ms}, {5, 1, 1150 * ms},
 	}
 	l.convs = []*convState{cs}
 	r := &Report{}
@@ -42,7 +43,7 @@ func TestConvLoadReport(t *testing.T) {
 	}
 	wantCounts(t, r, map[string]int64{
 		"messages": 6, "sent": 4, "failed": 1, "unanswered": 1, "delivered": 4, "read": 3, "reads_missing": 1,
-		"recipient_msgs": 7, "recipient_msgs_missing": 1, "recipient_msgs_of_unanswered": 1,
+		"recipient_msgs": 7, "recipient_msgs_missing": 1, "recipient_msgs_of_unanswered": 1, "recipient_msgs_twice": 1,
 	})
 	rates := map[string]float64{"sent_per_s": 3, "recipient_msgs_per_s": 5, "delivered_per_s": 3, "read_per_s": 2}
 	for k, v := range rates {

@@ -2,6 +2,11 @@
 // sync and echo workloads over raw WebSocket connections speaking the
 // protocol, bounded in time and count, reporting a table and one line of
 // JSON. Run imbench -h for every workload and flag.
+//
+// Two side commands run beside a workload in scripts/bench-cluster.sh:
+// `imbench proxy` (a TCP proxy adding a round trip's delay to every
+// request to an engine) and `imbench settle` (waits until the nodes named
+// hold their shards as placement says); each takes -h.
 package main
 
 import (
@@ -24,6 +29,11 @@ func main() {
 // realMain runs the command and returns its exit status: 0, 1 when the
 // run failed or had more errors than -max-errors, 2 for a bad command line.
 func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if h, ok := sideCommands[args[0]]; ok {
+			return h(args[1:], stdout, stderr)
+		}
+	}
 	cfg, err := parseConfig(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -1,4 +1,4 @@
-package faultrun
+package tcpproxy
 
 import (
 	"errors"
@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 )
+
+// testWait bounds every wait of these tests.
+const testWait = 10 * time.Second
 
 // echoServer accepts connections on a loopback port and echoes them.
 func echoServer(t *testing.T) string {
@@ -69,8 +72,8 @@ func dialAndRoundTrip(addr, msg string) error {
 	return roundTrip(conn, msg)
 }
 
-func TestOutageProxyRefusesThenRecovers(t *testing.T) {
-	p, err := NewOutageProxy(echoServer(t))
+func TestRefusesThenRecovers(t *testing.T) {
+	p, err := New(echoServer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +88,10 @@ func TestOutageProxyRefusesThenRecovers(t *testing.T) {
 	// timeout.
 	live.SetReadDeadline(time.Now().Add(testWait))
 	if _, err := live.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("a live connection read %v during a refusing outage, want it reset", err)
+		t.Fatalf("a live connection read %v during a refusal, want it reset", err)
 	}
 	if err := dialAndRoundTrip(p.Addr(), "during"); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("a new connection got %v during a refusing outage, want it reset", err)
+		t.Fatalf("a new connection got %v during a refusal, want it reset", err)
 	}
 	if s := p.Stats(); s.Cut != 1 || s.Refused != 1 {
 		t.Errorf("stats %+v, want 1 cut and 1 refused", s)
@@ -100,8 +103,8 @@ func TestOutageProxyRefusesThenRecovers(t *testing.T) {
 	}
 }
 
-func TestOutageProxyDelaysButDelivers(t *testing.T) {
-	p, err := NewOutageProxy(echoServer(t))
+func TestDelaysButDelivers(t *testing.T) {
+	p, err := New(echoServer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,5 +125,65 @@ func TestOutageProxyDelaysButDelivers(t *testing.T) {
 	}
 	if s := p.Stats(); s.Delayed != before {
 		t.Errorf("%d chunks delayed after the outage ended", s.Delayed-before)
+	}
+}
+
+// TestDelayIsPerRoundTripNotPerChunk writes one message in several chunks
+// and has several messages in flight at once: each round trip gains twice
+// the delay, however many chunks it took and however many came before it.
+func TestDelayIsPerRoundTripNotPerChunk(t *testing.T) {
+	// Long enough that a loaded machine's scheduling delays stay well
+	// inside the margin between the two behaviours: held chunk by chunk,
+	// either case below would take 5 delays or more.
+	const latency = 100 * time.Millisecond
+	const bound = 2*latency + 250*time.Millisecond
+	p, err := New(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	conn := dialOrFail(t, p.Addr())
+	p.Delay(latency)
+	conn.SetDeadline(time.Now().Add(testWait))
+
+	// One message in 5 chunks, 5 ms apart (no Nagle: each is a segment).
+	// Held chunk by chunk, its echo would come 5 delays late at least.
+	const pieces = 5
+	for i := range pieces {
+		if i > 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if _, err := conn.Write([]byte{'a' + byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := time.Now()
+	buf := make([]byte, pieces)
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(last)
+	if string(buf) != "abcde" {
+		t.Fatalf("echoed %q", buf)
+	}
+	if took < 2*latency || took > bound {
+		t.Errorf("the last chunk's echo took %v, want about %v (twice the delay)", took, 2*latency)
+	}
+
+	// Ten messages written back to back: the last one's echo is as late
+	// as the first's, not ten delays late.
+	start := time.Now()
+	for i := range 10 {
+		if _, err := conn.Write([]byte{'0' + byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	buf = make([]byte, 10)
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 2*latency || took > bound {
+		t.Errorf("ten messages in flight took %v, want about %v", took, 2*latency)
 	}
 }
