@@ -88,7 +88,7 @@ func noteLeft(tx *sql.Tx, self string, in protocol.Session, now int64) error {
 	}
 	if told {
 		_, _, err = changeSession(tx, self, in.Conv, now, change{rule: func(st *session.State) session.Moves {
-			return st.OnRead(in.WriteSeq + 1)
+			return st.OnRead(in.WriteSeq+1, session.EventsUnknown)
 		}})
 		return err
 	}
@@ -109,7 +109,7 @@ func noteLeft(tx *sql.Tx, self string, in protocol.Session, now int64) error {
 	}
 	_, _, err = changeSession(tx, self, in.Conv, now, change{last: &m, rule: func(st *session.State) session.Moves {
 		unread := st.UnreadCount
-		moves := st.OnMessage(seq, nobody)
+		moves := st.OnMessage(seq, nobody, session.EventsUnknown)
 		st.UnreadCount = unread
 		return moves
 	}})

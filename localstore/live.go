@@ -48,9 +48,9 @@ func messageChange(m protocol.Message, self string) change {
 	}
 	return change{last: &m, rule: func(st *session.State) session.Moves {
 		if m.Seq <= st.WriteSeq && m.From == self {
-			return st.OnRead(m.Seq)
+			return st.OnRead(m.Seq, session.EventsUnknown)
 		}
-		return st.OnMessage(m.Seq, m.From)
+		return st.OnMessage(m.Seq, m.From, session.EventsUnknown)
 	}}
 }
 
@@ -66,7 +66,7 @@ func relationChange(m protocol.Message, self string) change {
 			st.WriteSeq = m.Seq
 			moves.Active = true
 		}
-		if m.From == self && st.OnRead(m.Seq).Changed() {
+		if m.From == self && st.OnRead(m.Seq, session.EventsUnknown).Changed() {
 			moves.Active = true
 		}
 		return moves
@@ -88,7 +88,7 @@ func (s *Store) ApplyRead(conv string, seq int64) (changed bool, err error) {
 		}
 		var err error
 		_, changed, err = changeSession(tx, nobody, conv, now, change{rule: func(st *session.State) session.Moves {
-			return st.OnRead(seq)
+			return st.OnRead(seq, session.EventsUnknown)
 		}})
 		return err
 	})

@@ -104,17 +104,32 @@ func refreshGateway(tx *sql.Tx, subBiz string, now int64, newMsg *protocol.Messa
 }
 
 // discountEvents returns unread, a session's unread count between
-// readSeq and writeSeq, without the events the device holds there:
-// system messages and relation entries are not unread (PROTOCOL.md,
-// Sessions). The rules of package session count every seq above the read
-// one, and a server may too; the count never rises here.
+// readSeq and writeSeq, without the events the device holds there: the
+// messages that do not count as unread by session.CountsAsUnread. The
+// rules of package session count a seq the device was told nothing about,
+// and a server may too; the count never rises here.
 func discountEvents(tx *sql.Tx, conv string, readSeq, writeSeq, unread int64) (int64, error) {
 	if unread <= 0 || writeSeq <= readSeq {
 		return unread, nil
 	}
+	rows, err := tx.Query(`SELECT kind, count(*) FROM messages INDEXED BY messages_events
+		WHERE conv = ? AND seq > ? AND seq <= ? AND kind != '' GROUP BY kind`, conv, readSeq, writeSeq)
+	if err != nil {
+		return unread, fmt.Errorf("events of %s: %w", conv, err)
+	}
+	defer rows.Close()
 	var events int64
-	if err := tx.QueryRow(`SELECT count(*) FROM messages INDEXED BY messages_events
-		WHERE conv = ? AND seq > ? AND seq <= ? AND kind != ''`, conv, readSeq, writeSeq).Scan(&events); err != nil {
+	for rows.Next() {
+		var kind string
+		var n int64
+		if err := rows.Scan(&kind, &n); err != nil {
+			return unread, fmt.Errorf("events of %s: %w", conv, err)
+		}
+		if !session.KindCountsAsUnread(kind) {
+			events += n
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return unread, fmt.Errorf("events of %s: %w", conv, err)
 	}
 	return min(unread, max(0, writeSeq-readSeq-events)), nil

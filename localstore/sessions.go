@@ -112,12 +112,12 @@ func keepLiveState(in, old protocol.Session) protocol.Session {
 	if old.WriteSeq > in.WriteSeq {
 		// If the message was the user's own, the read it implied is in
 		// old's read_seq, which the read below carries over.
-		st.OnMessage(old.WriteSeq, "")
+		st.OnMessage(old.WriteSeq, "", session.EventsUnknown)
 		in.LastMsg = old.LastMsg
 		st.WriteTS = max(st.WriteTS, old.WriteTS)
 	}
 	if old.ReadSeq > st.ReadSeq {
-		st.OnRead(old.ReadSeq)
+		st.OnRead(old.ReadSeq, session.EventsUnknown)
 	}
 	st.ToObject(&in)
 	in.Ticks = in.Ticks.Merge(old.Ticks)

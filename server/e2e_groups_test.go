@@ -46,13 +46,14 @@ func TestGroupCreate(t *testing.T) {
 	sys := servertest.WantPushes(conv, servertest.SystemMsg(1, "alice", `alice created the group "team"`), nil, true, aliceLaptop, alicePhone, bob, carol)
 	servertest.WantQuiet(dave)
 
-	// The creator has read its own message; the others have it unread.
+	// The creator has read its own message; for the others it is an event,
+	// not unread.
 	aliceLaptop.WantSession(servertest.GroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
 	alicePhone.WantSession(servertest.GroupSession(conv, "team", members, 0, 1, 1, sys, protocol.Ticks{}))
-	bob.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	carol.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
-	if _, page := bob.SyncAll(""); page.TotalUnread != 1 {
-		t.Fatalf("bob total_unread %d, want 1", page.TotalUnread)
+	bob.WantSession(servertest.GroupSession(conv, "team", members, 0, 0, 1, sys, protocol.Ticks{}))
+	carol.WantSession(servertest.GroupSession(conv, "team", members, 0, 0, 1, sys, protocol.Ticks{}))
+	if _, page := bob.SyncAll(""); page.TotalUnread != 0 {
+		t.Fatalf("bob total_unread %d, want 0", page.TotalUnread)
 	}
 	if all, _ := dave.SyncAll(""); len(all) != 0 {
 		t.Fatalf("dave, not a member, has sessions %s", servertest.JSON(all))
@@ -68,7 +69,7 @@ func TestGroupCreate(t *testing.T) {
 	if m := erin.ExpectMsg(conv); m != sys {
 		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(sys))
 	}
-	erin.WantSession(servertest.GroupSession(conv, "team", members, 1, 0, 1, sys, protocol.Ticks{}))
+	erin.WantSession(servertest.GroupSession(conv, "team", members, 0, 0, 1, sys, protocol.Ticks{}))
 	servertest.WantQuiet(erin, aliceLaptop, alicePhone, bob, carol, dave)
 
 	// Typing reaches the other members' devices only.
@@ -255,10 +256,10 @@ func TestGroupAdd(t *testing.T) {
 
 	// dave's boundaries and session start at seq 3; only seq 4 is his.
 	daveLaptop.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 0, 0), servertest.Receipt("carol", 0, 0), servertest.Receipt("dave", 3, 3))
-	daveLaptop.WantSession(servertest.GroupSession(conv, "team", members, 1, 3, 4, added, protocol.Ticks{}))
-	bob.WantSession(servertest.GroupSession(conv, "team", members, 4, 0, 4, added, protocol.Ticks{}))
-	if _, page := davePhone.SyncAll(""); page.TotalUnread != 1 {
-		t.Fatalf("dave total_unread %d, want 1", page.TotalUnread)
+	daveLaptop.WantSession(servertest.GroupSession(conv, "team", members, 0, 3, 4, added, protocol.Ticks{}))
+	bob.WantSession(servertest.GroupSession(conv, "team", members, 2, 0, 4, added, protocol.Ticks{})) // 2 and 3; 1 and 4 are events
+	if _, page := davePhone.SyncAll(""); page.TotalUnread != 0 {
+		t.Fatalf("dave total_unread %d, want 0", page.TotalUnread)
 	}
 	daveLaptop.WantHistory(protocol.History{Conv: conv}, false, 4)
 	daveLaptop.WantHistory(servertest.After(conv, 0), false, 4)
@@ -288,7 +289,7 @@ func TestGroupAdd(t *testing.T) {
 		t.Fatalf("erin replayed %s, want %s", servertest.JSON(m), servertest.JSON(added))
 	}
 	servertest.WantQuiet(erin)
-	erin.WantSession(servertest.GroupSession(conv, "team", members, 1, 4, 5, added, protocol.Ticks{}))
+	erin.WantSession(servertest.GroupSession(conv, "team", members, 0, 4, 5, added, protocol.Ticks{}))
 	erin.WantHistory(servertest.After(conv, 0), false, 5)
 
 	// Adding members already in: the state, no message, no nudge.
@@ -475,15 +476,15 @@ func TestGroupRename(t *testing.T) {
 	renamed := servertest.WantPushes(conv, servertest.SystemMsg(2, "alice", `alice renamed the group to "core"`), nil, true, alice, bobLaptop, bobPhone, carol)
 	servertest.WantQuiet(outsider)
 	alice.WantSession(servertest.GroupSession(conv, "core", members, 0, 2, 2, renamed, protocol.Ticks{}))
-	bobPhone.WantSession(servertest.GroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
-	carol.WantSession(servertest.GroupSession(conv, "core", members, 2, 0, 2, renamed, protocol.Ticks{}))
+	bobPhone.WantSession(servertest.GroupSession(conv, "core", members, 0, 0, 2, renamed, protocol.Ticks{}))
+	carol.WantSession(servertest.GroupSession(conv, "core", members, 0, 0, 2, renamed, protocol.Ticks{}))
 	env.WantStoredGroup(conv, "core", members...)
 
 	g = bobLaptop.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
 	servertest.WantGroup(t, g, conv, "core team", members...)
 	renamed = servertest.WantPushes(conv, servertest.SystemMsg(3, "bob", `bob renamed the group to "core team"`), nil, true, alice, bobLaptop, bobPhone, carol)
 	servertest.WantQuiet(outsider)
-	carol.WantSession(servertest.GroupSession(conv, "core team", members, 3, 0, 3, renamed, protocol.Ticks{}))
+	carol.WantSession(servertest.GroupSession(conv, "core team", members, 0, 0, 3, renamed, protocol.Ticks{}))
 
 	// The same title: the state, nothing written, nobody nudged.
 	g = carol.GroupOp(protocol.GroupOp{Conv: conv, Op: protocol.GroupRename, Title: "core team"})
@@ -623,7 +624,7 @@ func TestGroupReAddedMember(t *testing.T) {
 	// alice, at 4, still holds the minimum.
 	back := servertest.WantPushes(conv, servertest.SystemMsg(6, "bob", "bob added carol"), nil, true, alice, bob, carol)
 	carol.WantReceipts(conv, servertest.Receipt("alice", 4, 4), servertest.Receipt("bob", 6, 6), servertest.Receipt("carol", 5, 5))
-	in := servertest.GroupSession(conv, "team", members, 1, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
+	in := servertest.GroupSession(conv, "team", members, 0, 5, 6, back, protocol.Ticks{DeliveredSeq: 4, ReadSeq: 4})
 	in.Priority = 1
 	carol.WantSession(in)
 	carol.WantHistory(protocol.History{Conv: conv}, false, 6)

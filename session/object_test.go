@@ -16,7 +16,7 @@ func TestObjectRoundTrip(t *testing.T) {
 	if st.User != bob || st.LastConv != dAB || st.LastSeq != 5 || st.UnreadCount != 3 || st.Category != "work" {
 		t.Fatalf("FromObject = %+v", st)
 	}
-	moves := st.OnRead(5)
+	moves := st.OnRead(5, session.Events{})
 	if !moves.Changed() {
 		t.Fatal("the read changed nothing")
 	}

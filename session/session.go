@@ -80,19 +80,30 @@ func (s *State) IsGateway() bool {
 	return ok && c.Kind == protocol.ConvBiz
 }
 
-// OnMessage applies message seq from sender in the session's conversation.
-// A new message brings a deleted session back and moves it in the list;
-// for the sender it is an implicit read.
-func (s *State) OnMessage(seq int64, sender string) Moves {
+// OnMessage applies message seq from sender in the session's conversation,
+// with ev, what is known of the conversation's events (see Events): only
+// the messages that count as unread (CountsAsUnread) are unread. A new
+// message, an event too, brings a deleted session back and moves it in
+// the list; for the sender it is an implicit read.
+func (s *State) OnMessage(seq int64, sender string, ev Events) Moves {
 	if seq <= s.WriteSeq {
 		if sender == s.User && seq > s.ReadSeq {
 			// One's own message applied after a later one (messages can
 			// reach the session out of seq order): sending still implies
 			// reading up to it.
-			return s.OnRead(seq)
+			return s.OnRead(seq, ev)
+		}
+		if seq > s.ReadSeq && ev.Covers(s.ReadSeq) {
+			// A message that arrives after a later one: ev knows it now,
+			// where the later one's may not have.
+			if n := ev.Counting(s.ReadSeq, s.WriteSeq); n != s.UnreadCount {
+				s.UnreadCount = n
+				return activeOnly
+			}
 		}
 		return Moves{}
 	}
+	oldWrite := s.WriteSeq
 	s.WriteSeq = seq
 	s.LastConv, s.LastSeq = s.Conv, seq
 	s.Deleted = false
@@ -100,18 +111,20 @@ func (s *State) OnMessage(seq int64, sender string) Moves {
 		s.ReadSeq = seq
 		s.MarkedUnread = false
 	}
-	s.UnreadCount = s.WriteSeq - s.ReadSeq
+	s.recount(oldWrite, ev)
 	return both
 }
 
-// OnRead applies the user's read up to seq (clamped to write_seq): read_seq
-// never goes back, and a read clears marked_unread.
-func (s *State) OnRead(seq int64) Moves {
+// OnRead applies the user's read up to seq (clamped to write_seq), with
+// ev, what is known of the conversation's events: read_seq never goes
+// back, the unread count is what counts above it, and a read clears
+// marked_unread.
+func (s *State) OnRead(seq int64, ev Events) Moves {
 	seq = min(seq, s.WriteSeq)
 	changed := false
 	if seq > s.ReadSeq {
 		s.ReadSeq = seq
-		s.UnreadCount = s.WriteSeq - s.ReadSeq
+		s.recount(s.WriteSeq, ev)
 		changed = true
 	}
 	if s.MarkedUnread {

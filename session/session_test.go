@@ -193,7 +193,7 @@ func TestOnMessage(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.in
-			moves := got.OnMessage(tc.seq, tc.sender)
+			moves := got.OnMessage(tc.seq, tc.sender, session.Events{})
 			if got != tc.want {
 				t.Errorf("OnMessage(%d, %s) on %+v\n got %+v\nwant %+v", tc.seq, tc.sender, tc.in, got, tc.want)
 			}
@@ -279,7 +279,7 @@ func TestOnRead(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.in
-			moves := got.OnRead(tc.seq)
+			moves := got.OnRead(tc.seq, session.Events{})
 			if got != tc.want {
 				t.Errorf("OnRead(%d) on %+v\n got %+v\nwant %+v", tc.seq, tc.in, got, tc.want)
 			}
@@ -591,10 +591,10 @@ func TestRulesKeepInvariants(t *testing.T) {
 			}
 			seq := st.WriteSeq + r.Int64N(3) - 1 // sometimes stale, sometimes skipping
 			what = "message"
-			moves = st.OnMessage(seq, sender)
+			moves = st.OnMessage(seq, sender, session.Events{})
 		case k < 5:
 			what = "read"
-			moves = st.OnRead(r.Int64N(st.WriteSeq + 3))
+			moves = st.OnRead(r.Int64N(st.WriteSeq+3), session.Events{})
 		case k < 6:
 			what = "expire"
 			if st.ExpireMute(now) {
@@ -635,7 +635,7 @@ func TestOnJoin(t *testing.T) {
 	if m := st.OnJoin(4); m != active || st.ReadSeq != 4 || st.WriteSeq != 4 || st.UnreadCount != 0 {
 		t.Fatalf("new member: moves %+v, state %+v", m, st)
 	}
-	st.OnMessage(5, "alice")
+	st.OnMessage(5, "alice", session.Events{})
 	if st.UnreadCount != 1 {
 		t.Errorf("after the join message: unread %d, want 1", st.UnreadCount)
 	}

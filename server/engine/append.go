@@ -8,6 +8,7 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // Append implements store.Store: the message is appended to the log
@@ -139,6 +140,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	}
 	cs.exists = true
 	cs.maxSeq = max(cs.maxSeq, m.Seq)
+	cs.events.note(m.Seq, !session.CountsAsUnread(m), cs.maxSeq)
 	var boundaries []store.BoundaryRow
 	var puts []store.PendingRow
 	if s := cs.members[m.From]; s != nil {
@@ -159,6 +161,9 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	r := cs.raiseTicks()
 	members := slices.Clone(cs.sorted)
 	head := cs.head()
+	// The events every member's unread count needs: those above the
+	// lowest read boundary (a session read further up needs fewer).
+	events := cs.events.above(cs.ticks.ReadSeq)
 	e.flush.put(func(b *batch) {
 		for _, row := range boundaries {
 			b.boundary(row)
@@ -185,7 +190,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	effects := make([]Effect, len(members))
 	for i, u := range members {
 		_, isCovered := slices.BinarySearch(covered, u)
-		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectMessage, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, From: m.From, Covered: isCovered}}
+		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectMessage, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, From: m.From, Covered: isCovered, Events: events}}
 	}
 	results, err := e.affect(ctx, effects)
 	if err != nil {

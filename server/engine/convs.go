@@ -67,6 +67,9 @@ type convState struct {
 	// repeated takes no seq.
 	recent     recentIDs
 	recentOnce sync.Once
+	// events are the seqs of the latest messages that do not count as
+	// unread (events.go), for the session effects computed here.
+	events convEvents
 }
 
 // member is one member's place in a conversation.
@@ -129,6 +132,9 @@ func (cs *convState) load(rec store.ConvRecord) {
 	cs.title, cs.version = rec.Title, rec.Version
 	cs.maxSeq, cs.ticks, cs.derived = rec.MaxSeq, rec.Ticks, rec.DerivedSeq
 	cs.ownFloor = rec.MaxSeq
+	// The messages after the derived watermark are derived again (repair)
+	// and noted then; of those before it nothing is known.
+	cs.events = convEvents{from: rec.DerivedSeq}
 	cs.members = map[string]*member{}
 	cs.own = map[string][]int64{}
 	cs.done = map[int64]bool{}

@@ -46,6 +46,10 @@ type SessionEffect struct {
 	Create  bool // effectRead only: create the session if missing
 	Op      session.Op
 	Args    session.OpArgs
+	// Events are what the conversation's owner knows of its events
+	// (effectMessage, effectRead): the unread count is computed from them
+	// where the user's session is, without reading messages there.
+	Events session.Events
 }
 
 // creates reports whether the effect creates a missing session.
@@ -65,7 +69,7 @@ func (ef SessionEffect) rule(now int64) sessionRule {
 	switch ef.Kind {
 	case effectMessage:
 		return func(st *session.State) session.Moves {
-			moves := st.OnMessage(ef.Seq, ef.From)
+			moves := st.OnMessage(ef.Seq, ef.From, ef.Events)
 			moves.Active = moves.Active || ef.Covered
 			return moves
 		}
@@ -76,7 +80,7 @@ func (ef SessionEffect) rule(now int64) sessionRule {
 	case effectLeave:
 		return func(st *session.State) session.Moves { return st.OnLeave() }
 	case effectRead:
-		return func(st *session.State) session.Moves { return st.OnRead(ef.Seq) }
+		return func(st *session.State) session.Moves { return st.OnRead(ef.Seq, ef.Events) }
 	case effectOp:
 		return func(st *session.State) session.Moves { return st.Apply(ef.Op, ef.Args, now) }
 	default:

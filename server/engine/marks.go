@@ -7,6 +7,7 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // Mark implements store.Store: the marks apply in memory now; the result's
@@ -94,7 +95,7 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		if kind != store.MarkRead {
 			return nil, false, 0, nil
 		}
-		changed, clock, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, false, nil)
+		changed, clock, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, session.Events{}, false, nil)
 		return nil, changed, clock, err
 	}
 	mm := cs.members[user]
@@ -110,10 +111,19 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 
 	sessionChanged, clock := false, int64(0)
 	if kind == store.MarkRead {
+		// The unread count left is what counts above the read: the
+		// events there go with the read to the user's session.
+		events, err := e.eventsAbove(ctx, cs, target)
+		if err != nil {
+			if rows != nil {
+				e.flush.put(rows) // the boundary moved all the same
+			}
+			return nil, false, 0, err
+		}
 		// The boundary's rows go with the session read, in one write: a
 		// crash between two writes would leave the boundary moved and
 		// the session not, and a retried read finds nothing to move.
-		if sessionChanged, clock, err = e.readSession(ctx, now, user, m.Conv, ticks, target, true, rows); err != nil {
+		if sessionChanged, clock, err = e.readSession(ctx, now, user, m.Conv, ticks, target, events, true, rows); err != nil {
 			return nil, false, 0, err
 		}
 	} else if rows != nil {
@@ -161,9 +171,10 @@ func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store
 }
 
 // readSession is the session read of user in conv up to seq, with the
-// conversation's ticks as they are; rows, when set, are written with it.
+// conversation's ticks as they are and its events above seq; rows, when
+// set, are written with it.
 // It returns whether the session changed and the user's clock right after.
-func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, create bool, rows func(b *batch)) (bool, int64, error) {
+func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, events session.Events, create bool, rows func(b *batch)) (bool, int64, error) {
 	release, local := e.holdUser(user)
 	if local {
 		defer release()
@@ -176,7 +187,7 @@ func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, 
 			e.flush.put(rows)
 		}
 		// Applied there now, written behind: Mark's Written waits for it.
-		results, err := e.affectThen(ctx, []Effect{{User: user, Now: now, SessionEffect: SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create}}}, false)
+		results, err := e.affectThen(ctx, []Effect{{User: user, Now: now, SessionEffect: SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create, Events: events}}}, false)
 		if err != nil {
 			return false, 0, err
 		}
@@ -187,7 +198,7 @@ func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, 
 	err := e.retryMissing(ctx, []need{{user, conv}}, func() error {
 		return e.withUsers([]string{user}, func(u *userState) error {
 			var err error
-			_, changed, err = e.applyEffect(u, now, SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create})
+			_, changed, err = e.applyEffect(u, now, SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create, Events: events})
 			clock = u.clock
 			if err == nil && rows != nil {
 				// Staged in the session's critical section: one write.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // seqAppender returns the backend as a store.SeqAppender when the engine
@@ -63,6 +64,9 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 	if !repeat {
 		msg.Seq = cs.takeSeq()
 		cs.recent.add(msg.MsgID, msg.Seq)
+		// Noted at once: a later message derived before this one counts
+		// by it.
+		cs.events.note(msg.Seq, !session.CountsAsUnread(msg), cs.assigned)
 	}
 	cs.mu.Unlock()
 	if repeat {
@@ -114,7 +118,9 @@ func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convSta
 			}
 			cs.mu.Lock()
 			cs.assigned = max(cs.assigned, newest)
+			cs.events.note(msg.Seq, false, cs.assigned)
 			msg.Seq = cs.takeSeq()
+			cs.events.note(msg.Seq, !session.CountsAsUnread(msg), cs.assigned)
 			cs.mu.Unlock()
 			continue
 		}
@@ -154,6 +160,7 @@ func (cs *convState) takeSeq() int64 {
 
 // giveBack returns a seq its message did not take; the caller holds mu.
 func (cs *convState) giveBack(seq int64) {
+	cs.events.note(seq, false, cs.assigned)
 	if seq > cs.maxSeq && seq == cs.assigned {
 		cs.assigned--
 		return
