@@ -10,6 +10,7 @@
 # imbench's report, then per message sent: DynamoDB calls, write and read
 # units, Redis round trips, forwarded frames, and each node's CPU seconds;
 # before the load, the DynamoDB engine's own ceiling on the same engines.
+# IM_BENCH_KEEP=1 keeps the run's directory (the nodes' logs) and says where.
 # IM_BENCH_PROFILE=FILE also writes a CPU profile of node A (6 s in the
 # middle of the run) to FILE, for `go tool pprof`, and its goroutines in
 # the middle of that (what a latency-bound node waits on) to
@@ -59,7 +60,11 @@ cleanup() {
 	set +e
 	[ ${#pids[@]} -gt 0 ] && kill -TERM "${pids[@]}" 2>/dev/null && wait "${pids[@]}" 2>/dev/null
 	scripts/engines.sh stop "$dir/engines" >/dev/null 2>&1
-	rm -rf "$dir"
+	if [ -n "${IM_BENCH_KEEP:-}" ]; then
+		echo "== kept the nodes' logs and the engines' data in $dir"
+	else
+		rm -rf "$dir"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT

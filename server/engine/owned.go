@@ -206,13 +206,23 @@ func (e *Engine) ApplyEffects(ctx context.Context, effects []Effect) ([]EffectRe
 }
 
 // Forget drops what the engine holds of the conversations and users
-// picked (a shard this node no longer owns, or is about to serve again),
-// once every row put so far is written: the next operation on them reads
-// them from the backend.
+// picked (a shard this node no longer owns), once every row put so far is
+// written: the next operation on them reads them from the backend.
 func (e *Engine) Forget(ctx context.Context, conv func(string) bool, user func(string) bool) error {
 	if err := e.flush.barrier(ctx); err != nil {
 		return err
 	}
+	e.Drop(conv, user)
+	return nil
+}
+
+// Drop drops what the engine holds of the conversations and users picked
+// at once, without waiting for the rows put so far: for a shard this node
+// is about to serve again, whose rows from its earlier time here were
+// written when it gave the shard up (Forget). Under load the write-behind
+// is seconds deep, and a shard taken must not wait for the rows of every
+// other.
+func (e *Engine) Drop(conv func(string) bool, user func(string) bool) {
 	for i := range e.convs.shards {
 		sh := &e.convs.shards[i]
 		sh.mu.Lock()
@@ -234,7 +244,6 @@ func (e *Engine) Forget(ctx context.Context, conv func(string) bool, user func(s
 		}
 		sh.mu.Unlock()
 	}
-	return nil
 }
 
 // RepairConvs derives again, from the log, what a crash left underived of

@@ -103,9 +103,9 @@ func (r *Router) Hooks() ownership.Hooks {
 // derived again (in the background: see repair) while the shard is
 // served.
 func (r *Router) acquired(ctx context.Context, shard ownership.Shard, _ ownership.Fence) error {
-	if err := r.forget(ctx, shard); err != nil {
-		return err
-	}
+	r.eng.Drop(
+		func(conv string) bool { return ownership.ShardOfConv(conv) == shard },
+		func(user string) bool { return ownership.ShardOfUser(user) == shard })
 	convs, err := r.unrepairedIn(ctx, shard)
 	if err != nil {
 		return err
