@@ -1,21 +1,19 @@
 package ownership
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/imcore/im/internal/childproc"
 	"github.com/imcore/im/internal/testengines"
 )
 
@@ -39,52 +37,16 @@ func TestPausedHolderWritesNothingItsSuccessorSeesWrong(t *testing.T) {
 	ctx := context.Background()
 	ttl := time.Second
 
-	child := exec.Command(os.Args[0], "-test.run=^TestPausedHolderWritesNothingItsSuccessorSeesWrong$", "-test.v=false")
-	child.Env = append(os.Environ(), "OWNERSHIP_PAUSED_CHILD=1", "OWNERSHIP_PREFIX="+prefix, "OWNERSHIP_REDIS="+rdb.Options().Addr)
-	child.Stderr = os.Stderr
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	expect := func(prefix string) string {
-		t.Helper()
-		deadline := time.After(20 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the paused holder exited before saying %q", prefix)
-				}
-				if strings.HasPrefix(l, prefix) {
-					return l
-				}
-			case <-deadline:
-				t.Fatalf("the paused holder did not say %q within 20s", prefix)
-			}
-		}
-	}
-	held := expect("holding ")
+	child := childproc.Start(t, "TestPausedHolderWritesNothingItsSuccessorSeesWrong",
+		"OWNERSHIP_PAUSED_CHILD=1", "OWNERSHIP_PREFIX="+prefix, "OWNERSHIP_REDIS="+rdb.Options().Addr)
+	held := child.Expect("holding ")
 	var staleEpoch int64
 	fmt.Sscanf(held, "holding %d", &staleEpoch)
 	if v := rdb.Get(ctx, prefix+pausedRow).Val(); v != "stale" {
 		t.Fatalf("the holder's write before the pause is missing: row = %q", v)
 	}
 
-	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	child.Pause()
 	successor := startNode(t, rdb, prefix, "successor", ttl, Hooks{})
 	settled(t, 10*time.Second, successor)
 	f, ok := successor.Held(pausedShard)
@@ -95,19 +57,15 @@ func TestPausedHolderWritesNothingItsSuccessorSeesWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed := expect("resumed ")
+	child.Resume()
+	resumed := child.Expect("resumed ")
 	if !strings.Contains(resumed, "held=false") {
 		t.Errorf("the resumed holder still trusts its lease: %s", resumed)
 	}
 	if !strings.Contains(resumed, "write=fenced") {
 		t.Errorf("the resumed holder's write in flight was not refused: %s", resumed)
 	}
-	if err := child.Wait(); err != nil {
-		t.Fatalf("paused holder: %v", err)
-	}
+	child.Wait()
 	if v := rdb.Get(ctx, prefix+pausedRow).Val(); v != "successor" {
 		t.Fatalf("row = %q after the paused holder resumed, want the successor's", v)
 	}

@@ -1,19 +1,17 @@
 package dynamostore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/imcore/im/internal/childproc"
 	"github.com/imcore/im/internal/testengines"
 	"github.com/imcore/im/server/ownership"
 	"github.com/imcore/im/server/store"
@@ -91,55 +89,15 @@ func TestPausedOwnerWritesNothingItsSuccessorSeesWrong(t *testing.T) {
 	prefix := s.prefix
 	ttl := time.Second
 
-	child := exec.Command(os.Args[0], "-test.run=^TestPausedOwnerWritesNothingItsSuccessorSeesWrong$", "-test.v=false")
-	child.Env = append(os.Environ(), "FENCE_PAUSED_CHILD=1", "FENCE_PREFIX="+prefix,
-		"FENCE_REDIS="+rdb.Options().Addr, "FENCE_DYNAMODB="+testengines.DynamoDB(t))
-	child.Stderr = os.Stderr
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	expect := func(prefix string) string {
-		t.Helper()
-		deadline := time.After(30 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the paused owner exited before saying %q", prefix)
-				}
-				if strings.HasPrefix(l, "error") {
-					t.Fatalf("paused owner: %s", l)
-				}
-				if strings.HasPrefix(l, prefix) {
-					return l
-				}
-			case <-deadline:
-				t.Fatalf("the paused owner did not say %q within 30s", prefix)
-			}
-		}
-	}
+	child := childproc.Start(t, "TestPausedOwnerWritesNothingItsSuccessorSeesWrong", "FENCE_PAUSED_CHILD=1",
+		"FENCE_PREFIX="+prefix, "FENCE_REDIS="+rdb.Options().Addr, "FENCE_DYNAMODB="+testengines.DynamoDB(t))
 	var staleEpoch int64
-	fmt.Sscanf(expect("holding "), "holding %d", &staleEpoch)
+	fmt.Sscanf(child.Expect("holding "), "holding %d", &staleEpoch)
 	if sess, total := storedMark(t, s); sess != 1 || total != 1 {
 		t.Fatalf("the owner's write before the pause is missing: session %d, total %d", sess, total)
 	}
 
-	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	child.Pause()
 	shard := ownership.ShardOfUser("alice")
 	successor, err := ownership.Start(ctx, ownership.Config{
 		Redis: rdb, Prefix: prefix, Node: ownership.Node{ID: "successor", Addr: "successor:1"},
@@ -159,16 +117,12 @@ func TestPausedOwnerWritesNothingItsSuccessorSeesWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	resumed := expect("resumed ")
+	child.Resume()
+	resumed := child.Expect("resumed ")
 	if !strings.Contains(resumed, "held=false") {
 		t.Errorf("the resumed owner still trusts its lease: %s", resumed)
 	}
-	if err := child.Wait(); err != nil {
-		t.Fatalf("paused owner: %v", err)
-	}
+	child.Wait()
 	if sess, total := storedMark(t, s); sess != 2 || total != 2 {
 		t.Fatalf("after the paused owner resumed: session %d, total %d; want the successor's (2)", sess, total)
 	}
