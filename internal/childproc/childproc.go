@@ -6,6 +6,7 @@ package childproc
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,6 +19,7 @@ import (
 type Child struct {
 	t     testing.TB
 	cmd   *exec.Cmd
+	in    io.WriteCloser
 	lines chan string
 }
 
@@ -34,11 +36,15 @@ func Start(t testing.TB, test string, env ...string) *Child {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := &Child{t: t, cmd: cmd, lines: make(chan string, 100)}
+	c := &Child{t: t, cmd: cmd, in: in, lines: make(chan string, 100)}
 	go func() {
 		defer close(c.lines)
 		sc := bufio.NewScanner(out)
@@ -81,11 +87,27 @@ func (c *Child) Pause() {
 	}
 }
 
-// Resume resumes the child (SIGCONT).
+// Resume resumes the child (SIGCONT) and tells it so: a line "resumed"
+// on its stdin (see AwaitResume), since the child cannot tell a pause
+// from its own clock alone.
 func (c *Child) Resume() {
 	c.t.Helper()
 	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		c.t.Fatal(err)
+	}
+	if _, err := io.WriteString(c.in, "resumed\n"); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// AwaitResume is for the child: it returns once the parent resumed it
+// (Resume), or its stdin closed.
+func AwaitResume() {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if sc.Text() == "resumed" {
+			return
+		}
 	}
 }
 

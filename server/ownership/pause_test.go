@@ -72,9 +72,8 @@ func TestPausedHolderWritesNothingItsSuccessorSeesWrong(t *testing.T) {
 }
 
 // runPausedHolder is the child of the test: it holds every shard, writes
-// the row under its fence until it notices it was paused, then reports
-// whether it still trusts its lease and what became of the write it had
-// in flight.
+// the row under its fence, and once resumed reports whether it still
+// trusts its lease and what became of the write it had in flight.
 func runPausedHolder() {
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("OWNERSHIP_REDIS")})
@@ -100,23 +99,16 @@ func runPausedHolder() {
 		os.Exit(1)
 	}
 	fmt.Printf("holding %d\n", fence.Epoch)
-	last := time.Now()
-	for range time.Tick(10 * time.Millisecond) {
-		if time.Since(last) < ttl {
-			last = time.Now()
-			continue
-		}
-		// Woken after more than a lease: the write it had in flight,
-		// under the fence it had before the pause, goes out now.
-		_, still := m.Held(pausedShard)
-		err := m.Leases().SetFenced(ctx, fence, prefix+pausedRow, "stale")
-		outcome := "applied"
-		if errors.Is(err, ErrFenced) {
-			outcome = "fenced"
-		} else if err != nil {
-			outcome = err.Error()
-		}
-		fmt.Printf("resumed held=%v write=%s\n", still, outcome)
-		return
+	// Woken by the parent after the pause: the write it had in flight,
+	// under the fence it had before the pause, goes out now.
+	childproc.AwaitResume()
+	_, still := m.Held(pausedShard)
+	err = m.Leases().SetFenced(ctx, fence, prefix+pausedRow, "stale")
+	outcome := "applied"
+	if errors.Is(err, ErrFenced) {
+		outcome = "fenced"
+	} else if err != nil {
+		outcome = err.Error()
 	}
+	fmt.Printf("resumed held=%v write=%s\n", still, outcome)
 }

@@ -147,9 +147,9 @@ func awaitHeld(t *testing.T, m *ownership.Manager, shard ownership.Shard, within
 }
 
 // runPausedOwner is the child of the test: it holds every shard, writes
-// alice's rows under its fence (clock 1000), then, once it notices it was
-// paused, writes them again under the same fence with a later clock — the
-// write it had in flight — and reports whether it still holds the shard.
+// alice's rows under its fence (clock 1000), then, once resumed, writes
+// them again under the same fence with a later clock — the write it had in
+// flight — and reports whether it still holds the shard.
 func runPausedOwner() {
 	ctx := context.Background()
 	fail := func(err error) {
@@ -185,19 +185,12 @@ func runPausedOwner() {
 		fail(err)
 	}
 	fmt.Printf("holding %d\n", fence.Epoch)
-	last := time.Now()
-	for range time.Tick(10 * time.Millisecond) {
-		if time.Since(last) < ttl {
-			last = time.Now()
-			continue
-		}
-		// Woken after more than a lease: the write it had in flight,
-		// under the fence it had before the pause, goes out now.
-		_, still := m.Held(ownership.ShardOfUser("alice"))
-		if err := s.Apply(ctx, fencedWrite(fence.Epoch, 2000, 3)); err != nil {
-			fail(err)
-		}
-		fmt.Printf("resumed held=%v\n", still)
-		return
+	// Woken by the parent after the pause: the write it had in flight,
+	// under the fence it had before the pause, goes out now.
+	childproc.AwaitResume()
+	_, still := m.Held(ownership.ShardOfUser("alice"))
+	if err := s.Apply(ctx, fencedWrite(fence.Epoch, 2000, 3)); err != nil {
+		fail(err)
 	}
+	fmt.Printf("resumed held=%v\n", still)
 }

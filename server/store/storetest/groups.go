@@ -112,7 +112,8 @@ func testGroupCreate(t *testing.T, s store.Store) {
 	checkReceipts(t, s, gCrew, rcpt(alice, 1, 1), rcpt(bob, 0, 0), rcpt(carol, 0, 0))
 	checkPending(t, s, bob, row(gCrew, 1, 0, 1))
 	checkPending(t, s, alice)
-	for user, unread := range map[string]int64{alice: 0, bob: 1, carol: 1} {
+	// The creation is a system message: an event, not unread.
+	for user, unread := range map[string]int64{alice: 0, bob: 0, carol: 0} {
 		ss := sessionOf(t, s, user, gCrew, "")
 		if ss.Title != "crew" || ss.Kind != "group" || !slices.Equal(ss.Members, want.Members) || ss.UnreadCount != unread || ss.WriteSeq != 1 {
 			t.Errorf("%s's session = %+v, want title crew, members %v, unread %d, write_seq 1", user, ss, want.Members, unread)
@@ -166,8 +167,8 @@ func testGroupAdd(t *testing.T, s store.Store) {
 	}
 	checkPending(t, s, "dave", row(gCrew, 3, 2, 3))
 	ds := sessionOf(t, s, "dave", gCrew, "")
-	if ds.ReadSeq != 2 || ds.WriteSeq != 3 || ds.UnreadCount != 1 {
-		t.Errorf("dave's session = %+v, want read 2, write 3, unread 1", ds)
+	if ds.ReadSeq != 2 || ds.WriteSeq != 3 || ds.UnreadCount != 0 {
+		t.Errorf("dave's session = %+v, want read 2, write 3, unread 0 (his adding is a system message)", ds)
 	}
 	// History from dave's joining on only.
 	msgs, more, err := s.History(t.Context(), gCrew, store.HistoryQuery{MinSeq: 3, Limit: 10})
@@ -290,8 +291,8 @@ func testGroupReAdd(t *testing.T, s store.Store) {
 		t.Errorf("carol's boundaries after re-add = %+v, want 3/3", got)
 	}
 	ss := sessionOf(t, s, carol, gCrew, "")
-	if ss.ReadSeq != 3 || ss.WriteSeq != 4 || ss.UnreadCount != 1 || !slices.Equal(ss.Members, res.Group.Members) {
-		t.Errorf("carol's session after re-add = %+v, want read 3, write 4, unread 1, members %v", ss, res.Group.Members)
+	if ss.ReadSeq != 3 || ss.WriteSeq != 4 || ss.UnreadCount != 0 || !slices.Equal(ss.Members, res.Group.Members) {
+		t.Errorf("carol's session after re-add = %+v, want read 3, write 4, unread 0 (a system message), members %v", ss, res.Group.Members)
 	}
 	checkPending(t, s, carol, row(gCrew, 4, 3, 4))
 	if ss.Title != "crew" || ss.Ticks != minimum(t, s, gCrew) {

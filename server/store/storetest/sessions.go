@@ -228,9 +228,11 @@ func testSessionCreatedOnFirstMessage(t *testing.T, s store.Store) {
 	}
 	for _, user := range []string{alice, bob, carol} {
 		ss := sessionOf(t, s, user, gTeam, "")
-		wantRead, wantUnread := int64(0), int64(1)
+		// The creation is a system message: an event, not unread
+		// (PROTOCOL.md, Sessions).
+		wantRead, wantUnread := int64(0), int64(0)
 		if user == alice {
-			wantRead, wantUnread = 1, 0
+			wantRead = 1
 		}
 		if ss.Kind != "group" || ss.WriteSeq != 1 || ss.ReadSeq != wantRead || ss.UnreadCount != wantUnread {
 			t.Errorf("%s's session after the first message = %+v, want kind group, write_seq 1, read_seq %d, unread %d",
@@ -247,14 +249,14 @@ func testSessionCreatedOnFirstMessage(t *testing.T, s store.Store) {
 		}
 	}
 
-	// Unread counts up for the others; each sender is read up to its own
-	// message.
+	// Unread counts up for the others (the creation not among them); each
+	// sender is read up to its own message.
 	send(t, s, gTeam, bob, "g2")
 	last := send(t, s, gTeam, alice, "g3")
 	for _, c := range []struct {
 		user         string
 		read, unread int64
-	}{{alice, 3, 0}, {bob, 2, 1}, {carol, 0, 3}} {
+	}{{alice, 3, 0}, {bob, 2, 1}, {carol, 0, 2}} {
 		ss := sessionOf(t, s, c.user, gTeam, "")
 		if ss.WriteSeq != 3 || ss.ReadSeq != c.read || ss.UnreadCount != c.unread {
 			t.Errorf("%s: write_seq %d, read_seq %d, unread %d, want 3, %d, %d",
@@ -264,7 +266,7 @@ func testSessionCreatedOnFirstMessage(t *testing.T, s store.Store) {
 			t.Errorf("%s's last_msg = %+v, want %+v", c.user, ss.LastMsg, last.Msg)
 		}
 	}
-	checkTotal(t, s, carol, "", 3)
+	checkTotal(t, s, carol, "", 2)
 	checkTotal(t, s, bob, "", 1)
 	checkTotal(t, s, alice, "", 0)
 
@@ -543,8 +545,8 @@ func testSessionOpCreatesSession(t *testing.T, s store.Store) {
 	createGroup(t, s, gTeam, alice, membersOf[gTeam]...)
 	sendN(t, s, gTeam, alice, "g", 2)
 	ss = sessionOf(t, s, bob, gTeam, "")
-	if !ss.Muted || ss.UnreadCount != 3 {
-		t.Errorf("bob's muted group after 3 messages (the creation and 2) = %+v", ss)
+	if !ss.Muted || ss.UnreadCount != 2 {
+		t.Errorf("bob's muted group after 3 messages (the creation, not unread, and 2) = %+v", ss)
 	}
 	checkTotal(t, s, bob, "", 0)
 }
