@@ -301,13 +301,19 @@ func (m *Manager) runRound(ctx context.Context) error {
 		ids[i] = n.ID
 	}
 	// Before the refreshes: a holder puts back a lease Redis lost only
-	// within the grace its loss opens.
-	grace, err := m.leases.Grace(ctx, m.cfg.FirstUse)
-	if err != nil {
-		m.refresh(ctx)
-		return err
+	// within the grace its loss opens. A node leaving takes nothing, so
+	// the grace is not its concern: it hands its shards over even when the
+	// grace cannot be read (its first-use record is in DynamoDB, which may
+	// be refusing just then).
+	var grace time.Duration
+	if !leaving {
+		var err error
+		if grace, err = m.leases.Grace(ctx, m.cfg.FirstUse); err != nil {
+			m.refresh(ctx)
+			return err
+		}
+		m.setGrace(grace > 0)
 	}
-	m.setGrace(grace > 0)
 	m.mu.Lock()
 	if !slices.Equal(m.nodes, nodes) {
 		m.nodes = nodes
