@@ -22,14 +22,6 @@ type Fence struct {
 // took the shard.
 var ErrFenced = errors.New("ownership: refused, a newer owner took the shard")
 
-// DynamoDBCondition is the condition of a DynamoDB write fenced by the
-// row's epoch attribute attr: the row holds no epoch or one not above the
-// writer's. The caller binds :fence_epoch to the writer's epoch (a
-// number).
-func DynamoDBCondition(attr string) string {
-	return fmt.Sprintf("attribute_not_exists(%s) OR %s <= :fence_epoch", attr, attr)
-}
-
 // fencedSet sets KEYS[2] to ARGV[2] only while KEYS[1], the shard's
 // epoch, is still ARGV[1]: no node took the shard after the writer.
 var fencedSet = redis.NewScript(`
