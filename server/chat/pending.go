@@ -99,14 +99,14 @@ func (s *Service) Replay(ctx context.Context, user string, to ReplayTarget, done
 		return fmt.Errorf("replay for %s: %w", user, err)
 	}
 	for _, row := range rows {
-		if err := s.replayConversation(ctx, row, to, done); err != nil {
+		if err := s.replayConversation(ctx, user, row, to, done); err != nil {
 			return fmt.Errorf("replay %s for %s: %w", row.Conv, user, err)
 		}
 	}
 	return nil
 }
 
-func (s *Service) replayConversation(ctx context.Context, row store.PendingDelivery, to ReplayTarget, done Replayed) error {
+func (s *Service) replayConversation(ctx context.Context, user string, row store.PendingDelivery, to ReplayTarget, done Replayed) error {
 	after := done.skipSent(row.Conv, row.ReplayFrom()-1)
 	for {
 		msgs, hasMore, err := s.store.History(ctx, row.Conv, store.HistoryQuery{After: true, AfterSeq: after, Limit: replayPage, MaxBytes: s.limits.MaxPageBytes})
@@ -118,7 +118,12 @@ func (s *Service) replayConversation(ctx context.Context, row store.PendingDeliv
 				return nil
 			}
 			after = m.Seq
-			if done.Has(m.Conv, m.Seq) {
+			// A user's own message is never pending for them: storing it
+			// raises its sender's boundaries past it. A replay that reads
+			// the conversation between the message's append and its
+			// derivation would otherwise push it back to the device that
+			// sent it.
+			if m.From == user || done.Has(m.Conv, m.Seq) {
 				continue
 			}
 			if err := to.DeliverWait(ctx, msgPush(m)); err != nil {
