@@ -80,6 +80,14 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 		if err != nil {
 			return fail(err)
 		}
+		if res.Duplicate {
+			// Its first attempt here failed after the message may have
+			// been stored: nobody was answered sent, so nobody pushed it.
+			// This answer is the one that does.
+			cs.mu.Lock()
+			res.Duplicate = !cs.recent.takeFailed(msg.MsgID)
+			cs.mu.Unlock()
+		}
 		return func() (store.AppendResult, error) { return res, nil }
 	}
 	var res store.AppendResult
@@ -94,6 +102,9 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 			res, err = e.afterAppend(dctx, cs, res)
 		}
 		if err != nil {
+			cs.mu.Lock()
+			cs.recent.noteFailed(msg.MsgID)
+			cs.mu.Unlock()
 			err = fmt.Errorf("append to %s: %w", msg.Conv, err)
 		}
 	}()
@@ -177,6 +188,30 @@ const recentWindow = 512
 type recentIDs struct {
 	seqs  map[string]int64
 	order []string
+	// failed holds the msg_ids among them whose append was answered an
+	// error: stored or not, nobody was told sent.
+	failed map[string]bool
+}
+
+// noteFailed records that msgID's append was answered an error.
+func (r *recentIDs) noteFailed(msgID string) {
+	if _, ok := r.seqs[msgID]; !ok {
+		return
+	}
+	if r.failed == nil {
+		r.failed = map[string]bool{}
+	}
+	r.failed[msgID] = true
+}
+
+// takeFailed reports whether msgID's append was answered an error since it
+// was last asked, and forgets it.
+func (r *recentIDs) takeFailed(msgID string) bool {
+	if !r.failed[msgID] {
+		return false
+	}
+	delete(r.failed, msgID)
+	return true
 }
 
 func (r *recentIDs) add(msgID string, seq int64) {
@@ -190,6 +225,7 @@ func (r *recentIDs) add(msgID string, seq int64) {
 	r.order = append(r.order, msgID)
 	if len(r.order) > recentWindow {
 		delete(r.seqs, r.order[0])
+		delete(r.failed, r.order[0])
 		r.order = r.order[1:]
 	}
 }

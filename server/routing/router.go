@@ -231,6 +231,13 @@ const routeWait = 30 * time.Second
 // serves the shard; otherwise at its owner, with method and args,
 // decoding the answer into result. It waits out a move of the shard.
 func (r *Router) route(ctx context.Context, shard ownership.Shard, stream, method string, args any, result any, local func(ctx context.Context) error) error {
+	return r.routeNoting(ctx, shard, stream, method, args, result, local, nil)
+}
+
+// routeNoting is route that also sets *unanswered when an attempt reached
+// an owner whose answer never came back (the link dropped with the
+// request in flight): that owner may have done the operation.
+func (r *Router) routeNoting(ctx context.Context, shard ownership.Shard, stream, method string, args any, result any, local func(ctx context.Context) error, unanswered *bool) error {
 	deadline := time.Now().Add(routeWait)
 	backoff := 5 * time.Millisecond
 	for {
@@ -240,6 +247,9 @@ func (r *Router) route(ctx context.Context, shard ownership.Shard, stream, metho
 			return err
 		}
 		err := r.forward(ctx, shard, stream, method, args, result)
+		if unanswered != nil && errors.Is(err, nodelink.ErrLinkDown) {
+			*unanswered = true
+		}
 		if !retryable(err) {
 			return err
 		}

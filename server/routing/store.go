@@ -3,6 +3,7 @@ package routing
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -33,12 +34,25 @@ func markStream(conv string) string { return "m/" + conv }
 
 // Append implements store.Store at the conversation's owner.
 func (r *Router) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
+	return r.appendNoting(ctx, req, false)
+}
+
+// appendNoting is Append after an attempt whose answer never came back
+// when unanswered is set. The message may then have been stored by that
+// attempt and found stored by a later one; but this node, which pushes
+// what its callers are answered sent, never learned of it, and nobody
+// pushed it. Found stored after such an attempt, it is answered as new,
+// so that it is pushed once.
+func (r *Router) appendNoting(ctx context.Context, req store.AppendRequest, unanswered bool) (store.AppendResult, error) {
 	var res store.AppendResult
-	err := r.route(ctx, ownership.ShardOfConv(req.Msg.Conv), convStream(req.Msg.Conv), mAppend, req, &res, func(ctx context.Context) error {
+	err := r.routeNoting(ctx, ownership.ShardOfConv(req.Msg.Conv), convStream(req.Msg.Conv), mAppend, req, &res, func(ctx context.Context) error {
 		var err error
 		res, err = r.eng.Append(ctx, req)
 		return err
-	})
+	}, &unanswered)
+	if err == nil && unanswered && res.Duplicate {
+		res.Duplicate = false
+	}
 	return res, err
 }
 
@@ -83,7 +97,7 @@ func (r *Router) StartAppend(ctx context.Context, req store.AppendRequest) func(
 		if err != nil {
 			// The owner moved or its link dropped: again, wherever it
 			// is now (an append is idempotent by its msg_id).
-			return r.Append(ctx, req)
+			return r.appendNoting(ctx, req, errors.Is(err, nodelink.ErrLinkDown))
 		}
 		var res store.AppendResult
 		err = decodeAnswer(raw, &res)

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/server/store/memstore"
+)
+
+// seqLog is a memstore that stores a message at the seq it is given, as
+// an owner's backend does.
+type seqLog struct{ *memstore.Store }
+
+func (s seqLog) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+	res, err := s.Append(ctx, m)
+	if err == nil && !res.Duplicate && res.Msg.Seq != m.Seq {
+		return res, fmt.Errorf("stored at %d, not at %d", res.Msg.Seq, m.Seq)
+	}
+	return res, err
+}
+
+func (s seqLog) NewestSeq(ctx context.Context, conv string) (int64, error) {
+	msgs, _, err := s.History(ctx, conv, store.HistoryQuery{Limit: 1})
+	if err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	return msgs[0].Seq, nil
+}
+
+// elsewhere owns every conversation here and every user on another node,
+// whose effects fail while failing is set.
+type elsewhere struct {
+	mu      sync.Mutex
+	failing bool
+}
+
+func (o *elsewhere) OwnsConv(string) bool                    { return true }
+func (o *elsewhere) HoldUser(string) (func(), bool)          { return nil, false }
+func (o *elsewhere) Written(context.Context, []string) error { return nil }
+func (o *elsewhere) UserFence(string) (int64, bool)          { return 1, true }
+func (o *elsewhere) Apply(_ context.Context, effects []Effect, _ bool) ([]EffectResult, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.failing {
+		return nil, errors.New("the members' owner is unreachable")
+	}
+	return make([]EffectResult, len(effects)), nil
+}
+
+// A send stored whose answer was an error (its derivation failed) was
+// pushed by nobody: its repeat is answered as new, once, so that the
+// caller pushes it; the repeat after that is a duplicate again.
+func TestARepeatOfAFailedAppendIsAnsweredAsNew(t *testing.T) {
+	owners := &elsewhere{failing: true}
+	e, err := New(context.Background(), seqLog{memstore.New()}, Options{Owners: owners, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := store.AppendRequest{Msg: protocol.Message{Conv: "d:alice:bob", MsgID: "m1", From: "alice", Body: "hi"}, Members: []string{"alice", "bob"}}
+	if _, err := e.Append(ctx, req); err == nil {
+		t.Fatal("the first append succeeded though the members' owner failed")
+	}
+	owners.mu.Lock()
+	owners.failing = false
+	owners.mu.Unlock()
+	res, err := e.Append(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duplicate || res.Msg.Seq != 1 {
+		t.Fatalf("the repeat of a failed append: seq %d, duplicate %v; want seq 1 answered as new", res.Msg.Seq, res.Duplicate)
+	}
+	res, err = e.Append(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Duplicate || res.Msg.Seq != 1 {
+		t.Fatalf("the next repeat: seq %d, duplicate %v; want seq 1, a duplicate", res.Msg.Seq, res.Duplicate)
+	}
+}
