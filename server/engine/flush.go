@@ -94,6 +94,39 @@ func (f *flusher) barrier(ctx context.Context) error {
 	return f.wait(ctx, f.current())
 }
 
+// barrierOf is barrier for the rows of the conversations and users picked:
+// it takes them out of the current batch and writes them at once, beside
+// the batch in flight, then waits for that one (it may hold some of them
+// too). A shard handed over waits for its own rows, not for every row the
+// node put (under load the write-behind is seconds deep). Writing them
+// beside the batch is safe as every derived row is an idempotent update
+// valid in whatever order rows are applied (store.Derived). Rows whose
+// write fails go back under the current batch, to be written with it.
+func (f *flusher) barrierOf(ctx context.Context, conv func(string) bool, user func(string) bool) error {
+	f.mu.Lock()
+	part := f.cur.split(conv, user)
+	inFlight := f.gen - 1
+	f.mu.Unlock()
+	if !part.empty() {
+		d := part.derived()
+		if f.fence != nil {
+			f.fence(&d)
+		}
+		if err := f.be.Apply(ctx, d); err != nil {
+			f.mu.Lock()
+			part.merge(f.cur) // what was put since is newer
+			f.cur = part
+			f.mu.Unlock()
+			select {
+			case f.kick <- struct{}{}:
+			default:
+			}
+			return err
+		}
+	}
+	return f.wait(ctx, inFlight)
+}
+
 // current returns the generation that holds every row put so far.
 func (f *flusher) current() uint64 {
 	f.mu.Lock()
@@ -333,6 +366,50 @@ func (b *batch) conv(c store.ConvDerived) {
 
 func (b *batch) formerView(r store.FormerRow) {
 	b.former[store.MemberKey{User: r.User, Conv: r.Conv}] = r
+}
+
+// split moves the rows of the conversations and users picked out of b into
+// a batch of their own, and returns it.
+func (b *batch) split(conv func(string) bool, user func(string) bool) *batch {
+	out := newBatch()
+	picked := func(k store.MemberKey) bool { return conv(k.Conv) || user(k.User) }
+	for k, op := range b.members {
+		if picked(k) {
+			out.members[k] = op
+			delete(b.members, k)
+		}
+	}
+	for k, p := range b.pending {
+		if picked(k) {
+			out.pending[k] = p
+			delete(b.pending, k)
+		}
+	}
+	for k, st := range b.sessions {
+		if picked(k) {
+			out.sessions[k] = st
+			delete(b.sessions, k)
+		}
+	}
+	for k, t := range b.totals {
+		if user(k[0]) {
+			out.totals[k] = t
+			delete(b.totals, k)
+		}
+	}
+	for k, c := range b.convs {
+		if conv(k) {
+			out.convs[k] = c
+			delete(b.convs, k)
+		}
+	}
+	for k, r := range b.former {
+		if picked(k) {
+			out.former[k] = r
+			delete(b.former, k)
+		}
+	}
+	return out
 }
 
 // merge applies newer's rows after b's.

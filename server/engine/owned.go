@@ -206,10 +206,11 @@ func (e *Engine) ApplyEffects(ctx context.Context, effects []Effect) ([]EffectRe
 }
 
 // Forget drops what the engine holds of the conversations and users
-// picked (a shard this node no longer owns), once every row put so far is
-// written: the next operation on them reads them from the backend.
+// picked (a shard this node no longer owns), once every row put so far for
+// them is written (not every row of the node: see flusher.barrierOf): the
+// next operation on them reads them from the backend.
 func (e *Engine) Forget(ctx context.Context, conv func(string) bool, user func(string) bool) error {
-	if err := e.flush.barrier(ctx); err != nil {
+	if err := e.flush.barrierOf(ctx, conv, user); err != nil {
 		return err
 	}
 	e.Drop(conv, user)

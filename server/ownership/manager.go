@@ -27,7 +27,9 @@ type Hooks struct {
 	// Lost is called when the node can no longer prove it holds shard
 	// (its lease expired or was taken): the owner forgets what it held.
 	Lost func(shard Shard)
-	// HandedOver is called after a round handed shards over, so that
+	// HandedOver is called as soon as a shard is handed over (each on its
+	// own, not once the round's handovers are all done: an operation
+	// still draining on one may wait for another's new owner), so that
 	// their new owners can be told to take them now (Wake) rather than
 	// at their next round.
 	HandedOver func(shards []Shard)
@@ -334,12 +336,15 @@ func (m *Manager) runRound(ctx context.Context) error {
 		var g errgroup.Group
 		g.SetLimit(32)
 		for _, s := range moving {
-			g.Go(func() error { m.handOver(ctx, s); return nil })
+			g.Go(func() error {
+				m.handOver(ctx, s)
+				if m.cfg.Hooks.HandedOver != nil {
+					m.cfg.Hooks.HandedOver([]Shard{s})
+				}
+				return nil
+			})
 		}
 		m.refreshingWhile(ctx, func() { _ = g.Wait() })
-		if m.cfg.Hooks.HandedOver != nil {
-			m.cfg.Hooks.HandedOver(moving)
-		}
 	}
 	if leaving {
 		return nil

@@ -50,6 +50,11 @@ type Router struct {
 	unrepairedMu sync.Mutex
 	unrepaired   []string
 	unrepairedAt time.Time
+
+	// waking holds the nodes a wake is in flight to, and whether another
+	// must follow it (see wake).
+	wakeMu sync.Mutex
+	waking map[string]bool
 }
 
 // Config is what a Router runs with.
@@ -174,15 +179,44 @@ func (r *Router) handedOver(shards []ownership.Shard) {
 			continue
 		}
 		told[owner.Addr] = true
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			req, _ := request(barrierStream(), mWake, struct{}{})
-			if _, err := r.pool.Forward(ctx, owner.Addr, req); err != nil {
-				r.log.Debug("telling a node to take its shards", "node", owner.ID, "err", err)
-			}
-		}()
+		r.wake(owner)
 	}
+}
+
+// wake tells node to run an ownership round now. Shards are handed over
+// one by one: while a wake to a node is in flight, those that follow make
+// one more, not one each.
+func (r *Router) wake(node ownership.Node) {
+	r.wakeMu.Lock()
+	defer r.wakeMu.Unlock()
+	if r.waking == nil {
+		r.waking = map[string]bool{}
+	}
+	if again, inFlight := r.waking[node.Addr]; inFlight {
+		if !again {
+			r.waking[node.Addr] = true
+		}
+		return
+	}
+	r.waking[node.Addr] = false
+	go func() {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			req, _ := request(barrierStream(), mWake, struct{}{})
+			if _, err := r.pool.Forward(ctx, node.Addr, req); err != nil {
+				r.log.Debug("telling a node to take its shards", "node", node.ID, "err", err)
+			}
+			cancel()
+			r.wakeMu.Lock()
+			if !r.waking[node.Addr] {
+				delete(r.waking, node.Addr)
+				r.wakeMu.Unlock()
+				return
+			}
+			r.waking[node.Addr] = false
+			r.wakeMu.Unlock()
+		}
+	}()
 }
 
 // lost stops serving a shard whose lease is gone.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -29,7 +31,8 @@ var (
 // NewClient returns a DynamoDB client for region, talking to endpoint when
 // not empty (a local engine), credentials from the standard AWS chain.
 func NewClient(ctx context.Context, endpoint, region string, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(RequestTimeout)))
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
@@ -39,6 +42,12 @@ func NewClient(ctx context.Context, endpoint, region string, optFns ...func(*dyn
 		}
 	}}, optFns...)...), nil
 }
+
+// RequestTimeout bounds each attempt of a DynamoDB call, so that an engine
+// that stops answering (a partition, a hung endpoint) fails the call and
+// has it retried instead of holding it, and what waits on it — the
+// write-behind, a shard's drain, a node's shutdown — forever.
+const RequestTimeout = 10 * time.Second
 
 // Options configures Open.
 type Options struct {
