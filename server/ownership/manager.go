@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -74,6 +75,14 @@ type Manager struct {
 	wake chan struct{}
 	stop context.CancelFunc
 	done chan struct{}
+
+	// Handovers run beside the rounds (see startHandOver): draining names
+	// the shards being drained, drains counts them, and stopDrains cuts
+	// them short (Stop, or a Leave past its deadline).
+	draining   map[Shard]bool
+	drains     sync.WaitGroup
+	drainCtx   context.Context
+	stopDrains context.CancelFunc
 }
 
 // Start runs the node's first round (so that it knows the live nodes and
@@ -97,8 +106,11 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		changed:  make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		draining: make(map[Shard]bool),
 	}
+	m.drainCtx, m.stopDrains = context.WithCancel(context.WithoutCancel(ctx))
 	if err := m.runRound(ctx); err != nil {
+		m.stopDrains()
 		return nil, err
 	}
 	loopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -223,7 +235,8 @@ func (m *Manager) InGrace() bool {
 
 // Leave hands every shard over (Releasing, then the lease given back) and
 // withdraws the node, so that the others take its shards at once; then
-// the rounds stop.
+// the rounds stop. Drains still running at ctx's end are cut short: their
+// leases expire.
 func (m *Manager) Leave(ctx context.Context) error {
 	m.mu.Lock()
 	m.leaving = true
@@ -237,6 +250,7 @@ func (m *Manager) Leave(ctx context.Context) error {
 // by themselves (what a node that dies leaves).
 func (m *Manager) Stop() {
 	m.halt()
+	m.stopDrains()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.held = make(map[Shard]*Lease)
@@ -330,24 +344,11 @@ func (m *Manager) runRound(ctx context.Context) error {
 			moving = append(moving, s)
 		}
 	}
-	if len(moving) > 0 {
-		// At once: an operation in flight on one shard may wait for
-		// another's new owner.
-		var g errgroup.Group
-		g.SetLimit(32)
-		for _, s := range moving {
-			g.Go(func() error {
-				m.handOver(ctx, s)
-				if m.cfg.Hooks.HandedOver != nil {
-					m.cfg.Hooks.HandedOver([]Shard{s})
-				}
-				return nil
-			})
-		}
-		m.refreshingWhile(ctx, func() { _ = g.Wait() })
+	for _, s := range moving {
+		m.startHandOver(s)
 	}
 	if leaving {
-		return nil
+		return m.awaitDrains(ctx)
 	}
 	if grace > 0 {
 		return nil // Redis lost the leases: their holders may still serve
@@ -365,7 +366,7 @@ func (m *Manager) runRound(ctx context.Context) error {
 		if Place(s, ids) != m.cfg.Node.ID {
 			continue
 		}
-		if _, ok := m.Held(s); ok {
+		if _, ok := m.Held(s); ok || m.isDraining(s) {
 			continue
 		}
 		g.Go(func() error {
@@ -436,6 +437,59 @@ func (m *Manager) lose(l *Lease) {
 	m.log.Warn("lost a shard's lease", "shard", l.Shard, "epoch", l.Epoch)
 	if m.cfg.Hooks.Lost != nil {
 		m.cfg.Hooks.Lost(l.Shard)
+	}
+}
+
+// startHandOver hands shard over in the background. A drain waits for the
+// operations in flight on the shard, and they may wait for shards that
+// only a later round takes (another node's, that left or died, or one
+// this handover's new owner has not taken yet): a round that waited for
+// its drains would take nothing meanwhile, and the node's drains and the
+// shards they wait for would wait on each other until the operations
+// gave up. The shard's new owner is told as soon as it is released.
+func (m *Manager) startHandOver(s Shard) {
+	m.mu.Lock()
+	if m.draining[s] {
+		m.mu.Unlock()
+		return
+	}
+	m.draining[s] = true
+	m.mu.Unlock()
+	m.drains.Add(1)
+	go func() {
+		defer m.drains.Done()
+		m.handOver(m.drainCtx, s)
+		m.mu.Lock()
+		delete(m.draining, s)
+		m.mu.Unlock()
+		if m.cfg.Hooks.HandedOver != nil {
+			m.cfg.Hooks.HandedOver([]Shard{s})
+		}
+	}()
+}
+
+// isDraining reports whether shard is being handed over from this node.
+func (m *Manager) isDraining(s Shard) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.draining[s]
+}
+
+// awaitDrains waits for every handover running, and cuts short those still
+// running when ctx ends.
+func (m *Manager) awaitDrains(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		m.drains.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		m.stopDrains()
+		<-done
+		return fmt.Errorf("handing shards over: %w", ctx.Err())
 	}
 }
 

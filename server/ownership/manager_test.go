@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,5 +226,69 @@ func TestSetFencedRefusesAStaleEpoch(t *testing.T) {
 	}
 	if node, epoch, err := fresh.Holder(ctx, 7); err != nil || node != "new" || epoch != l2.Epoch {
 		t.Fatalf("Holder = %q, %d, %v; want new, %d", node, epoch, err, l2.Epoch)
+	}
+}
+
+// TestRoundsTakeWhileShardsDrain: a node whose handovers are still
+// draining keeps running rounds, and takes the shards placed on it
+// meanwhile (those of a node that left): an operation draining on a shard
+// handed over may be waiting for exactly such a shard.
+func TestRoundsTakeWhileShardsDrain(t *testing.T) {
+	rdb, prefix := testengines.RedisClient(t)
+	ttl := time.Second
+	var hanging atomic.Bool     // set: a's drains wait for hang
+	hang := make(chan struct{}) // closed: they end
+	var inDrain atomic.Int64
+	a := startNode(t, rdb, prefix, "a", ttl, Hooks{Releasing: func(context.Context, Shard) {
+		if hanging.Load() {
+			inDrain.Add(1)
+			defer inDrain.Add(-1)
+			<-hang
+		}
+	}})
+	b := startNode(t, rdb, prefix, "b", ttl, Hooks{})
+	settled(t, 10*time.Second, a, b)
+
+	hanging.Store(true)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hang)
+		}
+	}
+	defer release()
+	c := startNode(t, rdb, prefix, "c", ttl, Hooks{})
+	waitUntil(t, "a hands shards over to c", func() bool { return inDrain.Load() > 0 })
+	if err := b.Leave(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// a takes every shard placement over a and c gives it, its drains
+	// still hanging.
+	ids := []string{"a", "c"}
+	waitUntil(t, "a takes b's shards placed on it", func() bool {
+		for s := range Shard(Shards) {
+			if _, held := a.Held(s); Place(s, ids) == "a" && !held {
+				return false
+			}
+		}
+		return true
+	})
+	if inDrain.Load() == 0 {
+		t.Fatal("a's drains ended before the check: the test shows nothing")
+	}
+	release()
+	settled(t, 10*time.Second, a, c)
+}
+
+// waitUntil polls cond until it holds, failing after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
