@@ -59,7 +59,9 @@ func TestBarrierOfWritesItsOwnRowsOnly(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conv := func(id string) func(*batch) { return func(b *batch) { b.conv(store.ConvDerived{Conv: id, DerivedSeq: 1}) } }
+	conv := func(id string) func(*batch) {
+		return func(b *batch) { b.conv(store.ConvDerived{Conv: id, DerivedSeq: 1}) }
+	}
 
 	f.put(conv("slow"))
 	if got := <-be.started; got != "slow" {

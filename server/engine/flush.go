@@ -399,8 +399,13 @@ func (b *batch) split(conv func(string) bool, user func(string) bool) *batch {
 	}
 	for k, c := range b.convs {
 		if conv(k) {
-			out.convs[k] = c
-			delete(b.convs, k)
+			// The ticks go now; the derived watermark stays with the
+			// batch, behind the rows of the users it implies (those of
+			// other shards may still be unwritten: a crash before them
+			// must leave the message to be derived again).
+			early := c
+			early.DerivedSeq = 0
+			out.convs[k] = early
 		}
 	}
 	for k, r := range b.former {

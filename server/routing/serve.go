@@ -137,7 +137,11 @@ func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect, writ
 	}
 	shards = slices.Compact(slices.Sorted(slices.Values(shards)))
 	for i, s := range shards {
-		if !r.gates[s].enter() {
+		// A step of an operation in flight on another node: admitted
+		// while the shard drains too, as the drains of both nodes would
+		// otherwise wait on each other (each for operations waiting on
+		// a shard the other is draining).
+		if !r.gates[s].enterWithin() {
 			for _, entered := range shards[:i] {
 				r.gates[entered].exit()
 			}
