@@ -23,7 +23,10 @@ type Hooks struct {
 	// Releasing is called before the node gives up a shard it still holds
 	// (placement moved it, or the node leaves): the owner waits for the
 	// operations in flight on it and for their rows to be written. The
-	// shard is already no longer served here when it is called.
+	// shard is already no longer served here when it is called. ctx ends
+	// within a bound (two lease lifetimes, or a Leave's deadline): the
+	// shard is then handed over with operations still in flight, whose
+	// rows are fenced by the lease's epoch.
 	Releasing func(ctx context.Context, shard Shard)
 	// Lost is called when the node can no longer prove it holds shard
 	// (its lease expired or was taken): the owner forgets what it held.
@@ -440,6 +443,10 @@ func (m *Manager) lose(l *Lease) {
 	}
 }
 
+// drainLimit bounds the drain of a shard handed over: two lease lifetimes,
+// the time a dead node's shards take to be served again.
+func (m *Manager) drainLimit() time.Duration { return 2 * m.cfg.LeaseTTL }
+
 // startHandOver hands shard over in the background. A drain waits for the
 // operations in flight on the shard, and they may wait for shards that
 // only a later round takes (another node's, that left or died, or one
@@ -507,10 +514,18 @@ func (m *Manager) handOver(ctx context.Context, s Shard) {
 	if m.cfg.Hooks.Releasing != nil {
 		// The lease is kept while its owner drains the shard: a successor
 		// must not take it before the rows of the operations in flight
-		// are written.
-		m.keepingWhile(ctx, l, func() { m.cfg.Hooks.Releasing(ctx, s) })
+		// are written. For a while only: an operation that waits longer
+		// is retried by its client at the new owner, and what it still
+		// writes here is fenced (see Hooks.Releasing).
+		drainCtx, cancel := context.WithTimeout(ctx, m.drainLimit())
+		m.keepingWhile(drainCtx, l, func() { m.cfg.Hooks.Releasing(drainCtx, s) })
+		cancel()
 	}
-	if err := m.leases.Release(ctx, l); err != nil {
+	// Given back even after a drain cut short, unless the node stops (Stop,
+	// or a Leave past its deadline): then the lease expires by itself.
+	releaseCtx, cancel := context.WithTimeout(ctx, m.cfg.LeaseTTL)
+	defer cancel()
+	if err := m.leases.Release(releaseCtx, l); err != nil {
 		m.log.Warn("giving a shard's lease back", "shard", s, "err", err)
 	}
 	m.log.Debug("handed a shard over", "shard", s, "epoch", l.Epoch)

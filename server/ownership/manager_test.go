@@ -292,3 +292,25 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestDrainIsBounded: a drain that never ends by itself (an operation in
+// flight hangs) is cut after two lease lifetimes, and the shard's lease
+// given back for its new owner to take.
+func TestDrainIsBounded(t *testing.T) {
+	rdb, prefix := testengines.RedisClient(t)
+	ttl := time.Second
+	var cut atomic.Int64
+	a := startNode(t, rdb, prefix, "a", ttl, Hooks{Releasing: func(ctx context.Context, _ Shard) {
+		<-ctx.Done()
+		cut.Add(1)
+	}})
+	joined := time.Now()
+	b := startNode(t, rdb, prefix, "b", ttl, Hooks{})
+	settled(t, 10*time.Second, a, b)
+	if cut.Load() == 0 {
+		t.Fatal("no drain was cut: the test shows nothing")
+	}
+	if took := time.Since(joined); took < 2*ttl {
+		t.Fatalf("settled after %v, before the drains' bound of %v", took, 2*ttl)
+	}
+}

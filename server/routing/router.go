@@ -160,10 +160,22 @@ func (r *Router) releasing(ctx context.Context, shard ownership.Shard) {
 	if !r.gates[shard].closeWithin(ctx) {
 		r.log.Warn("handing a shard over with operations still in flight", "shard", shard, "err", ctx.Err())
 	}
-	if err := r.forget(ctx, shard); err != nil {
+	// The rows put so far go before the lease does, even after a drain
+	// cut short by its bound (not when the node stops: its engine's close
+	// writes them).
+	fctx := ctx
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), forgetWait)
+		defer cancel()
+	}
+	if err := r.forget(fctx, shard); err != nil {
 		r.log.Warn("handing a shard over before its rows are written", "shard", shard, "err", err)
 	}
 }
+
+// forgetWait bounds the writing of a shard's rows when it is handed over.
+const forgetWait = 5 * time.Second
 
 // handedOver tells the new owners of shards just handed over to take them
 // now.
