@@ -24,7 +24,7 @@ type Hooks struct {
 	// (placement moved it, or the node leaves): the owner waits for the
 	// operations in flight on it and for their rows to be written. The
 	// shard is already no longer served here when it is called. ctx ends
-	// within a bound (two lease lifetimes, or a Leave's deadline): the
+	// within a bound (a lease lifetime, or a Leave's deadline): the
 	// shard is then handed over with operations still in flight, whose
 	// rows are fenced by the lease's epoch.
 	Releasing func(ctx context.Context, shard Shard)
@@ -443,9 +443,9 @@ func (m *Manager) lose(l *Lease) {
 	}
 }
 
-// drainLimit bounds the drain of a shard handed over: two lease lifetimes,
-// the time a dead node's shards take to be served again.
-func (m *Manager) drainLimit() time.Duration { return 2 * m.cfg.LeaseTTL }
+// drainLimit bounds the drain of a shard handed over: a lease lifetime,
+// what a dead node's shards wait before they are taken.
+func (m *Manager) drainLimit() time.Duration { return m.cfg.LeaseTTL }
 
 // startHandOver hands shard over in the background. A drain waits for the
 // operations in flight on the shard, and they may wait for shards that
