@@ -380,12 +380,32 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errRelay = c.Close()
 	}
 	s.closeOwners()
-	errStore := s.store.Close()
+	closed, errStore := closeBy(ctx, s.store.Close)
 	if s.cfg.Cluster != nil && s.cfg.Cluster.Close != nil {
 		errCluster = s.cfg.Cluster.Close()
 	}
-	s.unlock()
+	if closed {
+		// Still closing, the store keeps the data directory's lock
+		// until the process exits.
+		s.unlock()
+	}
 	return errors.Join(errLeave, errHTTP, errGW, errRelay, errStore, errCluster)
+}
+
+// closeBy runs closeFn until it returns or ctx ends, whichever is first:
+// closing a store writes what it holds behind, and an engine that stopped
+// answering (DynamoDB in an outage, each call retried) must not keep a
+// node from stopping past its shutdown deadline. What is not written then
+// is what a crash leaves: the next owner repairs it from the log.
+func closeBy(ctx context.Context, closeFn func() error) (closed bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- closeFn() }()
+	select {
+	case err := <-done:
+		return true, err
+	case <-ctx.Done():
+		return false, fmt.Errorf("closing the store: cut at the shutdown deadline (what it had not written is repaired from the log): %w", ctx.Err())
+	}
 }
 
 // Store returns the server's store, for tests and tools that inspect it.
