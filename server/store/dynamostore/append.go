@@ -272,10 +272,15 @@ func (s *Store) raiseMax(ctx context.Context, conv string, seq int64, kind proto
 var errNotGroup = errors.New("not a group")
 
 // AppendAt implements store.SeqAppender: m is stored at m.Seq, which the
-// conversation's owner gave it. The key is reserved at that seq, the
-// message put there if the seq is free, and the conversation's max seq
-// raised; a seq another message holds is ErrSeqTaken, with the key's
-// reservation taken back.
+// conversation's owner gave it. The key is reserved at that seq while the
+// conversation's max seq is raised to it, then the message is put there if
+// the seq is free; a seq another message holds is ErrSeqTaken, with the
+// key's reservation taken back. Raised first, the max seq lists the
+// conversation as behind its derived state before the message can exist
+// unlisted (a crash after the put leaves it to repair); raised for a seq
+// that ends up without a message, it leaves a hole that the next message,
+// or the repair, fills. Two round trips before the message is durable,
+// not three.
 func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.AppendResult{}, err
@@ -284,12 +289,22 @@ func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendR
 	if !ok || (parsed.Kind != protocol.ConvDirect && parsed.Kind != protocol.ConvGroup) || m.Seq <= 0 {
 		return store.AppendResult{}, store.ErrNotFound
 	}
+	var raiseErr error
+	raised := make(chan struct{})
+	go func() {
+		defer close(raised)
+		_, raiseErr = s.raiseMax(context.WithoutCancel(ctx), m.Conv, m.Seq, parsed.Kind)
+	}()
 	reserved, err := s.reserveID(ctx, m, m.Seq)
+	<-raised
 	if err != nil {
 		return store.AppendResult{}, err
 	}
 	if !reserved {
 		return s.resume(ctx, m, parsed.Kind)
+	}
+	if raiseErr != nil {
+		return store.AppendResult{}, s.takeBackID(ctx, m, raiseErr)
 	}
 	it, err := messageItem(m, nil)
 	if err != nil {
@@ -309,25 +324,26 @@ func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendR
 	}
 	switch {
 	case conditionFailed(err):
-		_, derr := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: s.table(tMessageIDs), Key: msgIDKey(m.Conv, m.MsgID),
-			ConditionExpression:       aws.String("#s = :s"),
-			ExpressionAttributeNames:  map[string]string{"#s": aSeq},
-			ExpressionAttributeValues: item{":s": numV(m.Seq)},
-		})
-		if derr != nil && !conditionFailed(derr) {
-			return store.AppendResult{}, fmt.Errorf("append %s/%s: take back the key of seq %d: %w", m.Conv, m.MsgID, m.Seq, derr)
-		}
-		return store.AppendResult{}, fmt.Errorf("append %s/%s at %d: %w", m.Conv, m.MsgID, m.Seq, store.ErrSeqTaken)
+		return store.AppendResult{}, s.takeBackID(ctx, m, fmt.Errorf("append %s/%s at %d: %w", m.Conv, m.MsgID, m.Seq, store.ErrSeqTaken))
 	case err != nil:
 		return store.AppendResult{}, fmt.Errorf("append %s/%s at %d: %w", m.Conv, m.MsgID, m.Seq, err)
 	}
-	// Stored: the caller giving up must not leave it with max_seq not
-	// raised (Unrepaired would not list it).
-	if _, err := s.raiseMax(context.WithoutCancel(ctx), m.Conv, m.Seq, parsed.Kind); err != nil {
-		return store.AppendResult{}, err
-	}
 	return store.AppendResult{Msg: m}, nil
+}
+
+// takeBackID deletes m's key reserved at m.Seq, where m will not be
+// stored, and returns why (cause), or why the key could not be taken back.
+func (s *Store) takeBackID(ctx context.Context, m protocol.Message, cause error) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: s.table(tMessageIDs), Key: msgIDKey(m.Conv, m.MsgID),
+		ConditionExpression:       aws.String("#s = :s"),
+		ExpressionAttributeNames:  map[string]string{"#s": aSeq},
+		ExpressionAttributeValues: item{":s": numV(m.Seq)},
+	})
+	if err != nil && !conditionFailed(err) {
+		return fmt.Errorf("append %s/%s: take back the key of seq %d: %w", m.Conv, m.MsgID, m.Seq, err)
+	}
+	return cause
 }
 
 // NewestSeq implements store.SeqAppender.
