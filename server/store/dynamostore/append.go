@@ -142,6 +142,9 @@ func (s *Store) place(ctx context.Context, m protocol.Message, seq int64, kind p
 			if _, err := s.raiseMax(context.WithoutCancel(ctx), m.Conv, seq, kind); err != nil {
 				return store.AppendResult{}, err
 			}
+			if err := s.applyStored(ctx, m); err != nil {
+				return store.AppendResult{}, err
+			}
 			return store.AppendResult{Msg: m}, nil
 		}
 		if !conditionFailed(err) {
@@ -239,6 +242,9 @@ func (s *Store) finishStored(ctx context.Context, stored item, kind protocol.Con
 	if _, err := s.raiseMax(ctx, m.Conv, m.Seq, kind); err != nil {
 		return store.AppendResult{}, err
 	}
+	if err := s.applyStored(ctx, m); err != nil {
+		return store.AppendResult{}, err
+	}
 	return store.AppendResult{Msg: m, Duplicate: true}, nil
 }
 
@@ -325,6 +331,9 @@ func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendR
 	// Stored: the caller giving up must not leave it with max_seq not
 	// raised (Unrepaired would not list it).
 	if _, err := s.raiseMax(context.WithoutCancel(ctx), m.Conv, m.Seq, parsed.Kind); err != nil {
+		return store.AppendResult{}, err
+	}
+	if err := s.applyStored(ctx, m); err != nil {
 		return store.AppendResult{}, err
 	}
 	return store.AppendResult{Msg: m}, nil

@@ -9,8 +9,10 @@
 // # Tables (prefix + name)
 //
 //	messages            PK conversation_id (S), SK seq (N): msg_id, sender, body,
-//	                    client_ts, server_ts, kind; s3_ref once archived (body
-//	                    removed); group_change (JSON) on a group's system message.
+//	                    client_ts, server_ts, kind, reply_to, ref; s3_ref once
+//	                    archived (body removed); group_change (JSON) on a group's
+//	                    system message; state (JSON store.TargetState) on a
+//	                    message relation entries changed.
 //	message_ids         PK conversation_id, SK msg_id: seq, sender — the
 //	                    idempotency index, owned by its sender.
 //	conversations       PK conversation_id: kind, title, version, members (map
