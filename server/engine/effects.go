@@ -28,6 +28,9 @@ const (
 	// effectExpire: nothing but what the passing of time changes (a timed
 	// mute ending).
 	effectExpire
+	// effectRelation: a relation entry arrived (Seq from From): an event
+	// that changes what the conversation shows, not a new message.
+	effectRelation
 )
 
 // SessionEffect is what an operation on a conversation does to one of its
@@ -47,7 +50,7 @@ type SessionEffect struct {
 	Op      session.Op
 	Args    session.OpArgs
 	// Events are what the conversation's owner knows of its events
-	// (effectMessage, effectRead): the unread count is computed from them
+	// (effectMessage, effectRelation, effectRead): the unread count is computed from them
 	// where the user's session is, without reading messages there.
 	Events session.Events
 }
@@ -55,7 +58,7 @@ type SessionEffect struct {
 // creates reports whether the effect creates a missing session.
 func (ef SessionEffect) creates() bool {
 	switch ef.Kind {
-	case effectMessage, effectJoin, effectOp:
+	case effectMessage, effectRelation, effectJoin, effectOp:
 		return true
 	case effectRead:
 		return ef.Create
@@ -73,6 +76,8 @@ func (ef SessionEffect) rule(now int64) sessionRule {
 			moves.Active = moves.Active || ef.Covered
 			return moves
 		}
+	case effectRelation:
+		return func(st *session.State) session.Moves { return st.OnRelation(ef.Seq, ef.From, ef.Events) }
 	case effectRise:
 		return func(*session.State) session.Moves { return session.Moves{Active: ef.Covered} }
 	case effectJoin:

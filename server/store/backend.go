@@ -59,6 +59,10 @@ type Backend interface {
 	// ErrNotFound if none.
 	Message(ctx context.Context, conv string, seq int64) (protocol.Message, error)
 
+	// MessageSeq returns the seq of the message stored under (conv,
+	// msgID); ErrNotFound if none.
+	MessageSeq(ctx context.Context, conv, msgID string) (int64, error)
+
 	// Senders returns the distinct senders of conv's messages with a seq in
 	// (after, upTo].
 	Senders(ctx context.Context, conv string, after, upTo int64) ([]string, error)

@@ -187,13 +187,13 @@ var ErasedEntry = TargetState{Erased: true}
 // Code is the protocol error code the client is answered with (invalid,
 // forbidden), Reason what it is told.
 type Refusal struct {
-	Code   string
+	Code   protocol.Code
 	Reason string
 }
 
 func (r *Refusal) Error() string { return r.Reason }
 
 // Refuse returns a Refusal with a formatted reason.
-func Refuse(code, format string, args ...any) *Refusal {
+func Refuse(code protocol.Code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
 }

@@ -158,3 +158,28 @@ func (s *Store) applyStored(ctx context.Context, m protocol.Message) error {
 	}
 	return s.ApplyRelation(context.WithoutCancel(ctx), m)
 }
+
+// MessageSeq implements store.Backend: the seq the key's reservation
+// records once its message has one (a reservation without a seq is a send
+// not stored yet: ErrNotFound).
+func (s *Store) MessageSeq(ctx context.Context, conv, msgID string) (int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	res, err := s.getItem(ctx, tMessageIDs, msgIDKey(conv, msgID))
+	if err != nil {
+		return 0, err
+	}
+	if res == nil || !res.has(aSeq) {
+		return 0, store.ErrNotFound
+	}
+	seq := res.num(aSeq)
+	stored, err := s.messageItemAt(ctx, conv, seq)
+	if err != nil {
+		return 0, err
+	}
+	if stored == nil || stored.str(aMsgID) != msgID {
+		return 0, store.ErrNotFound
+	}
+	return seq, nil
+}

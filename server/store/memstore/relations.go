@@ -90,3 +90,17 @@ func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	d.mu.Unlock()
 	return d.eraseBlobs(ctx, erased)
 }
+
+// MessageSeq implements store.Backend.
+func (s *Store) MessageSeq(_ context.Context, conv, msgID string) (int64, error) {
+	d, err := s.lock()
+	if err != nil {
+		return 0, err
+	}
+	defer d.mu.Unlock()
+	seq, ok := d.msgIDs[[2]string{conv, msgID}]
+	if !ok {
+		return 0, store.ErrNotFound
+	}
+	return seq, nil
+}

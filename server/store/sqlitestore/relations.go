@@ -94,3 +94,16 @@ func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	}
 	return s.eraseBlobs(ctx, blobs)
 }
+
+// MessageSeq implements store.Backend.
+func (s *Store) MessageSeq(ctx context.Context, conv, msgID string) (int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	var seq int64
+	err := s.r.QueryRowContext(ctx, qSeqOfMsgID, conv, msgID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, store.ErrNotFound
+	}
+	return seq, err
+}
