@@ -87,18 +87,17 @@ func erases(change store.RelationChange, seq int64) bool {
 // change erases it; false when the state changed meanwhile.
 func (s *Store) writeTargetState(ctx context.Context, rel protocol.Message, old string, st *store.TargetState, change store.RelationChange) (bool, error) {
 	key := msgKey(rel.Conv, rel.RefSeq)
-	names := map[string]string{"#b": aBody}
 	if !change.Changed {
 		if !erases(change, rel.RefSeq) {
 			return true, nil
 		}
-		return s.update(ctx, tMessages, key, "REMOVE #b", "", names, nil)
+		return s.update(ctx, tMessages, key, "REMOVE #b", "", map[string]string{"#b": aBody}, nil)
 	}
 	text, err := st.Encode()
 	if err != nil {
 		return false, err
 	}
-	names["#st"] = aState
+	names := map[string]string{"#st": aState}
 	values := item{":new": strV(text)}
 	cond := "attribute_not_exists(#st)"
 	if old != "" {
@@ -107,6 +106,7 @@ func (s *Store) writeTargetState(ctx context.Context, rel protocol.Message, old 
 	expr := "SET #st = :new"
 	if erases(change, rel.RefSeq) {
 		expr += " REMOVE #b"
+		names["#b"] = aBody
 	}
 	return s.update(ctx, tMessages, key, expr, cond, names, values)
 }
