@@ -314,3 +314,20 @@ func sessionOf(t *testing.T, c *servertest.Client, conv string) protocol.Session
 	}
 	return s
 }
+
+// TestRelationToMessageBeforeJoiningInvalid: a member added to a group
+// cannot reply to or react to what came before it joined: for it, that
+// is no message of the conversation.
+func TestRelationToMessageBeforeJoiningInvalid(t *testing.T) {
+	env := servertest.Start(t)
+	alice := env.Dial(t, "alice", "a")
+	carol := env.Dial(t, "carol", "c")
+	g := alice.CreateGroup(protocol.CreateGroup{Title: "team", Members: []string{"bob"}})
+	before := alice.SendMsg(g.Conv, "before carol")
+	alice.GroupOp(protocol.GroupOp{Conv: g.Conv, Op: protocol.GroupAdd, Users: []string{"carol"}})
+	after := alice.SendMsg(g.Conv, "after carol")
+	carol.RelateError(g.Conv, protocol.KindReaction, before.Seq, "👍", protocol.CodeInvalid)
+	carol.RequestError(&protocol.Send{Conv: g.Conv, MsgID: "r" + env.ID(), Body: "?", ReplyTo: before.Seq}, protocol.CodeInvalid)
+	carol.Relate(g.Conv, protocol.KindReaction, after.Seq, "👍")
+	carol.Reply(g.Conv, "hi all", after.Seq-1) // the message that added her
+}

@@ -16,6 +16,9 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 		return nil, perr
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
+	if perr := s.checkPointsAtReadable(ctx, conv, c.User, f); perr != nil {
+		return nil, perr
+	}
 	var res store.AppendResult
 	members, perr := s.withMembers(ctx, conv, c.User, func(members memberList) error {
 		var err error
@@ -101,4 +104,24 @@ func (s *Service) fanOut(c Caller, m protocol.Message, members []string) {
 	for _, member := range members {
 		s.push.Push(member, p, c.Device)
 	}
+}
+
+// checkPointsAtReadable refuses a reply or relation entry in a group that
+// points at a message from before the sender joined it: one it cannot
+// read is, for it, no message of the conversation. The rest of the
+// target's rules are the store's (engine/relations.go), where the target
+// is read as it stands.
+func (s *Service) checkPointsAtReadable(ctx context.Context, conv protocol.Conv, user string, f *protocol.Send) *protocol.Error {
+	target := max(f.ReplyTo, f.RefSeq)
+	if target == 0 || conv.Kind != protocol.ConvGroup {
+		return nil
+	}
+	joined, perr := s.checkMember(ctx, conv, user)
+	if perr != nil {
+		return perr
+	}
+	if target < joined {
+		return protocol.Errorf(protocol.CodeInvalid, "%d names no message of %s that you can read", target, conv)
+	}
+	return nil
 }
