@@ -331,3 +331,26 @@ func TestRelationToMessageBeforeJoiningInvalid(t *testing.T) {
 	carol.Relate(g.Conv, protocol.KindReaction, after.Seq, "👍")
 	carol.Reply(g.Conv, "hi all", after.Seq-1) // the message that added her
 }
+
+// TestRelationMovesGatewayShowingTarget: when an edit changes the message
+// a sub-business gateway shows as its last one, the gateway moves
+// (active_ts, not write_ts) and shows it as it stands.
+func TestRelationMovesGatewayShowingTarget(t *testing.T) {
+	env := servertest.Start(t)
+	if err := env.Server.Store().SetAccount(t.Context(), "shop", "", "shopbiz"); err != nil {
+		t.Fatal(err)
+	}
+	const gw, conv = "biz:shopbiz", "d:bob:shop"
+	shop := env.Dial(t, "shop", "a")
+	bob := env.Dial(t, "bob", "b")
+	m := shop.SendMsg(conv, "50% off", bob)
+	before := sessionOf(t, bob, gw)
+	edit := shop.Relate(conv, protocol.KindEdit, m.Seq, "60% off", bob)
+	after := sessionOf(t, bob, gw)
+	if after.ActiveTS <= before.ActiveTS || after.WriteTS != before.WriteTS || after.UnreadCount != 1 {
+		t.Fatalf("gateway after the edit %s, want active_ts moved, write_ts kept, unread 1 (was %s)", servertest.JSON(after), servertest.JSON(before))
+	}
+	if l := after.LastMsg; l == nil || l.Seq != m.Seq || l.Body != "60% off" || l.EditedTS != edit.ServerTS {
+		t.Fatalf("gateway last_msg %s, want %d as edited", servertest.JSON(l), m.Seq)
+	}
+}

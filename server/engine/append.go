@@ -207,7 +207,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	effects := make([]Effect, len(members))
 	for i, u := range members {
 		_, isCovered := slices.BinarySearch(covered, u)
-		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: kind, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, From: m.From, Covered: isCovered, Events: events}}
+		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: kind, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, Ref: m.RefSeq, From: m.From, Covered: isCovered, Events: events}}
 	}
 	results, err := e.affect(ctx, effects)
 	if err != nil {

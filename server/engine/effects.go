@@ -42,8 +42,10 @@ type SessionEffect struct {
 	Kind effectKind
 	Conv string
 	// Ticks are the conversation's ticks as the operation left them.
-	Ticks   protocol.Ticks
-	Seq     int64
+	Ticks protocol.Ticks
+	Seq   int64
+	// Ref is, for effectRelation, the seq of the entry's target.
+	Ref     int64
 	From    string
 	Covered bool
 	Create  bool // effectRead only: create the session if missing
@@ -96,5 +98,20 @@ func (ef SessionEffect) rule(now int64) sessionRule {
 // applyEffect applies ef to u's session at time now (see changeSession);
 // the caller holds u's shard lock.
 func (e *Engine) applyEffect(u *userState, now int64, ef SessionEffect) (session.State, bool, error) {
-	return e.changeSession(u, now, ef.Conv, ef.Ticks, ef.creates(), ef.rule(now))
+	st, changed, err := e.changeSession(u, now, ef.Conv, ef.Ticks, ef.creates(), ef.rule(now))
+	if err == nil && ef.Kind == effectRelation && st.SubBiz != "" {
+		err = e.touchGateway(u, now, st.SubBiz, ef.Conv, ef.Ref)
+	}
+	return st, changed, err
+}
+
+// touchGateway moves the active_ts of the gateway of sub-business subBiz
+// when its last message is the one at seq ref of conv, which a relation
+// entry just changed: the user's devices learn by sync the last message
+// as it stands now. The caller holds u's shard lock.
+func (e *Engine) touchGateway(u *userState, now int64, subBiz, conv string, ref int64) error {
+	_, _, err := e.changeSession(u, now, protocol.GatewayConv(subBiz), protocol.Ticks{}, false, func(g *session.State) session.Moves {
+		return session.Moves{Active: g.LastConv == conv && g.LastSeq == ref}
+	})
+	return err
 }
