@@ -2,7 +2,6 @@ package store
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,28 +21,28 @@ import (
 type TargetState struct {
 	// EditSeq is the seq of the edit whose Body and EditedTS the target
 	// shows; 0 when never edited.
-	EditSeq  int64  `json:"edit_seq,omitempty"`
-	Body     string `json:"body,omitempty"`
-	EditedTS int64  `json:"edited_ts,omitempty"`
+	EditSeq  int64  ``
+	Body     string ``
+	EditedTS int64  ``
 	// Edits are the seqs of every edit entry applied, ascending: a
 	// deletion erases their bodies too.
-	Edits   []int64 `json:"edits,omitempty"`
-	Deleted bool    `json:"deleted,omitempty"`
+	Edits   []int64 ``
+	Deleted bool    ``
 	// Erased marks an edit entry (not a target) whose body was erased
 	// because its target was deleted.
-	Erased bool `json:"erased,omitempty"`
+	Erased bool ``
 	// Reactions holds each user's standing reaction, one per user who
 	// ever reacted, ordered by user; a removed one stays with an empty
 	// Body, so that an older entry applied again changes nothing.
-	Reactions []StandingReaction `json:"reactions,omitempty"`
+	Reactions []StandingReaction ``
 }
 
 // StandingReaction is a user's latest reaction to a message: Body from
 // the relation entry at Seq ("" when the user removed it).
 type StandingReaction struct {
-	User string `json:"u"`
-	Body string `json:"b,omitempty"`
-	Seq  int64  `json:"s"`
+	User string ``
+	Body string ``
+	Seq  int64  ``
 }
 
 // RelationChange is what applying a relation entry to its target changed.
@@ -141,42 +140,8 @@ func (t *TargetState) ReactionList() []protocol.Reaction {
 			standing = append(standing, r)
 		}
 	}
-	if len(standing) == 0 {
-		return nil
-	}
 	slices.SortFunc(standing, func(a, b StandingReaction) int { return cmp.Compare(a.Seq, b.Seq) })
-	var out []protocol.Reaction
-	for _, r := range standing {
-		j := slices.IndexFunc(out, func(x protocol.Reaction) bool { return x.Body == r.Body })
-		if j < 0 {
-			out = append(out, protocol.Reaction{Body: r.Body})
-			j = len(out) - 1
-		}
-		out[j].Users = append(out[j].Users, r.User)
-	}
-	return out
-}
-
-// Encode is the state as stored: JSON, "" for a nil state.
-func (t *TargetState) Encode() (string, error) {
-	if t == nil {
-		return "", nil
-	}
-	b, err := json.Marshal(t)
-	return string(b), err
-}
-
-// DecodeTargetState reads a stored state; "" is nil (no relation ever
-// touched the message).
-func DecodeTargetState(s string) (*TargetState, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var t TargetState
-	if err := json.Unmarshal([]byte(s), &t); err != nil {
-		return nil, fmt.Errorf("a message's relation state: %w", err)
-	}
-	return &t, nil
+	return aggregate(standing)
 }
 
 // ErasedEntry is the state of an edit entry whose body was erased.

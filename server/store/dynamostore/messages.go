@@ -55,12 +55,11 @@ func messageOf(it item) (protocol.Message, bool, error) {
 		ClientTS: it.num(aClientTS), ServerTS: it.num(aServerTS), Kind: it.str(aKind),
 		ReplyTo: it.num(aReplyTo), RefSeq: it.num(aRefSeq),
 	}
-	st, err := store.DecodeTargetState(it.str(aState))
+	storedBody, err := store.ShowStored(&m, it.str(aState))
 	if err != nil {
 		return m, false, fmt.Errorf("%s/%d: %w", m.Conv, m.Seq, err)
 	}
-	st.Show(&m)
-	return m, st.ShowsStoredBody(), nil
+	return m, storedBody, nil
 }
 
 // messagesOf decodes stored messages with their archived bodies read back.

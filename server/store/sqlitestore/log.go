@@ -249,13 +249,12 @@ func showState(m protocol.Message, ref, state string) (protocol.Message, string,
 	if state == "" {
 		return m, ref, nil
 	}
-	st, err := store.DecodeTargetState(state)
+	storedBody, err := store.ShowStored(&m, state)
 	if err != nil {
 		return m, "", fmt.Errorf("%s/%d: %w", m.Conv, m.Seq, err)
 	}
-	if !st.ShowsStoredBody() {
+	if !storedBody {
 		ref = ""
 	}
-	st.Show(&m)
 	return m, ref, nil
 }
