@@ -52,8 +52,9 @@ type SessionEffect struct {
 	Op      session.Op
 	Args    session.OpArgs
 	// Events are what the conversation's owner knows of its events
-	// (effectMessage, effectRelation, effectRead): the unread count is computed from them
-	// where the user's session is, without reading messages there.
+	// (effectMessage, effectRelation, effectRead): the unread count is
+	// computed from them where the user's session is, without reading
+	// messages there.
 	Events session.Events
 }
 
