@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -308,12 +309,13 @@ func benchObjectAt(b *testing.B, c *benchClient, conv string, seq int64) []byte 
 	return page.Messages[0]
 }
 
-// benchPercentile returns the p-quantile of sorted durations, in microseconds.
+// benchPercentile returns the p-quantile of sorted durations by nearest
+// rank (of 100, p99 is the second slowest), in microseconds.
 func benchPercentile(sorted []time.Duration, p float64) float64 {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := min(len(sorted)-1, int(p*float64(len(sorted))))
+	i := max(0, int(math.Ceil(p*float64(len(sorted))))-1)
 	return float64(sorted[i].Nanoseconds()) / 1e3
 }
 
