@@ -93,7 +93,15 @@ type Config struct {
 	// messages older than it to cold storage at start and every hour
 	// (when its backend is a store.Archiver).
 	ArchiveOlderThan time.Duration
+	// EditWindow bounds how long after it is sent a message can be edited
+	// or deleted for everyone: DefaultEditWindow when zero, no bound when
+	// negative.
+	EditWindow time.Duration
 }
+
+// DefaultEditWindow is how long after it is sent a message can be edited
+// or deleted for everyone, unless Config.EditWindow says otherwise.
+const DefaultEditWindow = 48 * time.Hour
 
 // Server is a running imserver.
 type Server struct {
@@ -206,7 +214,7 @@ func (s *Server) build() error {
 		}
 		s.be = db
 	}
-	engOpts := engine.Options{Now: cfg.Now, Logger: cfg.Logger}
+	engOpts := engine.Options{Now: cfg.Now, Logger: cfg.Logger, EditWindow: editWindow(cfg.EditWindow)}
 	s.devices = s.hub
 	if cfg.Cluster != nil {
 		if cfg.Cluster.Owners == nil {
@@ -549,4 +557,15 @@ func (s *Server) health() error {
 func IsLoopback(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// editWindow is the engine's edit window for Config.EditWindow w.
+func editWindow(w time.Duration) time.Duration {
+	switch {
+	case w == 0:
+		return DefaultEditWindow
+	case w < 0:
+		return 0
+	}
+	return w
 }

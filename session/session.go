@@ -115,6 +115,27 @@ func (s *State) OnMessage(seq int64, sender string, ev Events) Moves {
 	return both
 }
 
+// OnRelation applies relation entry seq from sender (an edit, a
+// deletion, a reaction), with ev, what is known of the conversation's
+// events: an event, not a message (PROTOCOL.md, "Replies, edits,
+// deletions and reactions"). write_seq rises to it, as to any seq, but it
+// is not unread, not the last message, and moves the session neither in
+// the list (write_ts) nor back from deleted. Sent by the user it reads
+// everything up to it, as any send does. active_ts always moves: the
+// entry changed what the conversation shows (its last message perhaps),
+// and the user's devices learn it by sync.
+func (s *State) OnRelation(seq int64, sender string, ev Events) Moves {
+	if seq > s.WriteSeq {
+		oldWrite := s.WriteSeq
+		s.WriteSeq = seq
+		s.recount(oldWrite, ev)
+	}
+	if sender == s.User {
+		s.OnRead(seq, ev)
+	}
+	return activeOnly
+}
+
 // OnRead applies the user's read up to seq (clamped to write_seq), with
 // ev, what is known of the conversation's events: read_seq never goes
 // back, the unread count is what counts above it, and a read clears

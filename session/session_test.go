@@ -660,3 +660,19 @@ func TestOnLeaveClearsUnread(t *testing.T) {
 		t.Errorf("OnLeave: moves %+v, state %+v, want active only and %+v", m, st, want)
 	}
 }
+
+// TestOnRelationIsAnEvent: a relation entry raises write_seq without
+// counting as unread, keeps the last message, write_ts and a deleted
+// session deleted, and always moves active_ts; the sender's reads.
+func TestOnRelationIsAnEvent(t *testing.T) {
+	ev := session.Events{From: 0, Seqs: []int64{3}}
+	s := session.State{User: "bob", Conv: "d:alice:bob", WriteSeq: 2, ReadSeq: 1, UnreadCount: 1, LastConv: "d:alice:bob", LastSeq: 2, Deleted: true}
+	moves := s.OnRelation(3, "alice", ev)
+	if moves != (session.Moves{Active: true}) || s.WriteSeq != 3 || s.UnreadCount != 1 || s.LastSeq != 2 || !s.Deleted {
+		t.Fatalf("after alice's relation entry: %+v, moves %+v", s, moves)
+	}
+	moves = s.OnRelation(3, "bob", ev)
+	if moves != (session.Moves{Active: true}) || s.ReadSeq != 3 || s.UnreadCount != 0 || s.LastSeq != 2 {
+		t.Fatalf("after bob's own relation entry: %+v, moves %+v; want read up to it", s, moves)
+	}
+}

@@ -211,3 +211,19 @@ func TestEveryServeFlagIsDocumented(t *testing.T) {
 		t.Errorf("IM_QUEUE_BYTES=0: exit %d, %q", code, errOut)
 	}
 }
+
+// The edit window is read from -edit-window or IM_EDIT_WINDOW, and a
+// negative one is refused before the server starts.
+func TestEditWindowNegativeRefused(t *testing.T) {
+	for _, run := range []struct {
+		env  []string
+		args []string
+	}{
+		{nil, []string{"serve", "-data", t.TempDir(), "-edit-window", "-1h"}},
+		{[]string{"IM_EDIT_WINDOW=-1h", "IM_DATA=" + t.TempDir()}, []string{"serve"}},
+	} {
+		if _, errOut, code := runCommand(t, run.env, run.args...); code == 0 || !strings.Contains(errOut, "-edit-window cannot be negative") {
+			t.Errorf("%v %v: exit %d, %q; want the negative window refused", run.env, run.args, code, errOut)
+		}
+	}
+}

@@ -63,6 +63,7 @@ func serve(args []string) error {
 	fs.IntVar(&cfg.Quotas.GroupChanges, "group-changes", cfg.Quotas.GroupChanges, "group members one user may add or remove per hour, creations included; a rename counts one (0: no bound)")
 	fs.DurationVar(&cfg.Quotas.TypingInterval, "typing-interval", cfg.Quotas.TypingInterval, "least time between two typing indicators of a user in a conversation that are relayed (0: all)")
 	fs.DurationVar(&cfg.MaxTokenTTL, "max-token-ttl", 30*24*time.Hour, "tokens expiring further ahead are refused (token auth)")
+	editWindow := fs.Duration("edit-window", server.DefaultEditWindow, "how long after it is sent a message can be edited or deleted for everyone (0: no bound)")
 	proxies := fs.String("trusted-proxies", "", `comma-separated addresses or networks of reverse proxies (e.g. "10.0.0.0/8"): limits per address count the client each forwards for (X-Forwarded-For)`)
 	origins := fs.String("allowed-origins", "", `comma-separated web origins (e.g. "https://app.example.com", or "*") allowed to open a WebSocket besides the server's own host`)
 	storage := addStoreFlags(fs)
@@ -96,6 +97,14 @@ func serve(args []string) error {
 	}
 	if *shutdownGrace <= 0 {
 		return fmt.Errorf("-shutdown-grace must be positive")
+	}
+	switch {
+	case *editWindow < 0:
+		return fmt.Errorf("-edit-window cannot be negative")
+	case *editWindow == 0:
+		cfg.EditWindow = -1 // no bound
+	default:
+		cfg.EditWindow = *editWindow
 	}
 	logger, err := newLogger(*logLevel, *logFormat)
 	if err != nil {

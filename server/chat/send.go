@@ -12,10 +12,13 @@ import (
 // the sending one. It answers once the message is durable. A repeated
 // (conv, msg_id) is answered with the original seq and pushed to nobody.
 func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protocol.Sent, *protocol.Error) {
-	if perr := f.Validate(s.limits); perr != nil {
+	if perr := f.ValidateRelation(s.limits); perr != nil {
 		return nil, perr
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
+	if perr := s.checkPointsAtReadable(ctx, conv, c.User, f); perr != nil {
+		return nil, perr
+	}
 	var res store.AppendResult
 	members, perr := s.withMembers(ctx, conv, c.User, func(members memberList) error {
 		var err error
@@ -38,7 +41,7 @@ func (s *Service) StartSend(ctx context.Context, c Caller, f *protocol.Send) (fi
 	answered := func(sent *protocol.Sent, perr *protocol.Error) func() (*protocol.Sent, *protocol.Error) {
 		return func() (*protocol.Sent, *protocol.Error) { return sent, perr }
 	}
-	if perr := f.Validate(s.limits); perr != nil {
+	if perr := f.ValidateRelation(s.limits); perr != nil {
 		return answered(nil, perr)
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
@@ -59,7 +62,8 @@ func (s *Service) StartSend(ctx context.Context, c Caller, f *protocol.Send) (fi
 // appendRequest is the store's request for f from c.
 func appendRequest(c Caller, f *protocol.Send, members memberList) store.AppendRequest {
 	return store.AppendRequest{
-		Msg:            protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS},
+		Msg: protocol.Message{Conv: f.Conv, MsgID: f.MsgID, From: c.User, Body: f.Body, ClientTS: f.ClientTS,
+			Kind: f.Kind, ReplyTo: f.ReplyTo, RefSeq: f.RefSeq},
 		Members:        members.users,
 		MembersVersion: members.version,
 	}
@@ -68,6 +72,11 @@ func appendRequest(c Caller, f *protocol.Send, members memberList) store.AppendR
 // finishSend pushes a message the store took (unless a duplicate) and
 // returns the answer to its send; err is the store's.
 func (s *Service) finishSend(c Caller, f *protocol.Send, members []string, res store.AppendResult, err error) (*protocol.Sent, *protocol.Error) {
+	var refusal *store.Refusal
+	if errors.As(err, &refusal) {
+		// The target does not allow it (relations): nothing was stored.
+		return nil, protocol.Errorf(refusal.Code, "%s", refusal.Reason)
+	}
 	if errors.Is(err, store.ErrMsgIDTaken) {
 		return nil, protocol.Errorf(protocol.CodeInvalid, "msg_id already used: %q names another user's message in %s", f.MsgID, f.Conv)
 	}
@@ -95,4 +104,24 @@ func (s *Service) fanOut(c Caller, m protocol.Message, members []string) {
 	for _, member := range members {
 		s.push.Push(member, p, c.Device)
 	}
+}
+
+// checkPointsAtReadable refuses a reply or relation entry in a group that
+// points at a message from before the sender joined it: one it cannot
+// read is, for it, no message of the conversation. The rest of the
+// target's rules are the store's (engine/relations.go), where the target
+// is read as it stands.
+func (s *Service) checkPointsAtReadable(ctx context.Context, conv protocol.Conv, user string, f *protocol.Send) *protocol.Error {
+	target := max(f.ReplyTo, f.RefSeq)
+	if target == 0 || conv.Kind != protocol.ConvGroup {
+		return nil
+	}
+	joined, perr := s.checkMember(ctx, conv, user)
+	if perr != nil {
+		return perr
+	}
+	if target < joined {
+		return protocol.Errorf(protocol.CodeInvalid, "%d names no message of %s that you can read", target, conv)
+	}
+	return nil
 }

@@ -15,6 +15,14 @@ import (
 // (durable when Append returns), then its derived state is applied in
 // memory and written behind.
 func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
+	if related(req.Msg) {
+		return e.appendRelated(ctx, req)
+	}
+	return e.appendMessage(ctx, req)
+}
+
+// appendMessage is Append of a message whose rules the caller checked.
+func (e *Engine) appendMessage(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
 	if sa, ok := e.seqAppender(); ok {
 		return e.startOwnedAppend(ctx, sa, req)()
 	}
@@ -58,12 +66,17 @@ func (e *Engine) StartAppend(ctx context.Context, req store.AppendRequest) func(
 	done := func(res store.AppendResult, err error) func() (store.AppendResult, error) {
 		return func() (store.AppendResult, error) { return res, err }
 	}
+	if related(req.Msg) {
+		// Checked against its target and stored before the next send
+		// starts.
+		return done(e.appendRelated(ctx, req))
+	}
 	if sa, ok := e.seqAppender(); ok {
 		return e.startOwnedAppend(ctx, sa, req)
 	}
 	qa, queues := e.be.(store.QueuedAppender)
 	if conv, _ := protocol.ParseConv(req.Msg.Conv); !queues || conv.Kind != protocol.ConvDirect {
-		return done(e.Append(ctx, req))
+		return done(e.appendMessage(ctx, req))
 	}
 	dctx, err := e.begin(ctx)
 	if err != nil {
@@ -187,10 +200,14 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 		return derivation{}, err
 	}
 	now := e.nowMS()
+	kind := effectMessage
+	if m.IsRelation() {
+		kind = effectRelation
+	}
 	effects := make([]Effect, len(members))
 	for i, u := range members {
 		_, isCovered := slices.BinarySearch(covered, u)
-		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectMessage, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, From: m.From, Covered: isCovered, Events: events}}
+		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: kind, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, Ref: m.RefSeq, From: m.From, Covered: isCovered, Events: events}}
 	}
 	results, err := e.affect(ctx, effects)
 	if err != nil {

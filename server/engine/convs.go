@@ -45,6 +45,10 @@ type convState struct {
 	conv   string
 	parsed protocol.Conv
 	gate   sync.RWMutex
+	// related orders the conversation's replies and relation entries:
+	// each is checked against its target and stored alone
+	// (relations.go). Plain messages do not take it.
+	related sync.Mutex
 
 	mu       sync.Mutex
 	exists   bool

@@ -28,6 +28,9 @@ const (
 	// effectExpire: nothing but what the passing of time changes (a timed
 	// mute ending).
 	effectExpire
+	// effectRelation: a relation entry arrived (Seq from From): an event
+	// that changes what the conversation shows, not a new message.
+	effectRelation
 )
 
 // SessionEffect is what an operation on a conversation does to one of its
@@ -39,23 +42,26 @@ type SessionEffect struct {
 	Kind effectKind
 	Conv string
 	// Ticks are the conversation's ticks as the operation left them.
-	Ticks   protocol.Ticks
-	Seq     int64
+	Ticks protocol.Ticks
+	Seq   int64
+	// Ref is, for effectRelation, the seq of the entry's target.
+	Ref     int64
 	From    string
 	Covered bool
 	Create  bool // effectRead only: create the session if missing
 	Op      session.Op
 	Args    session.OpArgs
 	// Events are what the conversation's owner knows of its events
-	// (effectMessage, effectRead): the unread count is computed from them
-	// where the user's session is, without reading messages there.
+	// (effectMessage, effectRelation, effectRead): the unread count is
+	// computed from them where the user's session is, without reading
+	// messages there.
 	Events session.Events
 }
 
 // creates reports whether the effect creates a missing session.
 func (ef SessionEffect) creates() bool {
 	switch ef.Kind {
-	case effectMessage, effectJoin, effectOp:
+	case effectMessage, effectRelation, effectJoin, effectOp:
 		return true
 	case effectRead:
 		return ef.Create
@@ -73,6 +79,8 @@ func (ef SessionEffect) rule(now int64) sessionRule {
 			moves.Active = moves.Active || ef.Covered
 			return moves
 		}
+	case effectRelation:
+		return func(st *session.State) session.Moves { return st.OnRelation(ef.Seq, ef.From, ef.Events) }
 	case effectRise:
 		return func(*session.State) session.Moves { return session.Moves{Active: ef.Covered} }
 	case effectJoin:
@@ -91,5 +99,20 @@ func (ef SessionEffect) rule(now int64) sessionRule {
 // applyEffect applies ef to u's session at time now (see changeSession);
 // the caller holds u's shard lock.
 func (e *Engine) applyEffect(u *userState, now int64, ef SessionEffect) (session.State, bool, error) {
-	return e.changeSession(u, now, ef.Conv, ef.Ticks, ef.creates(), ef.rule(now))
+	st, changed, err := e.changeSession(u, now, ef.Conv, ef.Ticks, ef.creates(), ef.rule(now))
+	if err == nil && ef.Kind == effectRelation && st.SubBiz != "" {
+		err = e.touchGateway(u, now, st.SubBiz, ef.Conv, ef.Ref)
+	}
+	return st, changed, err
+}
+
+// touchGateway moves the active_ts of the gateway of sub-business subBiz
+// when its last message is the one at seq ref of conv, which a relation
+// entry just changed: the user's devices learn by sync the last message
+// as it stands now. The caller holds u's shard lock.
+func (e *Engine) touchGateway(u *userState, now int64, subBiz, conv string, ref int64) error {
+	_, _, err := e.changeSession(u, now, protocol.GatewayConv(subBiz), protocol.Ticks{}, false, func(g *session.State) session.Moves {
+		return session.Moves{Active: g.LastConv == conv && g.LastSeq == ref}
+	})
+	return err
 }

@@ -92,6 +92,8 @@ type Engine struct {
 	convs  *convTable
 	flush  *flusher
 	owners Owners // nil but on a node owning shards
+	// editWindow bounds edits and deletions (Options.EditWindow).
+	editWindow time.Duration
 	// appendSlots bounds the owner's appends in flight (ownedappend.go).
 	appendSlots chan struct{}
 }
@@ -118,6 +120,9 @@ type Options struct {
 	// Owners); with it, New repairs nothing (each shard is repaired as
 	// it is taken: RepairConvs).
 	Owners Owners
+	// EditWindow, when positive, bounds how long after its server_ts a
+	// message can be edited or deleted for everyone; 0 means no bound.
+	EditWindow time.Duration
 }
 
 // DefaultFlushGather is the default Options.FlushGather.
@@ -145,6 +150,8 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		users:  newUserTable(opts.MaxSessions),
 		convs:  newConvTable(),
 		owners: opts.Owners,
+
+		editWindow: opts.EditWindow,
 
 		appendSlots: make(chan struct{}, appendWriters),
 	}

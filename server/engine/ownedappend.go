@@ -62,7 +62,7 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 	cs.mu.Lock()
 	repeat := cs.recent.has(msg.MsgID)
 	if !repeat {
-		msg.Seq = cs.takeSeq()
+		msg.Seq = cs.takeSeqAbove(pointsAt(msg))
 		cs.recent.add(msg.MsgID, msg.Seq)
 		// Noted at once: a later message derived before this one counts
 		// by it.
@@ -130,7 +130,7 @@ func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convSta
 			cs.mu.Lock()
 			cs.assigned = max(cs.assigned, newest)
 			cs.events.note(msg.Seq, false, cs.assigned)
-			msg.Seq = cs.takeSeq()
+			msg.Seq = cs.takeSeqAbove(pointsAt(msg))
 			cs.events.note(msg.Seq, !session.CountsAsUnread(msg), cs.assigned)
 			cs.mu.Unlock()
 			continue
@@ -155,14 +155,15 @@ const appendWriters = 16
 // maxSeqTries bounds how often one message moves to another seq.
 const maxSeqTries = 8
 
-// takeSeq returns the seq for the conversation's next message: the lowest
-// one an append left unused, else the one after the newest given; the
-// caller holds mu.
-func (cs *convState) takeSeq() int64 {
-	if len(cs.holes) > 0 {
-		slices.Sort(cs.holes)
-		seq := cs.holes[0]
-		cs.holes = cs.holes[1:]
+// takeSeqAbove returns the seq for the conversation's next message, above
+// floor (the seq a reply or relation entry points at, which must be below
+// its own; 0 for none): the lowest one above floor an append left unused,
+// else the one after the newest given; the caller holds mu.
+func (cs *convState) takeSeqAbove(floor int64) int64 {
+	slices.Sort(cs.holes)
+	if i, _ := slices.BinarySearch(cs.holes, floor+1); i < len(cs.holes) {
+		seq := cs.holes[i]
+		cs.holes = slices.Delete(cs.holes, i, i+1)
 		return seq
 	}
 	cs.assigned = max(cs.assigned, cs.maxSeq) + 1

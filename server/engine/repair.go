@@ -77,6 +77,13 @@ func (e *Engine) repairConv(ctx context.Context, conv string) error {
 		cs.rewind(changes)
 	}
 	for _, m := range msgs {
+		if m.IsRelation() {
+			// A backend that stores an entry and applies it to its target
+			// in two steps (DynamoDB) may have been cut between them.
+			if err := e.be.ApplyRelation(ctx, m); err != nil {
+				return err
+			}
+		}
 		var err error
 		if c, ok := changes[m.Seq]; ok {
 			_, err = e.deriveChange(ctx, cs, c, m)

@@ -38,6 +38,9 @@ type answer struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Err    string          `json:"err,omitempty"`
 	Kind   string          `json:"kind,omitempty"`
+	// Refused is the code of a store.Refusal (Err its reason): a write
+	// the rules refused, answered to the client as it is.
+	Refused protocol.Code `json:"refused,omitempty"`
 }
 
 // sentinels are the store's errors callers tell apart, by name.
@@ -51,6 +54,10 @@ var sentinels = map[string]error{
 // encodeAnswer is the answer of a method that returned result or err.
 func encodeAnswer(result any, err error) (json.RawMessage, error) {
 	if err != nil {
+		var refusal *store.Refusal
+		if errors.As(err, &refusal) {
+			return json.Marshal(answer{Err: refusal.Reason, Refused: refusal.Code})
+		}
 		a := answer{Err: err.Error()}
 		for kind, s := range sentinels {
 			if errors.Is(err, s) {
@@ -74,6 +81,9 @@ func decodeAnswer(raw json.RawMessage, result any) error {
 		return fmt.Errorf("an owner's answer: %w", err)
 	}
 	if a.Err != "" {
+		if a.Refused != "" {
+			return &store.Refusal{Code: a.Refused, Reason: a.Err}
+		}
 		if s := sentinels[a.Kind]; s != nil {
 			return fmt.Errorf("%s: %w", a.Err, s)
 		}

@@ -36,14 +36,32 @@ type Backend interface {
 	// conversation on its first message (a group must exist: ErrNotFound).
 	// When (conv, msg_id) is already stored it returns the stored message
 	// with Duplicate set and changes nothing — or ErrMsgIDTaken when that
-	// message is another sender's. Durable when it returns.
+	// message is another sender's. Durable when it returns. A relation
+	// entry (msg.RefSeq set) is applied to its target as ApplyRelation
+	// applies it: in the same atomic step where the engine allows (a
+	// crash can leave it unapplied only on a backend that says so, and
+	// the engine's repair applies it again from the log).
 	Append(ctx context.Context, msg protocol.Message) (AppendResult, error)
 
-	// History reads a page of conv's messages (see HistoryQuery).
+	// ApplyRelation applies relation entry rel, stored, to its target
+	// (TargetState.Apply), storing the target's new state with it and
+	// erasing the bodies the change erases — in the rows, and in cold
+	// storage for archived ones. It is idempotent: repair calls it again
+	// for relation entries a crash may have left unapplied. A target
+	// that does not exist is ErrNotFound.
+	ApplyRelation(ctx context.Context, rel protocol.Message) error
+
+	// History reads a page of conv's messages (see HistoryQuery), each
+	// as it stands (TargetState.Show), with its kind, reply_to and ref.
 	History(ctx context.Context, conv string, q HistoryQuery) (msgs []protocol.Message, hasMore bool, err error)
 
-	// Message returns the message at seq of conv; ErrNotFound if none.
+	// Message returns the message at seq of conv as it stands;
+	// ErrNotFound if none.
 	Message(ctx context.Context, conv string, seq int64) (protocol.Message, error)
+
+	// MessageSeq returns the seq of the message stored under (conv,
+	// msgID); ErrNotFound if none.
+	MessageSeq(ctx context.Context, conv, msgID string) (int64, error)
 
 	// Senders returns the distinct senders of conv's messages with a seq in
 	// (after, upTo].

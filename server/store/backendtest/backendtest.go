@@ -42,12 +42,18 @@ func Run(t *testing.T, open func(t *testing.T, blobs blob.Store) store.Backend) 
 		{"SessionReads", testSessionReads},
 		{"Accounts", testAccounts},
 		{"Closed", testClosed},
+		{"RepliesAndRelationsStored", testRepliesAndRelationsStored},
+		{"RelationsApplyToTarget", testRelationsApplyToTarget},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t, newBlobs(t))) })
 	}
 	t.Run("Archive", func(t *testing.T) {
 		blobs := newBlobs(t)
 		testArchive(t, open(t, blobs), blobs)
+	})
+	t.Run("DeletionErases", func(t *testing.T) {
+		blobs := newBlobs(t)
+		testDeletionErases(t, open(t, blobs), blobs)
 	})
 }
 

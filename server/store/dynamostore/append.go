@@ -142,6 +142,9 @@ func (s *Store) place(ctx context.Context, m protocol.Message, seq int64, kind p
 			if _, err := s.raiseMax(context.WithoutCancel(ctx), m.Conv, seq, kind); err != nil {
 				return store.AppendResult{}, err
 			}
+			if err := s.applyStored(ctx, m); err != nil {
+				return store.AppendResult{}, err
+			}
 			return store.AppendResult{Msg: m}, nil
 		}
 		if !conditionFailed(err) {
@@ -239,6 +242,9 @@ func (s *Store) finishStored(ctx context.Context, stored item, kind protocol.Con
 	if _, err := s.raiseMax(ctx, m.Conv, m.Seq, kind); err != nil {
 		return store.AppendResult{}, err
 	}
+	if err := s.applyStored(ctx, m); err != nil {
+		return store.AppendResult{}, err
+	}
 	return store.AppendResult{Msg: m, Duplicate: true}, nil
 }
 
@@ -327,6 +333,9 @@ func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendR
 		return store.AppendResult{}, s.takeBackID(ctx, m, fmt.Errorf("append %s/%s at %d: %w", m.Conv, m.MsgID, m.Seq, store.ErrSeqTaken))
 	case err != nil:
 		return store.AppendResult{}, fmt.Errorf("append %s/%s at %d: %w", m.Conv, m.MsgID, m.Seq, err)
+	}
+	if err := s.applyStored(ctx, m); err != nil {
+		return store.AppendResult{}, err
 	}
 	return store.AppendResult{Msg: m}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/imcore/im/server/blob"
+	"github.com/imcore/im/server/store"
 )
 
 // Archive implements store.Archiver: a Scan of the messages table,
@@ -52,6 +53,8 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 			}
 			if ok {
 				moved++
+			} else if err := s.eraseIfDeleted(ctx, conv, seq, key); err != nil {
+				return moved, fmt.Errorf("archive %s/%d: %w", conv, seq, err)
 			}
 		}
 		if progress != nil {
@@ -62,4 +65,23 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
+}
+
+// eraseIfDeleted rewrites as empty the blob just put for the body at
+// (conv, seq) when a deletion erased that body after it was read (the
+// item then has no body, and the archive's update did not hold): the
+// deletion, finding no s3_ref, erased no blob.
+func (s *Store) eraseIfDeleted(ctx context.Context, conv string, seq int64, key string) error {
+	it, err := s.messageItemAt(ctx, conv, seq)
+	if err != nil || it == nil {
+		return err
+	}
+	st, err := store.DecodeTargetState(it.str(aState))
+	if err != nil {
+		return err
+	}
+	if st != nil && (st.Deleted || st.Erased) && it.str(aS3Ref) == "" {
+		return s.eraseBlobs(ctx, []string{key})
+	}
+	return nil
 }

@@ -9,8 +9,10 @@
 // # Tables (prefix + name)
 //
 //	messages            PK conversation_id (S), SK seq (N): msg_id, sender, body,
-//	                    client_ts, server_ts, kind; s3_ref once archived (body
-//	                    removed); group_change (JSON) on a group's system message.
+//	                    client_ts, server_ts, kind, reply_to, ref; s3_ref once
+//	                    archived (body removed); group_change (JSON) on a group's
+//	                    system message; state (JSON store.TargetState) on a
+//	                    message relation entries changed.
 //	message_ids         PK conversation_id, SK msg_id: seq, sender — the
 //	                    idempotency index, owned by its sender.
 //	conversations       PK conversation_id: kind, title, version, members (map
@@ -68,6 +70,20 @@
 // racing its first attempt must not). The conversation then shows as
 // behind its derived watermark, and the engine derives the message: the
 // repair of the conversation's next owner, or of an engine at start.
+//
+// # Relation entries and their crash points
+//
+// An edit, deletion or reaction is appended as above, then (6) applied to
+// its target (ApplyRelation): the target's item is read, its state
+// (store.TargetState) changed and written back on condition that it is
+// the state read (read again if not), with its body removed on a
+// deletion; then each erased edit entry's body is removed, and erased
+// bodies already archived are rewritten empty in the blob store. A crash
+// after 5 and before 6 ends leaves the conversation behind (step 5 set
+// it): the engine's repair applies every relation entry after the
+// watermark again, and a retry of the send (finishStored) applies it too.
+// Every step is idempotent, and applying an older entry after a newer one
+// changes nothing, so no TransactWriteItems is needed.
 //
 // # ChangeGroup and its crash points
 //

@@ -30,6 +30,12 @@ func messageItem(m protocol.Message, change *changeRecord) (item, error) {
 	}
 	it.setStr(aBody, m.Body)
 	it.setStr(aKind, m.Kind)
+	if m.ReplyTo != 0 {
+		it[aReplyTo] = numV(m.ReplyTo)
+	}
+	if m.RefSeq != 0 {
+		it[aRefSeq] = numV(m.RefSeq)
+	}
 	if change != nil {
 		b, err := json.Marshal(change)
 		if err != nil {
@@ -40,21 +46,32 @@ func messageItem(m protocol.Message, change *changeRecord) (item, error) {
 	return it, nil
 }
 
-// messageOf decodes a stored message, its body as stored (empty when
-// archived: see loadBodies).
-func messageOf(it item) protocol.Message {
-	return protocol.Message{
+// messageOf decodes a stored message as it stands (its state shown), its
+// body as stored (empty when archived: see messagesOf), and reports
+// whether it shows the body stored.
+func messageOf(it item) (protocol.Message, bool, error) {
+	m := protocol.Message{
 		Conv: it.str(aConv), Seq: it.num(aSeq), MsgID: it.str(aMsgID), From: it.str(aSender), Body: it.str(aBody),
 		ClientTS: it.num(aClientTS), ServerTS: it.num(aServerTS), Kind: it.str(aKind),
+		ReplyTo: it.num(aReplyTo), RefSeq: it.num(aRefSeq),
 	}
+	storedBody, err := store.ShowStored(&m, it.str(aState))
+	if err != nil {
+		return m, false, fmt.Errorf("%s/%d: %w", m.Conv, m.Seq, err)
+	}
+	return m, storedBody, nil
 }
 
 // messagesOf decodes stored messages with their archived bodies read back.
 func (s *Store) messagesOf(ctx context.Context, items []item) ([]protocol.Message, error) {
 	out := make([]protocol.Message, len(items))
 	for i, it := range items {
-		out[i] = messageOf(it)
-		if ref := it.str(aS3Ref); ref != "" {
+		var storedBody bool
+		var err error
+		if out[i], storedBody, err = messageOf(it); err != nil {
+			return nil, err
+		}
+		if ref := it.str(aS3Ref); ref != "" && storedBody {
 			body, err := s.archivedBody(ctx, ref)
 			if err != nil {
 				return nil, err

@@ -47,6 +47,9 @@ const (
 	aKind     = "kind"
 	aS3Ref    = "s3_ref"
 	aChange   = "group_change"
+	aReplyTo  = "reply_to"
+	aRefSeq   = "ref"
+	aState    = "state"
 
 	aReservedAt = "reserved_at"
 

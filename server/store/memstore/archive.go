@@ -30,7 +30,7 @@ type archivedBody struct {
 // archivedIn appends m to list when its body is archived. Called under
 // the lock.
 func (d *data) archivedIn(m *protocol.Message, list []archivedBody) []archivedBody {
-	if c := d.convs[m.Conv]; c != nil {
+	if c := d.convs[m.Conv]; c != nil && c.states[m.Seq].ShowsStoredBody() {
 		if ref, ok := c.archived[m.Seq]; ok {
 			list = append(list, archivedBody{msg: m, ref: ref})
 		}
@@ -65,7 +65,7 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 	var todo []protocol.Message
 	for _, c := range d.convs {
 		for _, m := range c.msgs {
-			if _, done := c.archived[m.Seq]; !done && m.ServerTS < cutoff {
+			if _, done := c.archived[m.Seq]; !done && m.ServerTS < cutoff && !c.erased(m.Seq) {
 				todo = append(todo, m)
 			}
 		}
@@ -77,8 +77,15 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 		if err := d.blobs.Put(ctx, key, []byte(m.Body)); err != nil {
 			return moved, fmt.Errorf("archive: %w", err)
 		}
-		if d.markArchived(m.Conv, m.Seq, key) {
+		marked, erased := d.markArchived(m.Conv, m.Seq, key)
+		if marked {
 			moved++
+		}
+		if erased {
+			// Deleted while its body was put: the blob must not keep it.
+			if err := d.eraseBlobs(ctx, []string{key}); err != nil {
+				return moved, fmt.Errorf("archive: %w", err)
+			}
 		}
 	}
 	if progress != nil {
@@ -88,18 +95,29 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 }
 
 // markArchived records that the body of conv's message at seq is under
-// key, unless it already was; it reports whether it changed anything.
-func (d *data) markArchived(conv string, seq int64, key string) bool {
+// key, unless it already was (marked false) or its body was erased
+// meanwhile (erased true: the blob put must be erased too).
+func (d *data) markArchived(conv string, seq int64, key string) (marked, erased bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.convs[conv]
+	if c.erased(seq) {
+		return false, true
+	}
 	if _, done := c.archived[seq]; done {
-		return false
+		return false, false
 	}
 	if c.archived == nil {
 		c.archived = map[int64]string{}
 	}
 	c.archived[seq] = key
 	c.msgs[seq-1].Body = ""
-	return true
+	return true, false
+}
+
+// erased reports whether the body of the message at seq was erased (the
+// message deleted, or an edit of a deleted one). Called under the lock.
+func (c *conv) erased(seq int64) bool {
+	st := c.states[seq]
+	return st != nil && (st.Deleted || st.Erased)
 }

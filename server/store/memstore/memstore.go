@@ -56,6 +56,9 @@ type conv struct {
 	// archived maps the seq of each message whose body was archived
 	// (its Body in msgs emptied) to the body's blob key.
 	archived map[int64]string
+	// states holds, by seq, what relation entries made of their targets
+	// (and the erased edit entries): see relations.go.
+	states map[int64]*store.TargetState
 }
 
 type boundary struct{ delivered, read, joined int64 }
@@ -104,13 +107,28 @@ func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendRes
 	if err != nil {
 		return store.AppendResult{}, err
 	}
-	res, err := d.append(m, false)
+	var res store.AppendResult
+	var erased []string
+	if m.IsRelation() && !d.hasMsgID(m) {
+		// The entry and its effect on the target in one step.
+		if err := d.targetExists(m); err != nil {
+			d.mu.Unlock()
+			return res, err
+		}
+	}
+	res, err = d.append(m, false)
 	var archived []archivedBody
 	if err == nil && res.Duplicate {
 		archived = d.archivedIn(&res.Msg, nil)
 	}
+	if err == nil && !res.Duplicate && m.IsRelation() {
+		erased = d.applyRelation(res.Msg)
+	}
 	d.mu.Unlock()
 	if err != nil {
+		return res, err
+	}
+	if err := d.eraseBlobs(ctx, erased); err != nil {
 		return res, err
 	}
 	return res, d.loadBodies(ctx, archived)
@@ -121,7 +139,7 @@ func (d *data) append(m protocol.Message, system bool) (store.AppendResult, erro
 		if system {
 			return store.AppendResult{}, fmt.Errorf("system message id %s is taken", m.MsgID)
 		}
-		orig := d.convs[m.Conv].msgs[seq-1]
+		orig := d.convs[m.Conv].view(seq)
 		if orig.From != m.From {
 			return store.AppendResult{}, store.ErrMsgIDTaken
 		}
@@ -161,7 +179,7 @@ func (s *Store) History(ctx context.Context, convID string, q store.HistoryQuery
 	var cands []protocol.Message
 	if q.After {
 		for i := max(q.AfterSeq, q.MinSeq-1); i < int64(len(c.msgs)); i++ {
-			cands = append(cands, c.msgs[i])
+			cands = append(cands, c.view(i+1))
 			if len(cands) > q.Limit {
 				break
 			}
@@ -172,7 +190,7 @@ func (s *Store) History(ctx context.Context, convID string, q store.HistoryQuery
 			top = min(top, q.BeforeSeq-1)
 		}
 		for seq := top; seq >= max(1, q.MinSeq); seq-- {
-			cands = append(cands, c.msgs[seq-1])
+			cands = append(cands, c.view(seq))
 			if len(cands) > q.Limit {
 				break
 			}
@@ -208,7 +226,7 @@ func (s *Store) Message(ctx context.Context, convID string, seq int64) (protocol
 		d.mu.Unlock()
 		return protocol.Message{}, store.ErrNotFound
 	}
-	m := c.msgs[seq-1]
+	m := c.view(seq)
 	archived := d.archivedIn(&m, nil)
 	d.mu.Unlock()
 	if err := d.loadBodies(ctx, archived); err != nil {
@@ -528,7 +546,7 @@ func (d *data) row(st session.State) store.SessionRow {
 	row := store.SessionRow{State: st}
 	if st.LastSeq > 0 {
 		if c := d.convs[st.LastConv]; c != nil && st.LastSeq <= int64(len(c.msgs)) {
-			m := c.msgs[st.LastSeq-1]
+			m := c.view(st.LastSeq)
 			row.LastMsg = &m
 		}
 	}

@@ -57,6 +57,9 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 		if err != nil {
 			return moved, fmt.Errorf("archive: %w", err)
 		}
+		if err := s.eraseDeletedMeanwhile(ctx, batch); err != nil {
+			return moved, fmt.Errorf("archive: %w", err)
+		}
 		moved += n
 		if progress != nil {
 			progress(moved)
@@ -113,4 +116,31 @@ func (s *Store) markArchived(ctx context.Context, batch []archiveCandidate) (int
 		return nil
 	})
 	return int(n), err
+}
+
+// eraseDeletedMeanwhile rewrites as empty the blobs just put for bodies
+// that a deletion erased after they were read: a deletion that committed
+// before the batch was marked found no s3_ref to erase, one after it
+// found it and erased the blob itself.
+func (s *Store) eraseDeletedMeanwhile(ctx context.Context, batch []archiveCandidate) error {
+	for _, c := range batch {
+		var state string
+		err := mustStmt(s.readStmts, qStateAt).QueryRowContext(ctx, c.conv, c.seq).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st, err := store.DecodeTargetState(state)
+		if err != nil {
+			return err
+		}
+		if st != nil && (st.Deleted || st.Erased) {
+			if err := s.eraseBlobs(ctx, []string{blob.Key(c.conv, c.seq)}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -24,9 +24,15 @@ func (s *Store) Append(ctx context.Context, msg protocol.Message) (store.AppendR
 // the order they are queued, so their seqs follow it.
 func (s *Store) QueueAppend(ctx context.Context, msg protocol.Message) (func() (store.AppendResult, error), error) {
 	var res store.AppendResult
+	var erased []string // archived bodies the entry erased
 	op, err := s.queueProof(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
+		erased = nil
 		res, err = s.appendTx(ctx, tx, msg, false)
+		if err == nil && !res.Duplicate && msg.IsRelation() {
+			// The entry and its effect on the target in one transaction.
+			erased, err = s.applyRelationTx(ctx, tx, res.Msg)
+		}
 		return err
 	})
 	if err != nil {
@@ -34,6 +40,9 @@ func (s *Store) QueueAppend(ctx context.Context, msg protocol.Message) (func() (
 	}
 	return sync.OnceValues(func() (store.AppendResult, error) {
 		if err := <-op.done; err != nil {
+			return store.AppendResult{}, fmt.Errorf("append to %s: %w", msg.Conv, err)
+		}
+		if err := s.eraseBlobs(ctx, erased); err != nil {
 			return store.AppendResult{}, fmt.Errorf("append to %s: %w", msg.Conv, err)
 		}
 		if res.Duplicate && res.Msg.Body == "" {
@@ -94,7 +103,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, sy
 		query string
 		args  []any
 	}{
-		{qInsertMessage, []any{m.Conv, m.Seq, m.MsgID, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind}},
+		{qInsertMessage, []any{m.Conv, m.Seq, m.MsgID, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind, m.ReplyTo, m.RefSeq}},
 		{qInsertMsgID, []any{m.Conv, m.MsgID, m.Seq}},
 		{qSetMaxSeq, []any{m.Seq, m.Conv}},
 	} {
@@ -222,9 +231,30 @@ func (s *Store) strings(ctx context.Context, query string, args ...any) ([]strin
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
-// scanMessage reads a row of messageReadColumns: the message and, when
-// its body is archived, the body's blob key (its Body then empty).
+// scanMessage reads a row of messageReadColumns: the message as it
+// stands and, when it shows a body that is archived, the body's blob key
+// (its Body then empty).
 func scanMessage(sc scanner) (m protocol.Message, ref string, err error) {
-	err = sc.Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind, &ref)
-	return m, ref, err
+	var state string
+	err = sc.Scan(&m.Conv, &m.Seq, &m.MsgID, &m.From, &m.Body, &m.ClientTS, &m.ServerTS, &m.Kind, &m.ReplyTo, &m.RefSeq, &ref, &state)
+	if err != nil {
+		return m, "", err
+	}
+	return showState(m, ref, state)
+}
+
+// showState is m, read from its row, as it stands by the row's state;
+// ref is kept only when m shows its stored body.
+func showState(m protocol.Message, ref, state string) (protocol.Message, string, error) {
+	if state == "" {
+		return m, ref, nil
+	}
+	storedBody, err := store.ShowStored(&m, state)
+	if err != nil {
+		return m, "", fmt.Errorf("%s/%d: %w", m.Conv, m.Seq, err)
+	}
+	if !storedBody {
+		ref = ""
+	}
+	return m, ref, nil
 }

@@ -141,7 +141,12 @@ func openChecks(w *sql.DB, path, marker string, opts Options) error {
 // dsn is the connection string shared with the client's local store
 // (internal/sqliteconn): WAL, full synchronous commits (a commit is on disk
 // when it returns), a busy timeout, for every connection of the pool.
-func dsn(path string, readOnly bool) string { return sqliteconn.DSN(path, readOnly) }
+//
+// secure_delete overwrites deleted content with zeros, so that a body a
+// deletion for everyone erased stays in no free page or cell of the file.
+func dsn(path string, readOnly bool) string {
+	return sqliteconn.DSN(path, readOnly) + "&_pragma=secure_delete(ON)"
+}
 
 // Close finishes the writes already queued, then closes the database.
 func (s *Store) Close() error {

@@ -5,11 +5,12 @@ package sqlitestore
 // pool. Reads built from a variable list (a batch of users) are not
 // prepared.
 
-const messageColumns = `conv, seq, msg_id, sender, body, client_ts, server_ts, kind`
+const messageColumns = `conv, seq, msg_id, sender, body, client_ts, server_ts, kind, reply_to, ref_seq`
 
 // messageReadColumns are what a read of messages scans (scanMessage):
-// the columns of a message and where its body went when archived.
-const messageReadColumns = messageColumns + `, s3_ref`
+// the columns of a message, where its body went when archived, and what
+// relation entries made of it.
+const messageReadColumns = messageColumns + `, s3_ref, state`
 
 // The writer's transaction control.
 const (
@@ -23,7 +24,7 @@ const (
 	qSeqOfMsgID    = `SELECT seq FROM message_ids WHERE conv = ? AND msg_id = ?`
 	qMessageAt     = `SELECT ` + messageReadColumns + ` FROM messages WHERE conv = ? AND seq = ?`
 	qSenders       = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
-	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertMsgID   = `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`
 	qSetMaxSeq     = `UPDATE conversations SET max_seq = ? WHERE conv = ?`
 	qConvHead      = `SELECT kind, max_seq, members_version FROM conversations WHERE conv = ?`
@@ -140,7 +141,7 @@ const (
 // qSessionRows reads sessions with each one's last message and what it
 // shows of its conversation; qSyncPage and qOneSession complete it.
 const qSessionRows = `SELECT ` + sessionColumnsS + `,
-		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind, m.s3_ref,
+		m.seq, m.msg_id, m.sender, m.body, m.client_ts, m.server_ts, m.kind, m.reply_to, m.ref_seq, m.s3_ref, m.state,
 		COALESCE(c.title, '')
 	FROM sessions s
 	LEFT JOIN messages m ON m.conv = s.last_conv AND m.seq = s.last_seq
@@ -157,6 +158,15 @@ const (
 	qArchiveCandidates = `SELECT rowid, conv, seq, body FROM messages
 		WHERE rowid > ? AND server_ts < ? AND s3_ref = '' ORDER BY rowid LIMIT ?`
 	qArchiveMark = `UPDATE messages SET body = '', s3_ref = ? WHERE conv = ? AND seq = ? AND s3_ref = ''`
+	qStateAt     = `SELECT state FROM messages WHERE conv = ? AND seq = ?`
+)
+
+// Relation entries applied to their targets (relations.go).
+const (
+	qTargetAt   = `SELECT state, s3_ref FROM messages WHERE conv = ? AND seq = ?`
+	qSetState   = `UPDATE messages SET state = ? WHERE conv = ? AND seq = ?`
+	qEraseBody  = `UPDATE messages SET body = '' WHERE conv = ? AND seq = ?`
+	qEraseEntry = `UPDATE messages SET body = '', state = ? WHERE conv = ? AND seq = ? RETURNING s3_ref`
 )
 
 // Token revocation and operations.
@@ -181,7 +191,7 @@ var writerQueries = []string{
 	qBoundaryMerge, qBoundaryJoin, qBoundaryGone, qPendingPut, qPendingClear,
 	qSessionPut, qTotalPut, qConvDerived, qFormerPut, qFormerDelete,
 	qAccountPut, qRevokeTokens, qProbeInsert, qProbeDelete,
-	qArchiveMark,
+	qArchiveMark, qTargetAt, qSetState, qEraseBody, qEraseEntry,
 }
 
 // readerQueries are prepared on the reader pool at open.
@@ -191,5 +201,5 @@ var readerQueries = []string{
 	qLastActive, qTotalsOf, qTotalGet, qAccountGet, qExpiredMutes, qPendingOf, qFormerOf, qMemberNames,
 	qSyncPage, qOneSession,
 	qTokenEpoch, qRevokedSince, qPendingCount,
-	qArchiveCandidates,
+	qArchiveCandidates, qStateAt,
 }

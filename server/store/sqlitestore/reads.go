@@ -181,18 +181,20 @@ func (s *Store) showGroup(ctx context.Context, tx *sql.Tx, row *store.SessionRow
 // message's body when that is archived (the message's Body then empty).
 func scanSessionRow(rows *sql.Rows) (store.SessionRow, string, error) {
 	var (
-		seq, clientTS, serverTS        sql.NullInt64
-		msgID, sender, body, kind, ref sql.NullString
-		row                            store.SessionRow
+		seq, clientTS, serverTS, replyTo, refSeq sql.NullInt64
+		msgID, sender, body, kind, ref, state    sql.NullString
+		row                                      store.SessionRow
 	)
-	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind, &ref, &row.Title)
+	st, err := scanSession(rows, &seq, &msgID, &sender, &body, &clientTS, &serverTS, &kind, &replyTo, &refSeq, &ref, &state, &row.Title)
 	row.State = st
 	if err != nil || !seq.Valid {
 		return row, "", err
 	}
-	row.LastMsg = &protocol.Message{Conv: st.LastConv, Seq: seq.Int64, MsgID: msgID.String, From: sender.String,
-		Body: body.String, ClientTS: clientTS.Int64, ServerTS: serverTS.Int64, Kind: kind.String}
-	return row, ref.String, nil
+	m, blobRef, err := showState(protocol.Message{Conv: st.LastConv, Seq: seq.Int64, MsgID: msgID.String, From: sender.String,
+		Body: body.String, ClientTS: clientTS.Int64, ServerTS: serverTS.Int64, Kind: kind.String,
+		ReplyTo: replyTo.Int64, RefSeq: refSeq.Int64}, ref.String, state.String)
+	row.LastMsg = &m
+	return row, blobRef, err
 }
 
 func scanSession(sc scanner, extra ...any) (session.State, error) {

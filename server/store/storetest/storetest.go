@@ -53,7 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PendingStartsAtFirstUndelivered", testPendingStartsAtFirstUndelivered},
 		{"Closed", testClosed},
 	}
-	for _, tc := range slices.Concat(tests, sessionTests, groupTests) {
+	for _, tc := range slices.Concat(tests, sessionTests, groupTests, relationTests) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
 			if s == nil {
