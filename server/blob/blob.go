@@ -7,6 +7,7 @@ package blob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 )
@@ -28,4 +29,20 @@ type Store interface {
 // its conversation.
 func Key(conv string, seq int64) string {
 	return "bodies/" + url.PathEscape(conv) + "/" + strconv.FormatInt(seq, 10)
+}
+
+// Erase rewrites the objects under keys as empty: a message deleted for
+// everyone keeps no body in cold storage. A nil store holds nothing to
+// erase only when keys is empty; otherwise it is an error, since the
+// bodies named were archived somewhere.
+func Erase(ctx context.Context, st Store, keys []string) error {
+	for _, key := range keys {
+		if st == nil {
+			return fmt.Errorf("erase archived body %s: no blob store is configured", key)
+		}
+		if err := st.Put(ctx, key, nil); err != nil {
+			return fmt.Errorf("erase archived body %s: %w", key, err)
+		}
+	}
+	return nil
 }

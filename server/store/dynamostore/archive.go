@@ -81,7 +81,7 @@ func (s *Store) eraseIfDeleted(ctx context.Context, conv string, seq int64, key 
 		return err
 	}
 	if st != nil && (st.Deleted || st.Erased) && it.str(aS3Ref) == "" {
-		return s.eraseBlobs(ctx, []string{key})
+		return blob.Erase(ctx, s.blobs, []string{key})
 	}
 	return nil
 }

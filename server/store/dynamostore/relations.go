@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
 )
 
@@ -67,7 +68,7 @@ func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 				blobs = append(blobs, ref)
 			}
 		}
-		return s.eraseBlobs(ctx, blobs)
+		return blob.Erase(ctx, s.blobs, blobs)
 	}
 	return fmt.Errorf("apply %s/%d to its target: its state kept changing", rel.Conv, rel.Seq)
 }
@@ -134,19 +135,6 @@ func (s *Store) eraseEntry(ctx context.Context, conv string, seq int64) (string,
 		return "", fmt.Errorf("erase %s/%d: %w", conv, seq, err)
 	}
 	return item(out.Attributes).str(aS3Ref), nil
-}
-
-// eraseBlobs rewrites archived bodies as empty.
-func (s *Store) eraseBlobs(ctx context.Context, keys []string) error {
-	for _, key := range keys {
-		if s.blobs == nil {
-			return fmt.Errorf("erase archived body %s: no blob store is configured", key)
-		}
-		if err := s.blobs.Put(ctx, key, nil); err != nil {
-			return fmt.Errorf("erase archived body %s: %w", key, err)
-		}
-	}
-	return nil
 }
 
 // applyStored applies m to its target when it is a relation entry just

@@ -83,7 +83,7 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 		}
 		if erased {
 			// Deleted while its body was put: the blob must not keep it.
-			if err := d.eraseBlobs(ctx, []string{key}); err != nil {
+			if err := blob.Erase(ctx, d.blobs, []string{key}); err != nil {
 				return moved, fmt.Errorf("archive: %w", err)
 			}
 		}

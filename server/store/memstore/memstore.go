@@ -128,7 +128,7 @@ func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendRes
 	if err != nil {
 		return res, err
 	}
-	if err := d.eraseBlobs(ctx, erased); err != nil {
+	if err := blob.Erase(ctx, d.blobs, erased); err != nil {
 		return res, err
 	}
 	return res, d.loadBodies(ctx, archived)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
 )
 
@@ -66,16 +67,6 @@ func (d *data) applyRelation(rel protocol.Message) (blobs []string) {
 	return blobs
 }
 
-// eraseBlobs rewrites archived bodies as empty.
-func (d *data) eraseBlobs(ctx context.Context, keys []string) error {
-	for _, key := range keys {
-		if err := d.blobs.Put(ctx, key, nil); err != nil {
-			return fmt.Errorf("erase archived body %s: %w", key, err)
-		}
-	}
-	return nil
-}
-
 // ApplyRelation implements store.Backend.
 func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	d, err := s.lock()
@@ -88,7 +79,7 @@ func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	}
 	erased := d.applyRelation(rel)
 	d.mu.Unlock()
-	return d.eraseBlobs(ctx, erased)
+	return blob.Erase(ctx, d.blobs, erased)
 }
 
 // MessageSeq implements store.Backend.

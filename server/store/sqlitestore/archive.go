@@ -137,7 +137,7 @@ func (s *Store) eraseDeletedMeanwhile(ctx context.Context, batch []archiveCandid
 			return err
 		}
 		if st != nil && (st.Deleted || st.Erased) {
-			if err := s.eraseBlobs(ctx, []string{blob.Key(c.conv, c.seq)}); err != nil {
+			if err := blob.Erase(ctx, s.blobs, []string{blob.Key(c.conv, c.seq)}); err != nil {
 				return err
 			}
 		}

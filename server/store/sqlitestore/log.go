@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
 )
 
@@ -42,7 +43,7 @@ func (s *Store) QueueAppend(ctx context.Context, msg protocol.Message) (func() (
 		if err := <-op.done; err != nil {
 			return store.AppendResult{}, fmt.Errorf("append to %s: %w", msg.Conv, err)
 		}
-		if err := s.eraseBlobs(ctx, erased); err != nil {
+		if err := blob.Erase(ctx, s.blobs, erased); err != nil {
 			return store.AppendResult{}, fmt.Errorf("append to %s: %w", msg.Conv, err)
 		}
 		if res.Duplicate && res.Msg.Body == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/store"
 )
 
@@ -68,19 +69,6 @@ func (s *Store) applyRelationTx(ctx context.Context, tx *sql.Tx, rel protocol.Me
 	return blobs, nil
 }
 
-// eraseBlobs rewrites archived bodies as empty.
-func (s *Store) eraseBlobs(ctx context.Context, keys []string) error {
-	for _, key := range keys {
-		if s.blobs == nil {
-			return fmt.Errorf("erase archived body %s: no blob store is configured", key)
-		}
-		if err := s.blobs.Put(ctx, key, nil); err != nil {
-			return fmt.Errorf("erase archived body %s: %w", key, err)
-		}
-	}
-	return nil
-}
-
 // ApplyRelation implements store.Backend.
 func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	var blobs []string
@@ -92,7 +80,7 @@ func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	if err != nil {
 		return fmt.Errorf("apply %s/%d to its target: %w", rel.Conv, rel.Seq, err)
 	}
-	return s.eraseBlobs(ctx, blobs)
+	return blob.Erase(ctx, s.blobs, blobs)
 }
 
 // MessageSeq implements store.Backend.
