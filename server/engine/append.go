@@ -123,6 +123,7 @@ func (e *Engine) afterAppend(ctx context.Context, cs *convState, res store.Appen
 	if err != nil {
 		return store.AppendResult{}, fmt.Errorf("append to %s: %w", res.Msg.Conv, err)
 	}
+	e.derivedOnceWritten(cs, res.Msg.Seq, d.pending)
 	res.Members = d.members
 	if d.rise != nil {
 		res.Ticks = &d.rise.next
@@ -137,12 +138,18 @@ type derivation struct {
 	// clocks are the members' clocks right after their sessions took the
 	// message, read in their critical sections.
 	clocks map[string]int64
+	// pending are the effects applied on other nodes whose rows are not
+	// yet known to be written: the conversation's watermark moves past
+	// the message once they are (derivedOnceWritten).
+	pending []applied
 }
 
 // deriveMessage applies what stored message m implies — the sender's
 // implicit read, the other members' pending rows, the tick minimum, every
 // member's session and the sessions of those whose messages a tick rise
-// covers — and then moves the conversation's derived watermark past it.
+// covers. The caller moves the conversation's derived watermark past it
+// once the rows are written (derivedOnceWritten with the derivation's
+// pending).
 // before, when set, runs first in the conversation's critical section
 // (a group change applies its membership there). It is idempotent: a
 // message derived twice changes nothing the second time but timestamps.
@@ -209,7 +216,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 		_, isCovered := slices.BinarySearch(covered, u)
 		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: kind, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, Ref: m.RefSeq, From: m.From, Covered: isCovered, Events: events}}
 	}
-	results, err := e.affect(ctx, effects)
+	results, pending, err := e.affect(ctx, effects)
 	if err != nil {
 		return derivation{}, err
 	}
@@ -217,8 +224,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	for u, r := range results {
 		clocks[u] = r.Clock
 	}
-	e.derived(cs, m.Seq)
-	return derivation{members: members, rise: r, clocks: clocks}, nil
+	return derivation{members: members, rise: r, clocks: clocks, pending: pending}, nil
 }
 
 // derived moves the conversation's watermark past seq, once every row seq
@@ -262,19 +268,19 @@ func (e *Engine) coveredBy(ctx context.Context, r *rise) ([]string, error) {
 // spread gives a rise of conv's tick minimum to the sessions of its
 // members: those whose own messages it covers change (active_ts moves, so
 // that their offline devices learn it by sync); the others take it in
-// place.
-func (e *Engine) spread(ctx context.Context, conv string, members []string, r *rise, now int64) error {
+// place. It returns the effects applied on other nodes, not yet written.
+func (e *Engine) spread(ctx context.Context, conv string, members []string, r *rise, now int64) ([]applied, error) {
 	covered, err := e.coveredBy(ctx, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	effects := make([]Effect, len(members))
 	for i, u := range members {
 		_, isCovered := slices.BinarySearch(covered, u)
 		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectRise, Conv: conv, Ticks: r.next, Covered: isCovered}}
 	}
-	_, err = e.affect(ctx, effects)
-	return err
+	_, pending, err := e.affect(ctx, effects)
+	return pending, err
 }
 
 // retryMissing loads needs and runs apply, again as long as apply finds an

@@ -73,6 +73,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,6 +97,15 @@ type Engine struct {
 	editWindow time.Duration
 	// appendSlots bounds the owner's appends in flight (ownedappend.go).
 	appendSlots chan struct{}
+
+	// boot names this engine's life in WriteTickets (a node restarted
+	// holds none of the rows its earlier life had put).
+	boot string
+	// settling counts the derivations waiting for other nodes to write
+	// their rows (settle.go); stop ends their wait at Close.
+	settling sync.WaitGroup
+	stopCtx  context.Context
+	stop     context.CancelFunc
 }
 
 // Options tune an Engine. The zero value is the production setting.
@@ -154,7 +164,9 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		editWindow: opts.EditWindow,
 
 		appendSlots: make(chan struct{}, appendWriters),
+		boot:        newBoot(),
 	}
+	e.stopCtx, e.stop = context.WithCancel(context.Background())
 	var fence func(*store.Derived)
 	if opts.Owners != nil {
 		fence = e.fenceRows
@@ -162,6 +174,7 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 	e.flush = newFlusher(be, opts.Logger, opts.FlushGather, fence)
 	if !opts.SkipRepair && opts.Owners == nil {
 		if err := e.Repair(ctx); err != nil {
+			e.stop()
 			e.flush.close()
 			return nil, err
 		}
@@ -174,6 +187,8 @@ func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	e.stop()
+	e.settling.Wait()
 	errFlush := e.flush.close()
 	return errors.Join(errFlush, e.be.Close())
 }

@@ -161,6 +161,30 @@ func (f *flusher) wait(ctx context.Context, g uint64) error {
 	}
 }
 
+// waitDone returns once generation g is written: a write that failed is
+// retried, and waited for again.
+func (f *flusher) waitDone(ctx context.Context, g uint64) error {
+	for {
+		err := f.wait(ctx, g)
+		if err == nil || ctx.Err() != nil || errors.Is(err, errFlusherClosed) {
+			return err
+		}
+		f.mu.Lock()
+		done, failed, changed := f.done, f.failed, f.changed
+		f.mu.Unlock()
+		if done < g && failed >= g {
+			// Wait for the retry's outcome.
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-f.stopped:
+				return errFlusherClosed
+			}
+		}
+	}
+}
+
 // loop writes batches until closed, then writes what is left.
 func (f *flusher) loop() {
 	defer close(f.stopped)

@@ -109,6 +109,7 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 	if err != nil {
 		return store.GroupResult{}, err
 	}
+	e.derivedOnceWritten(cs, rec.Msg.Seq, d.pending)
 	res := store.GroupResult{Group: rec.Group, Msg: rec.Msg, Cursors: map[string]int64{}}
 	if d.rise != nil {
 		res.Ticks = &d.rise.next
@@ -140,7 +141,7 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 	for _, u := range change.Add {
 		effects = append(effects, Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: effectJoin, Conv: cs.conv, Ticks: ticks, Seq: before}})
 	}
-	results, err := e.affect(ctx, effects)
+	results, pending, err := e.affect(ctx, effects)
 	if err != nil {
 		return derivation{}, err
 	}
@@ -153,10 +154,10 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 		for _, u := range change.Remove {
 			mm := cs.members[u]
 			delete(cs.members, u)
-			pending := mm != nil && mm.pending
+			wasPending := mm != nil && mm.pending
 			e.flush.put(func(b *batch) {
 				b.gone(u, cs.conv, m.Seq)
-				if pending {
+				if wasPending {
 					b.clearPending(u, cs.conv, m.Seq)
 				}
 				b.formerView(store.FormerRow{User: u, Conv: cs.conv, Title: title})
@@ -185,6 +186,7 @@ func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.G
 			d.clocks[u] = clock
 		}
 	}
+	d.pending = append(pending, d.pending...)
 	return d, nil
 }
 

@@ -13,19 +13,68 @@ import (
 // Mark implements store.Store: the marks apply in memory now; the result's
 // Written waits for their rows.
 func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, error) {
-	if kind != store.MarkDelivered && kind != store.MarkRead {
-		return store.MarkResult{}, fmt.Errorf("unknown mark kind %d", kind)
-	}
-	ctx, err := e.begin(ctx)
+	res, g, pending, err := e.mark(ctx, user, kind, marks)
 	if err != nil {
 		return store.MarkResult{}, err
 	}
+	res.Written = func(ctx context.Context) error {
+		if err := e.flush.wait(ctx, g); err != nil {
+			return fmt.Errorf("mark: %w", err)
+		}
+		// What went to other nodes: a session read, the sessions a rise
+		// covers.
+		if err := e.confirm(ctx, pending); err != nil {
+			return fmt.Errorf("mark: %w", err)
+		}
+		return nil
+	}
+	return res, nil
+}
+
+// MarkForwarded is Mark for a node that forwarded the marks to this one,
+// the owner of their conversations: instead of Written it returns the
+// tickets of every row the marks put, here (Node left empty) and on the
+// nodes their effects went to, for the asking node to confirm. Effects
+// lost with their node are applied again here, in the background.
+func (e *Engine) MarkForwarded(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, []WriteTicket, error) {
+	res, g, pending, err := e.mark(ctx, user, kind, marks)
+	if err != nil {
+		return store.MarkResult{}, nil, err
+	}
+	tickets := []WriteTicket{{Boot: e.boot, Gen: g}}
+	for _, p := range pending {
+		tickets = append(tickets, p.Ticket)
+	}
+	if len(pending) > 0 {
+		e.settling.Add(1)
+		go func() {
+			defer e.settling.Done()
+			if err := e.confirm(e.stopCtx, pending); err != nil {
+				e.log.Warn("session effects of a mark unconfirmed", "user", user, "err", err)
+			}
+		}()
+	}
+	return res, tickets, nil
+}
+
+// mark applies marks in memory and returns what they changed, the
+// generation that holds the rows put here, and the effects applied on
+// other nodes.
+func (e *Engine) mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, uint64, []applied, error) {
+	if kind != store.MarkDelivered && kind != store.MarkRead {
+		return store.MarkResult{}, 0, nil, fmt.Errorf("unknown mark kind %d", kind)
+	}
+	ctx, err := e.begin(ctx)
+	if err != nil {
+		return store.MarkResult{}, 0, nil, err
+	}
 	var res store.MarkResult
 	now := e.nowMS()
+	var pending []applied // effects applied on other nodes, not yet written
 	for _, m := range highestPerConv(marks) {
-		change, sessionChanged, clock, err := e.markOne(ctx, now, user, kind, m)
+		change, sessionChanged, clock, err := e.markOne(ctx, now, user, kind, m, &pending)
 		if err != nil {
-			return store.MarkResult{}, fmt.Errorf("mark %s: %w", m.Conv, err)
+			return store.MarkResult{}, 0, nil, fmt.Errorf("mark %s: %w", m.Conv, err)
 		}
 		if change != nil {
 			res.Ticks = append(res.Ticks, *change)
@@ -35,26 +84,7 @@ func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 			res.Cursor = max(res.Cursor, clock)
 		}
 	}
-	g := e.flush.current()
-	local := true
-	if release, ok := e.holdUser(user); ok {
-		release()
-	} else {
-		local = false
-	}
-	res.Written = func(ctx context.Context) error {
-		if err := e.flush.wait(ctx, g); err != nil {
-			return fmt.Errorf("mark: %w", err)
-		}
-		if !local && kind == store.MarkRead {
-			// The session read went to the user's owner.
-			if err := e.owners.Written(ctx, []string{user}); err != nil {
-				return fmt.Errorf("mark: %w", err)
-			}
-		}
-		return nil
-	}
-	return res, nil
+	return res, e.flush.current(), pending, nil
 }
 
 // highestPerConv keeps one mark per conversation, the highest, in the order
@@ -80,7 +110,7 @@ func highestPerConv(marks []protocol.Mark) []protocol.Mark {
 // changed it returns the user's clock as that change left it, read in the
 // user's critical section (any later read could see another operation's
 // change, and two nudges would carry one cursor).
-func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark) (*store.TickChange, bool, int64, error) {
+func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store.MarkKind, m protocol.Mark, pending *[]applied) (*store.TickChange, bool, int64, error) {
 	cs, err := e.convs.get(ctx, e.be, m.Conv)
 	if err != nil {
 		return nil, false, 0, err
@@ -95,7 +125,7 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		if kind != store.MarkRead {
 			return nil, false, 0, nil
 		}
-		changed, clock, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, session.Events{}, false, nil)
+		changed, clock, err := e.readSession(ctx, now, user, m.Conv, ticks, 0, session.Events{}, false, nil, pending)
 		return nil, changed, clock, err
 	}
 	mm := cs.members[user]
@@ -123,7 +153,7 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		// The boundary's rows go with the session read, in one write: a
 		// crash between two writes would leave the boundary moved and
 		// the session not, and a retried read finds nothing to move.
-		if sessionChanged, clock, err = e.readSession(ctx, now, user, m.Conv, ticks, target, events, true, rows); err != nil {
+		if sessionChanged, clock, err = e.readSession(ctx, now, user, m.Conv, ticks, target, events, true, rows, pending); err != nil {
 			return nil, false, 0, err
 		}
 	} else if rows != nil {
@@ -132,9 +162,11 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 	if r == nil {
 		return nil, sessionChanged, clock, nil
 	}
-	if err := e.spread(ctx, m.Conv, members, r, now); err != nil {
+	spread, err := e.spread(ctx, m.Conv, members, r, now)
+	if err != nil {
 		return nil, false, 0, err
 	}
+	*pending = append(*pending, spread...)
 	return &store.TickChange{Conv: m.Conv, Ticks: r.next}, sessionChanged, clock, nil
 }
 
@@ -172,9 +204,10 @@ func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store
 
 // readSession is the session read of user in conv up to seq, with the
 // conversation's ticks as they are and its events above seq; rows, when
-// set, are written with it.
+// set, are written with it; a read applied on another node (the user's
+// owner) goes to pending, to be confirmed written.
 // It returns whether the session changed and the user's clock right after.
-func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, events session.Events, create bool, rows func(b *batch)) (bool, int64, error) {
+func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, ticks protocol.Ticks, seq int64, events session.Events, create bool, rows func(b *batch), pending *[]applied) (bool, int64, error) {
 	release, local := e.holdUser(user)
 	if local {
 		defer release()
@@ -187,10 +220,11 @@ func (e *Engine) readSession(ctx context.Context, now int64, user, conv string, 
 			e.flush.put(rows)
 		}
 		// Applied there now, written behind: Mark's Written waits for it.
-		results, err := e.affectThen(ctx, []Effect{{User: user, Now: now, SessionEffect: SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create, Events: events}}}, false)
+		results, applied, err := e.affect(ctx, []Effect{{User: user, Now: now, SessionEffect: SessionEffect{Kind: effectRead, Conv: conv, Ticks: ticks, Seq: seq, Create: create, Events: events}}})
 		if err != nil {
 			return false, 0, err
 		}
+		*pending = append(*pending, applied...)
 		return results[user].Changed, results[user].Clock, nil
 	}
 	var changed bool

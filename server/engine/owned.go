@@ -24,12 +24,15 @@ type Owners interface {
 	// handed over with a change of it half made).
 	HoldUser(user string) (release func(), ok bool)
 	// Apply has the owners of the effects' users apply them and returns
-	// one result per effect, once each owner wrote them — or, without
-	// written, once each applied them (Written then waits for the rows).
-	Apply(ctx context.Context, effects []Effect, written bool) ([]EffectResult, error)
-	// Written returns once the owners of users have written every row
-	// they put so far.
-	Written(ctx context.Context, users []string) error
+	// one result per effect once each owner applied them in memory; the
+	// rows they put are written behind, and each result's Ticket names
+	// them (Confirm waits for them).
+	Apply(ctx context.Context, effects []Effect) ([]EffectResult, error)
+	// Confirm returns once the rows ticket names are written. It fails —
+	// never returns nil for rows that may be lost — when the node that
+	// put them is gone or restarted since: the effects must then be
+	// applied again where their users are now.
+	Confirm(ctx context.Context, ticket WriteTicket) error
 	// UserFence returns the epoch of the lease this node last took
 	// user's shard at (false: never): the rows of the user's sessions and
 	// totals are written fenced by it (see store.Derived.Fences).
@@ -45,10 +48,29 @@ type Effect struct {
 }
 
 // EffectResult is what an effect did: whether the user's session changed,
-// and the user's session clock right after.
+// the user's session clock right after, and, applied on another node, the
+// rows it put there.
 type EffectResult struct {
 	Changed bool
 	Clock   int64
+	Ticket  WriteTicket `json:",omitzero"`
+}
+
+// WriteTicket names the rows an engine put up to a moment: they are
+// written once the engine Boot (one process's life of one node) has
+// written its flusher's generation Gen. Node, the node's address, is set
+// by the caller that reached it.
+type WriteTicket struct {
+	Node string `json:",omitempty"`
+	Boot string
+	Gen  uint64
+}
+
+// applied is an effect applied in memory on another node whose rows are
+// not yet known to be written.
+type applied struct {
+	Effect
+	Ticket WriteTicket
 }
 
 // fenceRows fences the sessions and totals of d by the epochs of their
@@ -99,17 +121,12 @@ func (e *Engine) holdUser(user string) (release func(), ok bool) {
 	return e.owners.HoldUser(user)
 }
 
-// affect applies effects, each on its user's owner — this engine for the
-// users it owns — and returns the results by user (for a user with
-// several effects, the last one's clock, changed if any changed).
-func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]EffectResult, error) {
-	return e.affectThen(ctx, effects, true)
-}
-
-// affectThen is affect; without written, effects on users owned elsewhere
-// are only applied when it returns (their rows are written behind: a
-// caller that answers on their writing waits with Owners.Written).
-func (e *Engine) affectThen(ctx context.Context, effects []Effect, written bool) (map[string]EffectResult, error) {
+// affect applies effects in memory, each on its user's owner — this
+// engine for the users it owns — and returns the results by user (for a
+// user with several effects, the last one's clock, changed if any
+// changed) and the effects applied on other nodes, whose rows are written
+// behind there (confirm waits for them).
+func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]EffectResult, []applied, error) {
 	local := effects
 	var remote []Effect
 	if e.owned() {
@@ -134,22 +151,27 @@ func (e *Engine) affectThen(ctx context.Context, effects []Effect, written bool)
 	results := make(map[string]EffectResult, len(effects))
 	if len(local) > 0 {
 		if err := e.affectLocal(ctx, local, results); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	var pending []applied
 	if len(remote) > 0 {
-		got, err := e.owners.Apply(ctx, remote, written)
+		got, err := e.owners.Apply(ctx, remote)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(got) != len(remote) {
-			return nil, fmt.Errorf("session effects: %d results for %d effects", len(got), len(remote))
+			return nil, nil, fmt.Errorf("session effects: %d results for %d effects", len(got), len(remote))
 		}
+		pending = make([]applied, 0, len(remote))
 		for i, ef := range remote {
 			results[ef.User] = mergeResult(results[ef.User], got[i])
+			if got[i].Ticket != (WriteTicket{}) {
+				pending = append(pending, applied{Effect: ef, Ticket: got[i].Ticket})
+			}
 		}
 	}
-	return results, nil
+	return results, pending, nil
 }
 
 // mergeResult folds a later result of one user into an earlier one.
@@ -188,7 +210,8 @@ func (e *Engine) affectLocal(ctx context.Context, effects []Effect, results map[
 
 // ApplyEffects applies effects another node's engine sent to this one,
 // the owner of their users, with one result per effect; their rows are
-// written behind (Barrier waits for them).
+// written behind, and each result's Ticket names them (WaitWritten waits
+// for them).
 func (e *Engine) ApplyEffects(ctx context.Context, effects []Effect) ([]EffectResult, error) {
 	ctx, err := e.begin(ctx)
 	if err != nil {
@@ -198,9 +221,11 @@ func (e *Engine) ApplyEffects(ctx context.Context, effects []Effect) ([]EffectRe
 	if err := e.affectLocal(ctx, effects, results); err != nil {
 		return nil, fmt.Errorf("session effects: %w", err)
 	}
+	ticket := WriteTicket{Boot: e.boot, Gen: e.flush.current()}
 	out := make([]EffectResult, len(effects))
 	for i, ef := range effects {
 		out[i] = results[ef.User]
+		out[i].Ticket = ticket
 	}
 	return out, nil
 }

@@ -84,11 +84,16 @@ func (e *Engine) repairConv(ctx context.Context, conv string) error {
 				return err
 			}
 		}
+		var d derivation
 		var err error
 		if c, ok := changes[m.Seq]; ok {
-			_, err = e.deriveChange(ctx, cs, c, m)
+			d, err = e.deriveChange(ctx, cs, c, m)
 		} else {
-			_, err = e.deriveMessage(ctx, cs, m, nil)
+			d, err = e.deriveMessage(ctx, cs, m, nil)
+		}
+		if err == nil {
+			// Written before the watermark moves past it, below.
+			err = e.confirm(ctx, d.pending)
 		}
 		if err != nil {
 			return err

@@ -128,6 +128,9 @@ func (m *Manager) Leases() *Leases { return m.leases }
 // NodeID is this node's id.
 func (m *Manager) NodeID() string { return m.cfg.Node.ID }
 
+// NodeAddr is where other nodes reach this one.
+func (m *Manager) NodeAddr() string { return m.cfg.Node.Addr }
+
 // Held returns the fence of shard if this node holds it and may serve it
 // now.
 func (m *Manager) Held(shard Shard) (Fence, bool) {

@@ -36,10 +36,12 @@ func (o owners) UserFence(user string) (int64, bool) {
 }
 
 // Apply sends effects to the owners of their users, one request per node,
-// and waits until each owner has applied them, and written them when
-// written is set. A batch a node
-// refuses (the users' shards moved) goes again to where they are now.
-func (o owners) Apply(ctx context.Context, effects []engine.Effect, written bool) ([]engine.EffectResult, error) {
+// and waits until each owner has applied them; each result's ticket names
+// the node that did (Confirm). Those applied here, by now the users'
+// owner, need no ticket: their rows are in this node's own writer, before
+// anything the caller puts next. A batch a node refuses (the users'
+// shards moved) goes again to where they are now.
+func (o owners) Apply(ctx context.Context, effects []engine.Effect) ([]engine.EffectResult, error) {
 	r := o.r
 	results := make([]engine.EffectResult, len(effects))
 	left := make([]int, len(effects)) // indexes of effects not yet applied
@@ -69,7 +71,7 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect, written bool
 		}
 		left = moving
 		if len(here) > 0 {
-			err := o.applyHere(ctx, effects, here, results, written)
+			err := o.applyHere(ctx, effects, here, results)
 			for _, shard := range entered {
 				r.gates[shard].exit()
 			}
@@ -82,7 +84,7 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect, written bool
 			for k, i := range idx {
 				batch[k] = effects[i]
 			}
-			req, err := request("fx/"+batch[0].Conv, mEffects, effectsArgs{Effects: batch, Written: written})
+			req, err := request("fx/"+batch[0].Conv, mEffects, effectsArgs{Effects: batch})
 			if err != nil {
 				return nil, err
 			}
@@ -98,6 +100,7 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect, written bool
 				}
 				for k, i := range idx {
 					results[i] = got[k]
+					results[i].Ticket.Node = addr
 				}
 				continue
 			}
@@ -120,39 +123,26 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect, written bool
 	return results, nil
 }
 
-// Written waits until the owners of users have written what they put so
-// far (each owner node once).
-func (o owners) Written(ctx context.Context, users []string) error {
-	seen := map[ownership.Shard]bool{}
-	for _, u := range users {
-		s := ownership.ShardOfUser(u)
-		if seen[s] {
-			continue
-		}
-		seen[s] = true
-		if err := o.r.barrierAt(s)(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // applyHere applies the effects at idx on this node, which serves their
 // users, into results.
-func (o owners) applyHere(ctx context.Context, effects []engine.Effect, idx []int, results []engine.EffectResult, written bool) error {
+func (o owners) applyHere(ctx context.Context, effects []engine.Effect, idx []int, results []engine.EffectResult) error {
 	batch := make([]engine.Effect, len(idx))
 	for k, i := range idx {
 		batch[k] = effects[i]
 	}
 	got, err := o.r.eng.ApplyEffects(ctx, batch)
-	if err == nil && written {
-		err = o.r.eng.Barrier(ctx)
-	}
 	if err != nil {
 		return err
 	}
 	for k, i := range idx {
 		results[i] = got[k]
+		results[i].Ticket = engine.WriteTicket{}
 	}
 	return nil
+}
+
+// Confirm waits until the node ticket names has written the rows it
+// names (see confirms).
+func (o owners) Confirm(ctx context.Context, ticket engine.WriteTicket) error {
+	return o.r.confirms.wait(ctx, o.r, ticket)
 }

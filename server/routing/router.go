@@ -19,6 +19,8 @@ import (
 type Shards interface {
 	// NodeID is this node's id.
 	NodeID() string
+	// NodeAddr is where other nodes reach this one.
+	NodeAddr() string
 	// Owner returns the node a shard is placed on.
 	Owner(shard ownership.Shard) ownership.Node
 	// Nodes returns the live nodes.
@@ -55,6 +57,8 @@ type Router struct {
 	// must follow it (see wake).
 	wakeMu sync.Mutex
 	waking map[string]bool
+
+	confirms confirms
 }
 
 // Config is what a Router runs with.
@@ -327,6 +331,14 @@ func (r *Router) forward(ctx context.Context, shard ownership.Shard, stream, met
 		return &transportError{err}
 	}
 	return decodeAnswer(raw, result)
+}
+
+// selfAddr is where other nodes reach this one ("" before Attach).
+func (r *Router) selfAddr() string {
+	if s := r.ownership(); s != nil {
+		return s.NodeAddr()
+	}
+	return ""
 }
 
 // ownerOf returns the node shard is placed on when it is another node.

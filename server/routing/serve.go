@@ -66,8 +66,14 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 			return answered(nil, errors.Join(err, errors.New("a mark request without marks")))
 		}
 		return onShard(ownership.ShardOfConv(a.Marks[0].Conv), func() (any, error) {
-			res, err := r.eng.Mark(ctx, a.User, a.Kind, a.Marks)
-			return markAnswer{Ticks: res.Ticks, SessionsChanged: res.SessionsChanged, Cursor: res.Cursor}, err
+			res, tickets, err := r.eng.MarkForwarded(ctx, a.User, a.Kind, a.Marks)
+			self := r.selfAddr()
+			for i := range tickets {
+				if tickets[i].Node == "" {
+					tickets[i].Node = self
+				}
+			}
+			return markAnswer{Ticks: res.Ticks, SessionsChanged: res.SessionsChanged, Cursor: res.Cursor, Tickets: tickets}, err
 		})
 	case mWake:
 		if s := r.ownership(); s != nil {
@@ -76,12 +82,18 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 		return answered(struct{}{}, nil)
 	case mBarrier:
 		return func() (json.RawMessage, error) { return encodeAnswer(struct{}{}, r.eng.Barrier(ctx)) }
+	case mWritten:
+		var t engine.WriteTicket
+		if err := json.Unmarshal(req.Frame, &t); err != nil {
+			return answered(nil, err)
+		}
+		return func() (json.RawMessage, error) { return encodeAnswer(struct{}{}, r.eng.WaitWritten(ctx, t)) }
 	case mEffects:
 		var a effectsArgs
 		if err := json.Unmarshal(req.Frame, &a); err != nil {
 			return answered(nil, err)
 		}
-		return r.serveEffects(ctx, a.Effects, a.Written)
+		return r.serveEffects(ctx, a.Effects)
 	case mSessionOp:
 		var a sessionOpArgs
 		if err := json.Unmarshal(req.Frame, &a); err != nil {
@@ -129,8 +141,8 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 
 // serveEffects applies session effects sent by a conversation's owner, if
 // this node serves every one of their users, and answers once they are
-// written (or, without written, applied).
-func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect, written bool) func() (json.RawMessage, error) {
+// applied, with the tickets of their rows.
+func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect) func() (json.RawMessage, error) {
 	var shards []ownership.Shard
 	for _, ef := range effects {
 		shards = append(shards, ownership.ShardOfUser(ef.User))
@@ -152,10 +164,6 @@ func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect, writ
 	for _, s := range shards {
 		r.gates[s].exit()
 	}
-	return func() (json.RawMessage, error) {
-		if err == nil && written {
-			err = r.eng.Barrier(ctx)
-		}
-		return encodeAnswer(results, err)
-	}
+	raw, err := encodeAnswer(results, err)
+	return func() (json.RawMessage, error) { return raw, err }
 }

@@ -130,7 +130,6 @@ func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 		ms := byShard[s]
 		var got markAnswer
 		var local store.MarkResult
-		var remote bool
 		err := r.route(ctx, s, markStream(ms[0].Conv), mMark, markArgs{User: user, Kind: kind, Marks: ms}, &got, func(ctx context.Context) error {
 			var err error
 			local, err = r.eng.Mark(ctx, user, kind, ms)
@@ -143,13 +142,10 @@ func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 			got = markAnswer{Ticks: local.Ticks, SessionsChanged: local.SessionsChanged, Cursor: local.Cursor}
 			writtens = append(writtens, local.Written)
 		} else {
-			remote = true
-		}
-		if remote {
-			writtens = append(writtens, r.barrierAt(s))
-			if kind == store.MarkRead {
-				// The session read went on to the user's owner.
-				writtens = append(writtens, r.barrierAt(ownership.ShardOfUser(user)))
+			// Served by the owner: its rows, and those its effects put on
+			// other nodes, are confirmed where they were put.
+			for _, t := range got.Tickets {
+				writtens = append(writtens, func(ctx context.Context) error { return r.confirms.wait(ctx, r, t) })
 			}
 		}
 		res.Ticks = append(res.Ticks, got.Ticks...)
@@ -165,14 +161,6 @@ func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 		return nil
 	}
 	return res, nil
-}
-
-// barrierAt returns what waits until the rows the owner of shard put so
-// far are written.
-func (r *Router) barrierAt(shard ownership.Shard) func(context.Context) error {
-	return func(ctx context.Context) error {
-		return r.route(ctx, shard, barrierStream(), mBarrier, struct{}{}, nil, r.eng.Barrier)
-	}
 }
 
 var barriers atomic.Uint64

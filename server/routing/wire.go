@@ -16,6 +16,7 @@ const (
 	mAppend     = "append"
 	mMark       = "mark"
 	mBarrier    = "barrier" // every row put so far written
+	mWritten    = "written" // the rows of a WriteTicket written
 	mSessionOp  = "session_op"
 	mSync       = "sync"
 	mReceipts   = "receipts"
@@ -106,6 +107,9 @@ type (
 		Ticks           []store.TickChange
 		SessionsChanged bool
 		Cursor          int64
+		// Tickets name the rows the marks put, for the asking node to
+		// confirm before it answers.
+		Tickets []engine.WriteTicket
 	}
 	sessionOpArgs struct {
 		User, Conv string
@@ -121,8 +125,5 @@ type (
 	}
 	effectsArgs struct {
 		Effects []engine.Effect
-		// Written asks for the answer once they are written, not only
-		// applied.
-		Written bool
 	}
 )

@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// On a node of a scaled-out deployment, what a message does to members
+// owned by other nodes is applied there in memory and written behind by
+// their engines, like this engine's own rows: the send is answered then,
+// without waiting for any write behind. The conversation's derived
+// watermark (repair.go) moves past the message only once those nodes
+// confirm the rows written (confirm), in the background and one wait per
+// node however many messages share it; until then the message counts as
+// underived, and a crash of this node leaves it for the next owner to
+// derive again. A node that applied the effects and then died or
+// restarted before writing them cannot confirm them: they are applied
+// again where their users are now (every effect is idempotent), so the
+// watermark never moves over rows that were lost.
+
+// newBoot returns a name for this engine's life, unique across restarts.
+func newBoot() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// derivedOnceWritten moves cs's watermark past seq once the rows of
+// pending are written: now when there are none, else in the background.
+func (e *Engine) derivedOnceWritten(cs *convState, seq int64, pending []applied) {
+	if len(pending) == 0 {
+		e.derived(cs, seq)
+		return
+	}
+	e.settling.Add(1)
+	go func() {
+		defer e.settling.Done()
+		if err := e.confirm(e.stopCtx, pending); err != nil {
+			// seq stays underived: the conversation's next owner derives
+			// it again from the log.
+			e.log.Warn("session effects on other nodes unconfirmed; the conversation stays behind until repaired",
+				"conv", cs.conv, "seq", seq, "err", err)
+			return
+		}
+		e.derived(cs, seq)
+	}()
+}
+
+// confirm returns once the rows of pending are written. The effects whose
+// node cannot confirm them are applied again where their users are now,
+// and those confirmed in turn.
+func (e *Engine) confirm(ctx context.Context, pending []applied) error {
+	for len(pending) > 0 {
+		type node struct{ addr, boot string }
+		latest := map[node]WriteTicket{}
+		var order []node
+		for _, p := range pending {
+			n := node{p.Ticket.Node, p.Ticket.Boot}
+			t, seen := latest[n]
+			if !seen {
+				order = append(order, n)
+			}
+			if !seen || p.Ticket.Gen > t.Gen {
+				latest[n] = p.Ticket
+			}
+		}
+		failed := make([]bool, len(order))
+		var wg sync.WaitGroup
+		for i, n := range order {
+			wg.Go(func() { failed[i] = e.owners.Confirm(ctx, latest[n]) != nil })
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		lost := map[node]bool{}
+		for i, n := range order {
+			lost[n] = failed[i]
+		}
+		var again []Effect
+		for _, p := range pending {
+			if lost[node{p.Ticket.Node, p.Ticket.Boot}] {
+				again = append(again, p.Effect)
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		var err error
+		if _, pending, err = e.affect(ctx, again); err != nil {
+			return fmt.Errorf("session effects applied again: %w", err)
+		}
+	}
+	return nil
+}
+
+// WaitWritten returns once this engine wrote every row up to ticket's
+// generation; it fails for a ticket of another engine's life (its rows
+// were that life's, and may be lost).
+func (e *Engine) WaitWritten(ctx context.Context, ticket WriteTicket) error {
+	if ticket.Boot != e.boot {
+		return fmt.Errorf("rows put by engine %s, not by this one (%s): %w", ticket.Boot, e.boot, errNotThisLife)
+	}
+	return e.flush.waitDone(ctx, ticket.Gen)
+}
+
+// errNotThisLife refuses a WriteTicket of another life of the engine.
+var errNotThisLife = errors.New("engine restarted since")
