@@ -103,19 +103,26 @@ func startOwnedEngine(t *testing.T, owners Owners) *Engine {
 	return e
 }
 
+// sendHi sends alice's "hi" to bob.
+func sendHi(t *testing.T, e *Engine) store.AppendResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := e.Append(ctx, store.AppendRequest{Msg: protocol.Message{Conv: "d:alice:bob", MsgID: "m1", From: "alice", Body: "hi"}, Members: []string{"alice", "bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // A send is answered once its effects on another node's users are applied
 // there, before that node writes them; the conversation's watermark moves
 // past the message only once the node confirms the rows written.
 func TestSentBeforeOtherNodesWriteAndWatermarkAfter(t *testing.T) {
 	other := newOtherNode()
 	e := startOwnedEngine(t, other)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req := store.AppendRequest{Msg: protocol.Message{Conv: "d:alice:bob", MsgID: "m1", From: "alice", Body: "hi"}, Members: []string{"alice", "bob"}}
-	res, err := e.Append(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := sendHi(t, e)
+	ctx := t.Context()
 	if res.Msg.Seq != 1 || other.appliedTo("bob") != 1 {
 		t.Fatalf("answered seq %d with %d effects on bob applied; want seq 1 and bob's applied", res.Msg.Seq, other.appliedTo("bob"))
 	}
@@ -137,12 +144,7 @@ func TestSentBeforeOtherNodesWriteAndWatermarkAfter(t *testing.T) {
 func TestEffectsLostWithTheirNodeAreAppliedAgain(t *testing.T) {
 	other := newOtherNode()
 	e := startOwnedEngine(t, other)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req := store.AppendRequest{Msg: protocol.Message{Conv: "d:alice:bob", MsgID: "m1", From: "alice", Body: "hi"}, Members: []string{"alice", "bob"}}
-	if _, err := e.Append(ctx, req); err != nil {
-		t.Fatal(err)
-	}
+	sendHi(t, e)
 	other.restart()
 	close(other.written)
 	if got := derivedSeq(t, e, "d:alice:bob"); got != 1 {
