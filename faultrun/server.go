@@ -236,13 +236,17 @@ func (s *Server) Alive() bool {
 
 // Kill sends SIGKILL to the server and waits for it to exit.
 func (s *Server) Kill() error {
-	_, err := s.signal(syscall.SIGKILL)
+	_, _, err := s.signal(syscall.SIGKILL)
 	return err
 }
 
 // stopTimeout bounds a graceful stop: imserver's -shutdown-grace (15 s)
 // and a margin.
 const stopTimeout = 30 * time.Second
+
+// quitWait is how long a server that did not stop gets to write its
+// goroutines after SIGQUIT before it is killed.
+const quitWait = 3 * time.Second
 
 // errGraceRanOut says imserver stopped at the end of its -shutdown-grace
 // with requests still in flight.
@@ -253,13 +257,13 @@ var errGraceRanOut = errors.New("the shutdown grace ran out")
 // grace (errGraceRanOut), exited with another failure, or had to be
 // killed after stopTimeout.
 func (s *Server) Stop() error {
-	state, err := s.signal(syscall.SIGTERM)
+	state, timedOut, err := s.signal(syscall.SIGTERM)
 	switch {
 	case err != nil:
 		return err
 	case state == nil:
 		return nil
-	case !state.Exited():
+	case timedOut:
 		return fmt.Errorf("%s did not stop within %v of SIGTERM: %v", s.Name(), stopTimeout, state)
 	case state.ExitCode() != 0 && strings.HasSuffix(lastLine(s.Logs()), "context deadline exceeded"):
 		return fmt.Errorf("%s: %w: %s", s.Name(), errGraceRanOut, lastLine(s.Logs()))
@@ -270,27 +274,36 @@ func (s *Server) Stop() error {
 }
 
 // signal sends sig to the server and waits up to stopTimeout for it to
-// exit, then kills it; it returns how the process ended (nil: it was not
-// running).
-func (s *Server) signal(sig os.Signal) (*os.ProcessState, error) {
+// exit, then has it write its goroutines and kills it; it returns how the
+// process ended (nil: it was not running) and whether it had to be
+// stopped so.
+func (s *Server) signal(sig os.Signal) (state *os.ProcessState, timedOut bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	s.up.Store(false)
 	if err := s.cmd.Process.Signal(sig); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	select {
 	case <-s.done:
 	case <-time.After(stopTimeout):
-		s.cmd.Process.Kill()
-		<-s.done
+		timedOut = true
+		// SIGQUIT first: the Go runtime writes every goroutine's stack
+		// to the log (-logs keeps it whole), which says what it waited on.
+		s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.done:
+		case <-time.After(quitWait):
+			s.cmd.Process.Kill()
+			<-s.done
+		}
 	}
-	state := s.cmd.ProcessState
+	state = s.cmd.ProcessState
 	s.cmd, s.done = nil, nil
-	return state, nil
+	return state, timedOut, nil
 }
 
 // wipe empties the data directory of the stopped server.

@@ -440,9 +440,17 @@ type (
 // may have been lost (Cluster.Devices).
 func (s *Server) resync(users []string) {
 	if svc := s.svc.Load(); svc != nil {
-		svc.Resync(context.Background(), users)
+		// Bounded: the relay's loop waits for it, and a shutdown for the
+		// loop (a user's owner that does not answer must not hold either).
+		ctx, cancel := context.WithTimeout(context.Background(), resyncWait)
+		defer cancel()
+		svc.Resync(ctx, users)
 	}
 }
+
+// resyncWait bounds a resync: devices not told to sync by then sync at
+// their next nudge or reconnect.
+const resyncWait = 10 * time.Second
 
 // OnlineDevices returns how many devices are connected.
 func (s *Server) OnlineDevices() int { return s.hub.Count() }
