@@ -256,6 +256,18 @@ func (e *Engine) loadRecent(ctx context.Context, cs *convState) {
 			cs.recent.add(m.MsgID, m.Seq)
 		}
 		cs.holes = append(cs.holes, skipped(page, len(page) < protocol.MaxHistoryLimit, cs.holes)...)
+		// Seqs above the newest message, up to the conversation's max
+		// seq, are holes too: an owner raises the max seq beside the
+		// message's write, and died before the write.
+		newest := int64(0)
+		if len(page) > 0 {
+			newest = page[len(page)-1].Seq
+		}
+		for seq := newest + 1; seq <= cs.maxSeq; seq++ {
+			if !slices.Contains(cs.holes, seq) {
+				cs.holes = append(cs.holes, seq)
+			}
+		}
 	})
 }
 

@@ -89,3 +89,42 @@ func TestARepeatOfAFailedAppendIsAnsweredAsNew(t *testing.T) {
 		t.Fatalf("the next repeat: seq %d, duplicate %v; want seq 1, a duplicate", res.Msg.Seq, res.Duplicate)
 	}
 }
+
+// raisedMax is a log whose conversation record shows a max seq above its
+// newest message: an owner raised it beside a write it died before.
+type raisedMax struct {
+	seqLog
+	max int64
+}
+
+func (r raisedMax) Conversation(ctx context.Context, conv string) (store.ConvRecord, error) {
+	rec, err := r.seqLog.Conversation(ctx, conv)
+	rec.MaxSeq = max(rec.MaxSeq, r.max)
+	return rec, err
+}
+
+// The seqs a dead owner raised the max seq to but never wrote go to the
+// next messages of its successor: the log keeps no gap.
+func TestSeqsRaisedButNeverWrittenGoToTheNextMessages(t *testing.T) {
+	log := seqLog{memstore.New()}
+	ctx := t.Context()
+	if _, err := log.Append(ctx, protocol.Message{Conv: "d:alice:bob", MsgID: "m1", From: "alice", Body: "hi", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(ctx, raisedMax{log, 3}, Options{Owners: &elsewhere{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var seqs []int64
+	for i := range 3 {
+		res, err := e.Append(ctx, store.AppendRequest{Msg: protocol.Message{Conv: "d:alice:bob", MsgID: fmt.Sprint("n", i), From: "alice", Body: "again"}, Members: []string{"alice", "bob"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, res.Msg.Seq)
+	}
+	if fmt.Sprint(seqs) != "[2 3 4]" {
+		t.Fatalf("the next messages took seqs %v; want [2 3 4] (2 and 3 were raised, never written)", seqs)
+	}
+}
