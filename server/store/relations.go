@@ -134,14 +134,19 @@ func (t *TargetState) Show(m *protocol.Message) {
 // body, ordered by the seq of its oldest standing reaction, its users in
 // the order of their reactions' seqs; nil when none stands.
 func (t *TargetState) ReactionList() []protocol.Reaction {
+	return aggregate(t.standing())
+}
+
+// standing returns the reactions standing (not removed), ordered by seq.
+func (t *TargetState) standing() []StandingReaction {
 	standing := make([]StandingReaction, 0, len(t.Reactions))
 	for _, r := range t.Reactions {
 		if r.Body != "" {
 			standing = append(standing, r)
 		}
 	}
-	slices.SortFunc(standing, func(a, b StandingReaction) int { return cmp.Compare(a.Seq, b.Seq) })
-	return aggregate(standing)
+	slices.SortStableFunc(standing, func(a, b StandingReaction) int { return cmp.Compare(a.Seq, b.Seq) })
+	return standing
 }
 
 // ErasedEntry is the state of an edit entry whose body was erased.
