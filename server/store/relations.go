@@ -119,6 +119,17 @@ func (t *TargetState) Show(m *protocol.Message) {
 	if t == nil {
 		return
 	}
+	t.ShowEdits(m)
+	m.SetReactions(t.ReactionList())
+}
+
+// ShowEdits is Show without the reactions, for a backend that keeps them
+// aggregated (ReactionList) from when the state last changed rather than
+// aggregating them on every read.
+func (t *TargetState) ShowEdits(m *protocol.Message) {
+	if t == nil {
+		return
+	}
 	switch {
 	case t.Deleted:
 		m.Body, m.Deleted, m.EditedTS = "", true, 0
@@ -127,7 +138,6 @@ func (t *TargetState) Show(m *protocol.Message) {
 	case t.EditSeq > 0:
 		m.Body, m.EditedTS = t.Body, t.EditedTS
 	}
-	m.SetReactions(t.ReactionList())
 }
 
 // ReactionList aggregates the standing reactions: one entry per distinct
