@@ -238,23 +238,33 @@ func (d *stateDecoder) int(sep byte) int64 {
 	return n
 }
 
-// num reads a decimal number, '-' signed.
+// num reads a decimal number, '-' signed. It works on locals, which the
+// compiler keeps in registers: a page's read spends most of its decoding
+// here.
 func (d *stateDecoder) num() int64 {
 	if d.err != nil {
 		return 0
 	}
-	neg := d.skip('-')
-	start := d.at
+	s, at := d.s, d.at
+	neg := at < len(s) && s[at] == '-'
+	if neg {
+		at++
+	}
+	start := at
 	var n int64
-	for d.at < len(d.s) && d.s[d.at] >= '0' && d.s[d.at] <= '9' {
+	for ; at < len(s); at++ {
+		c := s[at] - '0'
+		if c > 9 {
+			break
+		}
 		if n > (1<<63-1)/10 {
 			d.err = errState
 			return 0
 		}
-		n = n*10 + int64(d.s[d.at]-'0')
-		d.at++
+		n = n*10 + int64(c)
 	}
-	if d.at == start || n < 0 {
+	d.at = at
+	if at == start || n < 0 {
 		d.err = errState
 		return 0
 	}
@@ -266,17 +276,16 @@ func (d *stateDecoder) num() int64 {
 
 // str reads a length-prefixed string.
 func (d *stateDecoder) str() string {
-	n := int(d.num())
-	d.expect(':')
-	if d.err != nil || n < 0 || n > len(d.s)-d.at {
+	n := d.num()
+	if d.err != nil || d.at >= len(d.s) || d.s[d.at] != ':' || n < 0 || n > int64(len(d.s)-d.at-1) {
 		if d.err == nil {
 			d.err = errState
 		}
 		return ""
 	}
-	v := d.s[d.at : d.at+n]
-	d.at += n
-	return v
+	start := d.at + 1
+	d.at = start + int(n)
+	return d.s[start:d.at]
 }
 
 // ShowStored is DecodeTargetState(state).Show(m) in one pass over the
