@@ -302,9 +302,11 @@ func ShowStored(m *protocol.Message, state string) (showsStoredBody bool, err er
 		return false, err
 	}
 	editSeq, editedTS, flags, body := d.header(nil)
-	var reactions []protocol.Reaction
+	var reactions *[]protocol.Reaction
 	if v1 {
-		reactions = d.aggregateV1()
+		if list := d.aggregateV1(); len(list) > 0 {
+			reactions = &list
+		}
 	} else {
 		reactions = d.reactions()
 	}
@@ -320,25 +322,34 @@ func ShowStored(m *protocol.Message, state string) (showsStoredBody bool, err er
 	case editSeq > 0:
 		m.Body, m.EditedTS = body, editedTS
 	}
-	m.SetReactions(reactions)
+	m.Reactions = reactions
 	return !(deleted || erased || editSeq > 0), nil
 }
 
 // reactions reads the reactions of the stored form t2 as a read shows
-// them: the groups up to the removed ones, as stored, in two
-// allocations (the entries, and the users they share); nil for none.
-func (d *stateDecoder) reactions() []protocol.Reaction {
+// them: the groups up to the removed ones, as stored; nil for none. A
+// few (as most messages carry) take one allocation (shownReactions),
+// more three.
+func (d *stateDecoder) reactions() *[]protocol.Reaction {
 	if !d.skip(';') {
 		return nil
 	}
 	// The counts size the allocations; they are not trusted further.
-	entries := min(d.int(','), int64(len(d.s)))
-	users := min(d.num(), int64(len(d.s)))
+	entries := d.int(',')
+	users := d.num()
 	if d.err != nil || entries <= 0 || users <= 0 {
 		return nil
 	}
-	out := make([]protocol.Reaction, 0, entries)
-	all := make([]string, 0, users)
+	var list *[]protocol.Reaction
+	var all []string
+	if entries <= int64(len(shownReactions{}.entries)) && users <= int64(len(shownReactions{}.users)) {
+		box := new(shownReactions)
+		list, box.list, all = &box.list, box.entries[:0], box.users[:0]
+	} else {
+		n := int64(len(d.s))
+		list = new([]protocol.Reaction)
+		*list, all = make([]protocol.Reaction, 0, min(entries, n)), make([]string, 0, min(users, n))
+	}
 	for d.err == nil && d.at < len(d.s) {
 		d.expect(';')
 		body := d.str()
@@ -354,9 +365,18 @@ func (d *stateDecoder) reactions() []protocol.Reaction {
 		if len(all) == first {
 			d.expect(',') // a group holds at least one user
 		}
-		out = append(out, protocol.Reaction{Body: body, Users: all[first:len(all):len(all)]})
+		*list = append(*list, protocol.Reaction{Body: body, Users: all[first:len(all):len(all)]})
 	}
-	return out
+	return list
+}
+
+// shownReactions is the reactions a read shows, when there are few, in
+// one allocation: the list (what Message.Reactions points at), its
+// entries and their users.
+type shownReactions struct {
+	list    []protocol.Reaction
+	entries [3]protocol.Reaction
+	users   [6]string
 }
 
 // aggregateV1 reads the reactions of the stored form t1, stored by user,
