@@ -274,6 +274,25 @@ func (d *stateDecoder) num() int64 {
 	return n
 }
 
+// skipNum passes over a number that is not needed, as num would.
+func (d *stateDecoder) skipNum() {
+	if d.err != nil {
+		return
+	}
+	s, at := d.s, d.at
+	if at < len(s) && s[at] == '-' {
+		at++
+	}
+	start := at
+	for at < len(s) && s[at]-'0' <= 9 {
+		at++
+	}
+	if at == start {
+		d.err = errState
+	}
+	d.at = at
+}
+
 // str reads a length-prefixed string.
 func (d *stateDecoder) str() string {
 	n := d.num()
@@ -360,7 +379,7 @@ func (d *stateDecoder) reactions() *[]protocol.Reaction {
 		for d.skip(',') {
 			all = append(all, d.str())
 			d.expect(',')
-			d.num()
+			d.skipNum()
 		}
 		if len(all) == first {
 			d.expect(',') // a group holds at least one user
