@@ -3,7 +3,9 @@ package protocol_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/imcore/im/protocol"
@@ -88,6 +90,49 @@ func TestAppendJSONMatchesMarshal(t *testing.T) {
 			if want := marshalFrame(t, f); !bytes.Equal(got, want) {
 				t.Fatalf("Encode wrote\n%s\nencoding/json\n%s", got, want)
 			}
+		}
+	}
+}
+
+// TestAppendJSONEveryField: with every field of a message and of a page
+// set, Encode still writes what encoding/json does, so that a field added
+// to Message or Messages and not to their appendJSON fails here.
+func TestAppendJSONEveryField(t *testing.T) {
+	var fill func(v reflect.Value, path string)
+	fill = func(v reflect.Value, path string) {
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(path)
+		case reflect.Int64, reflect.Int:
+			v.SetInt(int64(len(path)))
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i), path+"."+v.Type().Field(i).Name)
+			}
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+			for i := range v.Len() {
+				fill(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			}
+		case reflect.Pointer:
+			v.Set(reflect.New(v.Type().Elem()))
+			fill(v.Elem(), path)
+		default:
+			t.Fatalf("%s: a field of kind %s, which this test does not fill (and appendJSON may not write)", path, v.Kind())
+		}
+	}
+	var page protocol.Messages
+	fill(reflect.ValueOf(&page).Elem(), "page")
+	push := &protocol.MsgPush{Msg: page.Messages[0]}
+	for _, f := range []protocol.Frame{&page, push} {
+		got, err := protocol.Encode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := marshalFrame(t, f); !bytes.Equal(got, want) {
+			t.Fatalf("Encode wrote\n%s\nencoding/json\n%s", got, want)
 		}
 	}
 }
