@@ -18,6 +18,9 @@ func Encode(f Frame) ([]byte, error) {
 	if f == nil || reflect.ValueOf(f).IsNil() {
 		return nil, errors.New("encode: nil frame")
 	}
+	if a, ok := f.(appender); ok {
+		return a.appendJSON(make([]byte, 0, a.sizeHint())), nil
+	}
 	body, err := json.Marshal(f)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", f.FrameType(), err)

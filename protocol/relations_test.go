@@ -242,6 +242,9 @@ func TestEncodedLenWithRelations(t *testing.T) {
 		if got, want := m.EncodedLen(), len(mustJSON(t, m)); got != want {
 			t.Fatalf("message %s: EncodedLen %d, JSON %d", mustJSON(t, m), got, want)
 		}
+		if bound := m.MaxEncodedLen(); bound < m.EncodedLen() {
+			t.Fatalf("message %s: MaxEncodedLen %d, below EncodedLen %d", mustJSON(t, m), bound, m.EncodedLen())
+		}
 		s := protocol.Session{LastMsg: &m}
 		if got, want := s.EncodedLen(), len(mustJSON(t, s)); got != want {
 			t.Fatalf("session with %s: EncodedLen %d, JSON %d", mustJSON(t, m), got, want)

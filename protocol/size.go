@@ -37,6 +37,26 @@ func (m *Message) EncodedLen() int {
 	return n
 }
 
+// MaxEncodedLen returns a bound EncodedLen never exceeds, from the
+// lengths of m's strings alone (JSON writes no byte of a string as more
+// than six) without reading them: enough to tell that a page of messages
+// fits a byte budget without measuring each.
+func (m *Message) MaxEncodedLen() int {
+	const maxInt = 20 // the longest int64
+	n := len(`{"conv":,"seq":,"msg_id":,"from":,"body":,"client_ts":,"server_ts":,"kind":,"reply_to":,"ref":,"edited_ts":,"deleted":true}`) +
+		6*maxInt + 5*2 + 6*(len(m.Conv)+len(m.MsgID)+len(m.From)+len(m.Body)+len(m.Kind))
+	if m.Reactions != nil {
+		n += len(`,"reactions":null`)
+		for _, r := range *m.Reactions {
+			n += len(`,{"body":,"users":null}`) + 2 + 6*len(r.Body)
+			for _, u := range r.Users {
+				n += 3 + 6*len(u)
+			}
+		}
+	}
+	return n
+}
+
 // reactionsLen is the length of `,"reactions":` and rs as JSON.
 func reactionsLen(rs []Reaction) int {
 	if rs == nil {

@@ -34,6 +34,9 @@ func TestEncodedLenMatchesJSON(t *testing.T) {
 		if got, want := m.EncodedLen(), len(mustJSON(t, m)); got != want {
 			t.Fatalf("message %q: EncodedLen %d, JSON %d", mustJSON(t, m), got, want)
 		}
+		if bound := m.MaxEncodedLen(); bound < m.EncodedLen() {
+			t.Fatalf("message %s: MaxEncodedLen %d, below EncodedLen %d", mustJSON(t, m), bound, m.EncodedLen())
+		}
 		s := protocol.Session{Conv: randomText(rng), Kind: randomText(rng), Title: randomText(rng),
 			UnreadCount: pick(), ReadSeq: pick(), WriteSeq: pick(), ActiveTS: pick(), WriteTS: pick(),
 			Muted: i%2 == 0, MuteUntil: pick(), Priority: pick(), Deleted: i%3 == 0, MarkedUnread: i%5 == 0,

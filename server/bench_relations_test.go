@@ -53,12 +53,57 @@ var benchReactors = []struct{ user, body string }{
 }
 
 func benchHistoryPage(b *testing.B, relations bool) {
+	env, clients := benchHistoryClients(b)
+	read := setupHistoryPage(b, env, clients, relations)
+	var wire int64
+	for b.Loop() {
+		wire += int64(len(read()))
+	}
+	b.ReportMetric(float64(wire)/float64(b.N), "wire-B/page")
+}
+
+// BenchmarkHistoryPagePaired is BenchmarkHistoryPage's two pages, of two
+// conversations of one server, read one after the other in each op (in
+// turn first), so that both see the same load on a shared machine (where the two
+// sub-benchmarks of BenchmarkHistoryPage, run one after the other, may
+// not): it reports the time of each page and their ratio.
+func BenchmarkHistoryPagePaired(b *testing.B) {
+	env, clients := benchHistoryClients(b)
+	reads := []func() []byte{setupHistoryPage(b, env, clients, false), setupHistoryPage(b, env, clients, true)}
+	var took [2]time.Duration
+	for n := 0; b.Loop(); n++ {
+		for k := range reads {
+			i := (k + n) % 2 // each first in every other op
+			start := time.Now()
+			reads[i]()
+			took[i] += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(took[0].Nanoseconds())/float64(b.N), "plain-ns/page")
+	b.ReportMetric(float64(took[1].Nanoseconds())/float64(b.N), "related-ns/page")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
+}
+
+// benchHistoryUsers are the members of a history benchmark's group.
+var benchHistoryUsers = []string{"alice", "brian", "carol", "dave", "erin", "frank", "reader"}
+
+// benchHistoryClients starts a server and connects every one of
+// benchHistoryUsers.
+func benchHistoryClients(b *testing.B) (*servertest.Env, map[string]*benchClient) {
 	env := servertest.Start(b, benchUnlimited)
-	users := []string{"alice", "brian", "carol", "dave", "erin", "frank", "reader"}
 	clients := map[string]*benchClient{}
-	for _, u := range users {
+	for _, u := range benchHistoryUsers {
 		clients[u] = dialBench(b, env, u, "bench")
 	}
+	return env, clients
+}
+
+// setupHistoryPage makes a group conversation of BenchmarkHistoryPage,
+// its page's messages with relations or not, checks the page once in
+// full, and returns the page's read: it returns the answer, checked to
+// be the same as the first after its id.
+func setupHistoryPage(b *testing.B, env *servertest.Env, clients map[string]*benchClient, relations bool) (read func() []byte) {
+	users := benchHistoryUsers
 	g := benchDecode[*protocol.Group](b, clients["alice"].request(&protocol.CreateGroup{Title: "bench", Members: users[1:]}))
 	conv := g.Conv
 
@@ -140,16 +185,14 @@ func benchHistoryPage(b *testing.B, relations bool) {
 	}
 	_, firstTail := benchSplitID(first)
 
-	var wire int64
-	for b.Loop() {
+	return func() []byte {
 		page.ID = ""
 		answer := reader.request(page)
 		if _, tail := benchSplitID(answer); !bytes.Equal(tail, firstTail) {
 			b.Fatalf("a later page differs from the first: %s", answer)
 		}
-		wire += int64(len(answer))
+		return answer
 	}
-	b.ReportMetric(float64(wire)/float64(b.N), "wire-B/page")
 }
 
 // BenchmarkGroupReactions is a group of 100 members, each online on one

@@ -119,6 +119,17 @@ func (t *TargetState) Show(m *protocol.Message) {
 	if t == nil {
 		return
 	}
+	t.ShowEdits(m)
+	m.SetReactions(t.ReactionList())
+}
+
+// ShowEdits is Show without the reactions, for a backend that keeps them
+// aggregated (ReactionList) from when the state last changed rather than
+// aggregating them on every read.
+func (t *TargetState) ShowEdits(m *protocol.Message) {
+	if t == nil {
+		return
+	}
 	switch {
 	case t.Deleted:
 		m.Body, m.Deleted, m.EditedTS = "", true, 0
@@ -127,21 +138,25 @@ func (t *TargetState) Show(m *protocol.Message) {
 	case t.EditSeq > 0:
 		m.Body, m.EditedTS = t.Body, t.EditedTS
 	}
-	m.SetReactions(t.ReactionList())
 }
 
 // ReactionList aggregates the standing reactions: one entry per distinct
 // body, ordered by the seq of its oldest standing reaction, its users in
 // the order of their reactions' seqs; nil when none stands.
 func (t *TargetState) ReactionList() []protocol.Reaction {
+	return aggregate(t.standing())
+}
+
+// standing returns the reactions standing (not removed), ordered by seq.
+func (t *TargetState) standing() []StandingReaction {
 	standing := make([]StandingReaction, 0, len(t.Reactions))
 	for _, r := range t.Reactions {
 		if r.Body != "" {
 			standing = append(standing, r)
 		}
 	}
-	slices.SortFunc(standing, func(a, b StandingReaction) int { return cmp.Compare(a.Seq, b.Seq) })
-	return aggregate(standing)
+	slices.SortStableFunc(standing, func(a, b StandingReaction) int { return cmp.Compare(a.Seq, b.Seq) })
+	return standing
 }
 
 // ErasedEntry is the state of an edit entry whose body was erased.

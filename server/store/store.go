@@ -292,6 +292,17 @@ func (p PendingDelivery) ReplayFrom() int64 {
 // and whether any were cut. maxBytes 0 means no budget. Every backend
 // pages history with it.
 func WithinBytes(msgs []protocol.Message, maxBytes int) ([]protocol.Message, bool) {
+	if maxBytes == 0 {
+		return msgs, false
+	}
+	// A page that fits at its largest is not measured.
+	bound := 0
+	for i := range msgs {
+		bound += msgs[i].MaxEncodedLen() + 1
+	}
+	if bound <= maxBytes {
+		return msgs, false
+	}
 	bytes := 0
 	for i, m := range msgs {
 		if bytes += m.EncodedLen() + 1; maxBytes > 0 && bytes > maxBytes && i > 0 {

@@ -59,6 +59,10 @@ type conv struct {
 	// states holds, by seq, what relation entries made of their targets
 	// (and the erased edit entries): see relations.go.
 	states map[int64]*store.TargetState
+	// reactions holds, by seq, the reactions standing on a target as a
+	// read shows them (TargetState.ReactionList), aggregated when its
+	// state changes rather than on every read.
+	reactions map[int64][]protocol.Reaction
 }
 
 type boundary struct{ delivered, read, joined int64 }

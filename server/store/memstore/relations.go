@@ -13,7 +13,8 @@ import (
 // still to load: see archivedIn). Called under the lock.
 func (c *conv) view(seq int64) protocol.Message {
 	m := c.msgs[seq-1]
-	c.states[seq].Show(&m)
+	c.states[seq].ShowEdits(&m)
+	m.SetReactions(c.reactions[seq])
 	return m
 }
 
@@ -50,6 +51,12 @@ func (d *data) applyRelation(rel protocol.Message) (blobs []string) {
 			c.states = map[int64]*store.TargetState{}
 		}
 		c.states[rel.RefSeq] = st
+		if rel.Kind == protocol.KindReaction { // only reactions change them
+			if c.reactions == nil {
+				c.reactions = map[int64][]protocol.Reaction{}
+			}
+			c.reactions[rel.RefSeq] = st.ReactionList()
+		}
 	}
 	for _, seq := range change.Erase {
 		c.msgs[seq-1].Body = ""
