@@ -127,27 +127,11 @@ func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 	var res store.MarkResult
 	var writtens []func(context.Context) error
 	for _, s := range order {
-		ms := byShard[s]
-		var got markAnswer
-		var local store.MarkResult
-		err := r.route(ctx, s, markStream(ms[0].Conv), mMark, markArgs{User: user, Kind: kind, Marks: ms}, &got, func(ctx context.Context) error {
-			var err error
-			local, err = r.eng.Mark(ctx, user, kind, ms)
-			return err
-		})
+		got, written, err := r.markAt(ctx, user, kind, s, byShard[s])
 		if err != nil {
 			return store.MarkResult{}, err
 		}
-		if local.Written != nil {
-			got = markAnswer{Ticks: local.Ticks, SessionsChanged: local.SessionsChanged, Cursor: local.Cursor}
-			writtens = append(writtens, local.Written)
-		} else {
-			// Served by the owner: its rows, and those its effects put on
-			// other nodes, are confirmed where they were put.
-			for _, t := range got.Tickets {
-				writtens = append(writtens, func(ctx context.Context) error { return r.confirms.wait(ctx, r, t) })
-			}
-		}
+		writtens = append(writtens, written)
 		res.Ticks = append(res.Ticks, got.Ticks...)
 		res.SessionsChanged = res.SessionsChanged || got.SessionsChanged
 		res.Cursor = max(res.Cursor, got.Cursor)
@@ -162,6 +146,60 @@ func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 	}
 	return res, nil
 }
+
+// markAt applies marks, all of conversations of shard s, at the shard's
+// owner and returns what they changed and what waits for their rows. The
+// rows of an owner that stops or dies before writing them cannot be
+// confirmed: the marks are then applied again where the shard is now
+// (max-merges, so applying them twice changes nothing more), and those
+// rows confirmed in turn, as the client would have retried.
+func (r *Router) markAt(ctx context.Context, user string, kind store.MarkKind, s ownership.Shard, ms []protocol.Mark) (markAnswer, func(context.Context) error, error) {
+	apply := func(ctx context.Context) (markAnswer, func(context.Context) error, error) {
+		var got markAnswer
+		var local store.MarkResult
+		err := r.route(ctx, s, markStream(ms[0].Conv), mMark, markArgs{User: user, Kind: kind, Marks: ms}, &got, func(ctx context.Context) error {
+			var err error
+			local, err = r.eng.Mark(ctx, user, kind, ms)
+			return err
+		})
+		if err != nil {
+			return markAnswer{}, nil, err
+		}
+		if local.Written != nil {
+			return markAnswer{Ticks: local.Ticks, SessionsChanged: local.SessionsChanged, Cursor: local.Cursor}, local.Written, nil
+		}
+		// Served by the owner: its rows, and those its effects put on
+		// other nodes, are confirmed where they were put.
+		tickets := got.Tickets
+		return got, func(ctx context.Context) error {
+			for _, t := range tickets {
+				if err := r.confirms.wait(ctx, r, t); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	}
+	got, written, err := apply(ctx)
+	if err != nil {
+		return markAnswer{}, nil, err
+	}
+	return got, func(ctx context.Context) error {
+		err := written(ctx)
+		for attempt := 1; err != nil && attempt < markAttempts && ctx.Err() == nil; attempt++ {
+			r.log.Debug("a mark's rows unconfirmed; applying it again at the owner", "user", user, "conv", ms[0].Conv, "err", err)
+			var again func(context.Context) error
+			if _, again, err = apply(ctx); err == nil {
+				err = again(ctx)
+			}
+		}
+		return err
+	}, nil
+}
+
+// markAttempts bounds how often a mark is applied again whose rows its
+// owner could not confirm.
+const markAttempts = 3
 
 var barriers atomic.Uint64
 
