@@ -126,13 +126,7 @@ func DecodeTargetState(s string) (*TargetState, error) {
 	switch {
 	case v1:
 		for d.err == nil && d.at < len(d.s) {
-			d.expect(';')
-			var r StandingReaction
-			r.User = d.str()
-			d.expect(',')
-			r.Seq = d.int(',')
-			r.Body = d.str()
-			t.Reactions = append(t.Reactions, r)
+			t.Reactions = append(t.Reactions, d.standingReaction())
 		}
 	case d.skip(';'):
 		d.int(',') // the counts, for reads
@@ -398,6 +392,17 @@ type shownReactions struct {
 	users   [6]string
 }
 
+// standingReaction reads one reaction of the stored form t1.
+func (d *stateDecoder) standingReaction() StandingReaction {
+	d.expect(';')
+	var r StandingReaction
+	r.User = d.str()
+	d.expect(',')
+	r.Seq = d.int(',')
+	r.Body = d.str()
+	return r
+}
+
 // aggregateV1 reads the reactions of the stored form t1, stored by user,
 // and aggregates them.
 func (d *stateDecoder) aggregateV1() []protocol.Reaction {
@@ -406,12 +411,7 @@ func (d *stateDecoder) aggregateV1() []protocol.Reaction {
 	var buf [16]StandingReaction
 	standing := buf[:0]
 	for d.err == nil && d.at < len(d.s) {
-		d.expect(';')
-		var r StandingReaction
-		r.User = d.str()
-		d.expect(',')
-		r.Seq = d.int(',')
-		r.Body = d.str()
+		r := d.standingReaction()
 		if r.Body == "" {
 			continue
 		}
