@@ -31,6 +31,10 @@ func newBoot() string {
 
 // derivedOnceWritten moves cs's watermark past seq once the rows of
 // pending are written: now when there are none, else in the background.
+// The shard may be handed over meanwhile: the conversation row put then
+// is a merge that only raises the tick minimum and the watermark, and
+// only over seqs whose rows are written, so the next owner loses nothing
+// by it (it derives again what its watermark shows behind).
 func (e *Engine) derivedOnceWritten(cs *convState, seq int64, pending []applied) {
 	if len(pending) == 0 {
 		e.derived(cs, seq)
