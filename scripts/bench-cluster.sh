@@ -157,10 +157,12 @@ counters() {
 		/^im_forwarded_frames_total/ { f += $NF }
 		/^process_cpu_seconds_total/ { cpu += $NF }
 		/^im_frames_in_total\{type="send"\}/ { s += $NF }
+		/^im_dynamodb_item_writes_total/ { match($0, /table="[A-Za-z0-9_.-]+"/); tb = substr($0, RSTART + 7, RLENGTH - 8); match($0, /outcome="[a-z_]+"/); oc = substr($0, RSTART + 9, RLENGTH - 10); bytab[tb " " oc] += $NF }
 		END {
 			printf "sends %f\ncalls %f\nwrite_units %f\nread_units %f\nredis_trips %f\nforwarded %f\ncpu %f\n", s, c, w, r, t, f, cpu
 			for (op in byop) printf "%s %f\n", "  dynamodb:" op, byop[op]
 			for (cmd in bycmd) printf "%s %f\n", "  redis:" cmd, bycmd[cmd]
+			for (k in bytab) { split(k, p, " "); printf "%s %f\n", "  write:" p[1] ":" p[2], bytab[k] }
 		}'
 }
 counters >"$dir/before"

@@ -20,6 +20,7 @@ type Calls struct {
 	dynamo        *prometheus.CounterVec
 	writeUnits    prometheus.Counter
 	readUnits     prometheus.Counter
+	itemWrites    *prometheus.CounterVec
 }
 
 // NewCalls returns zeroed counters.
@@ -45,12 +46,16 @@ func NewCalls() *Calls {
 			Name: "im_dynamodb_read_units_total",
 			Help: "DynamoDB read capacity units consumed, as DynamoDB reports them.",
 		}),
+		itemWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "im_dynamodb_item_writes_total",
+			Help: "DynamoDB single-item writes (PutItem, UpdateItem, DeleteItem) by table and outcome: written, condition_failed (the row was already as new), error.",
+		}, []string{"table", "outcome"}),
 	}
 }
 
 // Collectors returns the counters, to register.
 func (c *Calls) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.redisTrips, c.redisCommands, c.dynamo, c.writeUnits, c.readUnits}
+	return []prometheus.Collector{c.redisTrips, c.redisCommands, c.dynamo, c.writeUnits, c.readUnits, c.itemWrites}
 }
 
 // RedisHook counts a client's round trips and commands (redis.Client's

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -93,6 +94,9 @@ func (c *Calls) capacityMiddleware() smithymiddleware.InitializeMiddleware {
 		func(ctx context.Context, in smithymiddleware.InitializeInput, next smithymiddleware.InitializeHandler) (smithymiddleware.InitializeOutput, smithymiddleware.Metadata, error) {
 			askCapacity(in.Parameters)
 			out, md, err := next.HandleInitialize(ctx, in)
+			if table := writtenTable(in.Parameters); table != "" {
+				c.itemWrites.WithLabelValues(table, writeOutcome(err)).Inc()
+			}
 			if err == nil {
 				w, r := consumed(out.Result)
 				if w > 0 {
@@ -104,4 +108,37 @@ func (c *Calls) capacityMiddleware() smithymiddleware.InitializeMiddleware {
 			}
 			return out, md, err
 		})
+}
+
+// writtenTable is the table a single-item write goes to ("" for any other
+// call).
+func writtenTable(params any) string {
+	var t *string
+	switch in := params.(type) {
+	case *dynamodb.PutItemInput:
+		t = in.TableName
+	case *dynamodb.UpdateItemInput:
+		t = in.TableName
+	case *dynamodb.DeleteItemInput:
+		t = in.TableName
+	}
+	if t == nil {
+		return ""
+	}
+	return *t
+}
+
+// writeOutcome names how a single-item write ended: written, refused by
+// its condition (the row was already as new: a call that changed
+// nothing), or failed.
+func writeOutcome(err error) string {
+	var cond *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return "written"
+	case errors.As(err, &cond):
+		return "condition_failed"
+	default:
+		return "error"
+	}
 }

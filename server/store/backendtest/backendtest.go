@@ -324,6 +324,10 @@ func testApplyBoundaries(t *testing.T, b store.Backend) {
 	if carol := member(rec, "carol"); carol.DeliveredSeq != 3 || carol.ReadSeq != 3 {
 		t.Errorf("carol = %+v, want read implying delivered: 3/3", carol)
 	}
+	apply(t, b, store.Derived{Boundaries: []store.BoundaryRow{row("bob", 3, 3)}}) // read rises, delivered is above
+	if bob := member(conversation(t, b, gTeam), "bob"); bob.DeliveredSeq != 4 || bob.ReadSeq != 3 {
+		t.Errorf("bob after a merge raising only read = %+v, want 4/3", bob)
+	}
 	// bob leaves at 5 and is added back at 6: the old row's delete does
 	// not touch the new one, applied in either order.
 	gone := store.Derived{Gone: []store.MemberGone{{User: "bob", Conv: gTeam, Before: 5}}}
@@ -362,6 +366,10 @@ func testApplyPending(t *testing.T, b store.Backend) {
 	apply(t, b, store.Derived{Pending: []store.PendingRow{{User: "bob", Conv: dAB, Clear: 3, FirstUndelivered: 4}}})
 	if got := pending(); len(got) != 1 || got[0].FirstUndelivered != 4 {
 		t.Errorf("a clear then a put in one row = %+v, want the row put at 4", got)
+	}
+	apply(t, b, store.Derived{Pending: []store.PendingRow{{User: "bob", Conv: dAB, Clear: 3, FirstUndelivered: 2}}}) // the row is above the clear: kept
+	if got := pending(); len(got) != 1 || got[0].FirstUndelivered != 4 {
+		t.Errorf("a clear below the row with a put = %+v, want the row kept at 4", got)
 	}
 	apply(t, b, store.Derived{Pending: []store.PendingRow{{User: "bob", Conv: dAB, Clear: 4}}})
 	if got := pending(); len(got) != 0 {

@@ -286,7 +286,8 @@ var errNotGroup = errors.New("not a group")
 // unlisted (a crash after the put leaves it to repair); raised for a seq
 // that ends up without a message, it leaves a hole that the next message,
 // or the repair, fills. Two round trips before the message is durable,
-// not three.
+// not three; the raises of a conversation's appends in flight together
+// are one write (maxRaises).
 func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.AppendResult{}, err
@@ -299,7 +300,7 @@ func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendR
 	raised := make(chan struct{})
 	go func() {
 		defer close(raised)
-		_, raiseErr = s.raiseMax(context.WithoutCancel(ctx), m.Conv, m.Seq, parsed.Kind)
+		raiseErr = s.raise(context.WithoutCancel(ctx), m.Conv, m.Seq, parsed.Kind)
 	}()
 	reserved, err := s.reserveID(ctx, m, m.Seq)
 	<-raised

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/imcore/im/server/store"
@@ -141,21 +142,30 @@ func (s *Store) memberRows(ctx context.Context, g *errgroup.Group, d store.Deriv
 // update runs one conditional UpdateItem; false when its condition did
 // not hold.
 func (s *Store) update(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (bool, error) {
+	_, ok, err := s.updateReturning(ctx, t, key, expr, cond, names, values)
+	return ok, err
+}
+
+// updateReturning is update answering the item as the update left it
+// (nil when the condition did not hold): DynamoDB returns it with the
+// write, at no extra call.
+func (s *Store) updateReturning(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (item, bool, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName: s.table(t), Key: key, UpdateExpression: aws.String(expr),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValues: types.ReturnValueAllNew,
 	}
 	if cond != "" {
 		in.ConditionExpression = aws.String(cond)
 	}
-	_, err := s.db.UpdateItem(ctx, in)
+	out, err := s.db.UpdateItem(ctx, in)
 	switch {
 	case conditionFailed(err):
-		return false, nil
+		return nil, false, nil
 	case err != nil:
-		return false, fmt.Errorf("update %s: %w", t, err)
+		return nil, false, fmt.Errorf("update %s: %w", t, err)
 	}
-	return true, nil
+	return out.Attributes, true, nil
 }
 
 // put runs one conditional PutItem; false when its condition did not hold.
@@ -198,30 +208,37 @@ func (s *Store) applyGone(ctx context.Context, g store.MemberGone) error {
 }
 
 // applyBoundary max-merges a boundary row (read implying delivered); a
-// Join row replaces a row of an earlier joining.
+// Join row replaces a row of an earlier joining. A row other than a Join
+// exists but for a member's first boundary, so it is raised first, both
+// boundaries in one update, and put only when that found no row: one
+// call in the common case.
 func (s *Store) applyBoundary(ctx context.Context, r store.BoundaryRow) error {
 	key := userConvKey(r.User, r.Conv)
 	delivered := max(r.DeliveredSeq, r.ReadSeq)
 	names := map[string]string{"#u": aUser, "#d": aDelivered, "#r": aRead}
+	raiseBoth := func() (bool, error) {
+		return s.update(ctx, tStatus, key, "SET #d = :d, #r = :r", "attribute_exists(#u) AND #d <= :d AND #r <= :r",
+			names, item{":d": numV(delivered), ":r": numV(r.ReadSeq)})
+	}
 	row := item{aUser: strV(r.User), aConv: strV(r.Conv), aDelivered: numV(delivered), aRead: numV(r.ReadSeq), aJoined: numV(r.JoinedSeq)}
 	if r.Join {
 		ok, err := s.put(ctx, tStatus, row, "attribute_not_exists(#u) OR #j < :j", map[string]string{"#u": aUser, "#j": aJoined}, item{":j": numV(r.JoinedSeq)})
 		if err != nil || ok {
 			return err
 		}
+		if ok, err := raiseBoth(); err != nil || ok {
+			return err
+		}
 	} else {
+		if ok, err := raiseBoth(); err != nil || ok {
+			return err
+		}
 		ok, err := s.put(ctx, tStatus, row, "attribute_not_exists(#u)", map[string]string{"#u": aUser}, nil)
 		if err != nil || ok {
 			return err
 		}
 	}
-	// The row exists: raise each boundary that is lower, both at once
-	// when both are.
-	ok, err := s.update(ctx, tStatus, key, "SET #d = :d, #r = :r", "attribute_exists(#u) AND #d <= :d AND #r <= :r",
-		names, item{":d": numV(delivered), ":r": numV(r.ReadSeq)})
-	if err != nil || ok {
-		return err
-	}
+	// The row exists with one boundary above the row's: raise the other.
 	for _, f := range []struct {
 		attr string
 		v    int64
@@ -238,19 +255,20 @@ func (s *Store) applyBoundary(ctx context.Context, r store.BoundaryRow) error {
 }
 
 // applyPending clears a pending row at or below Clear, then puts one if
-// absent.
+// absent: with both, one put on condition that the row is absent or
+// cleared by Clear (what a delete then a put if absent would leave).
 func (s *Store) applyPending(ctx context.Context, p store.PendingRow) error {
-	key := pendingKey(p.User, p.Conv)
-	if p.Clear > 0 {
-		if err := s.del(ctx, tPending, key, "#f <= :c", map[string]string{"#f": aFirst}, item{":c": numV(p.Clear)}); err != nil {
-			return err
-		}
-	}
-	if p.FirstUndelivered > 0 {
-		row := item{aReceiver: strV(p.User), aConv: strV(p.Conv), aFirst: numV(p.FirstUndelivered)}
-		if _, err := s.put(ctx, tPending, row, "attribute_not_exists(#r)", map[string]string{"#r": aReceiver}, nil); err != nil {
-			return err
-		}
+	row := item{aReceiver: strV(p.User), aConv: strV(p.Conv), aFirst: numV(p.FirstUndelivered)}
+	switch {
+	case p.FirstUndelivered > 0 && p.Clear > 0:
+		_, err := s.put(ctx, tPending, row, "attribute_not_exists(#r) OR #f <= :c",
+			map[string]string{"#r": aReceiver, "#f": aFirst}, item{":c": numV(p.Clear)})
+		return err
+	case p.Clear > 0:
+		return s.del(ctx, tPending, pendingKey(p.User, p.Conv), "#f <= :c", map[string]string{"#f": aFirst}, item{":c": numV(p.Clear)})
+	case p.FirstUndelivered > 0:
+		_, err := s.put(ctx, tPending, row, "attribute_not_exists(#r)", map[string]string{"#r": aReceiver}, nil)
+		return err
 	}
 	return nil
 }
@@ -320,11 +338,13 @@ func (s *Store) applyTotal(ctx context.Context, t store.TotalRow, fence int64) e
 
 // applyConv max-merges a conversation's tick minimum and raises its
 // derived watermark (all three at once when all rise), then drops the
-// behind marker once the watermark reached the max seq.
+// behind marker once the watermark reached the max seq. The raise answers
+// the item as it left it, so the marker's removal is tried only when that
+// item says it is due (or when nothing rose, and so nothing was seen).
 func (s *Store) applyConv(ctx context.Context, c store.ConvDerived) error {
 	key := convKey(c.Conv)
 	names := map[string]string{"#c": aConv, "#d": aDerivedSeq, "#td": aTickDeliv, "#tr": aTickRead}
-	ok, err := s.update(ctx, tConvs, key, "SET #d = :d, #td = :td, #tr = :tr",
+	after, ok, err := s.updateReturning(ctx, tConvs, key, "SET #d = :d, #td = :td, #tr = :tr",
 		"attribute_exists(#c) AND #d <= :d AND #td <= :td AND #tr <= :tr", names,
 		item{":d": numV(c.DerivedSeq), ":td": numV(c.Ticks.DeliveredSeq), ":tr": numV(c.Ticks.ReadSeq)})
 	if err != nil {
@@ -338,15 +358,28 @@ func (s *Store) applyConv(ctx context.Context, c store.ConvDerived) error {
 			if f.v == 0 {
 				continue
 			}
-			if _, err := s.update(ctx, tConvs, key, "SET #a = :v", "attribute_exists(#c) AND #a < :v",
-				map[string]string{"#c": aConv, "#a": f.attr}, item{":v": numV(f.v)}); err != nil {
+			it, ok, err := s.updateReturning(ctx, tConvs, key, "SET #a = :v", "attribute_exists(#c) AND #a < :v",
+				map[string]string{"#c": aConv, "#a": f.attr}, item{":v": numV(f.v)})
+			if err != nil {
 				return err
 			}
+			if ok {
+				after = it
+			}
 		}
+	}
+	if after != nil && !behindDue(after) {
+		return nil
 	}
 	_, err = s.update(ctx, tConvs, key, "REMOVE #b", "attribute_exists(#b) AND #m <= #d AND attribute_not_exists(#p)",
 		map[string]string{"#b": aBehind, "#m": aMaxSeq, "#d": aDerivedSeq, "#p": aPendingCh}, nil)
 	return err
+}
+
+// behindDue says whether a conversation's item carries a behind marker
+// its state no longer justifies (the condition of applyConv's removal).
+func behindDue(c item) bool {
+	return c.has(aBehind) && c.num(aMaxSeq) <= c.num(aDerivedSeq) && !c.has(aPendingCh)
 }
 
 // applyFormer puts or deletes a former member's view.

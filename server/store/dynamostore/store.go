@@ -71,6 +71,8 @@ type Store struct {
 	closed atomic.Bool
 	// groups caches the groups known to exist (a group is never deleted).
 	groups sync.Map
+	// raises coalesces AppendAt's max-seq raises per conversation.
+	raises maxRaises
 }
 
 // Open returns a Store on the tables under o.Prefix; ErrNoTables when one

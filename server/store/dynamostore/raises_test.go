@@ -1,0 +1,95 @@
+package dynamostore
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	smithymiddleware "github.com/aws/smithy-go/middleware"
+
+	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/protocol"
+)
+
+// TestAppendsInFlightShareOneMaxSeqRaise: while one raise of a
+// conversation's max seq is written, the raises asked meanwhile wait and
+// are written as one, to the highest seq among them; each returns only
+// once a raise to its seq or above is written.
+func TestAppendsInFlightShareOneMaxSeqRaise(t *testing.T) {
+	var updates atomic.Int64
+	entered, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	hold := smithymiddleware.InitializeMiddlewareFunc("hold", func(ctx context.Context, in smithymiddleware.InitializeInput, next smithymiddleware.InitializeHandler) (smithymiddleware.InitializeOutput, smithymiddleware.Metadata, error) {
+		if awsmiddleware.GetOperationName(ctx) == "UpdateItem" {
+			updates.Add(1)
+			first.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+		return next.HandleInitialize(ctx, in)
+	})
+	db, err := NewClient(t.Context(), testengines.DynamoDB(t), "us-east-1", func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *smithymiddleware.Stack) error {
+			return st.Initialize.Add(hold, smithymiddleware.After)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := openFresh(t, nil)
+	s.db = db
+	conv, _ := protocol.DirectConv("alice", "bob")
+
+	const n = 8
+	errs := make(chan error, n)
+	go func() { errs <- s.raise(t.Context(), conv, 1, protocol.ConvDirect) }()
+	<-entered
+	for seq := int64(2); seq <= n; seq++ {
+		go func() { errs <- s.raise(t.Context(), conv, seq, protocol.ConvDirect) }()
+	}
+	// Every later raise is waiting behind the one held.
+	deadline := time.Now().Add(10 * time.Second)
+	for waiting(s, conv) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d raises waiting, want %d", waiting(s, conv), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("a raise returned before any was written: %v", err)
+	default:
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := updates.Load(); got != 2 {
+		t.Errorf("%d UpdateItem calls for %d raises, want 2 (the one held, then one for the rest)", got, n)
+	}
+	rec, err := s.Conversation(t.Context(), conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.MaxSeq != n {
+		t.Errorf("max seq = %d, want %d", rec.MaxSeq, n)
+	}
+}
+
+// waiting counts the raises of conv waiting, the one being written
+// included.
+func waiting(s *Store, conv string) int {
+	s.raises.mu.Lock()
+	defer s.raises.mu.Unlock()
+	if c := s.raises.convs[conv]; c != nil {
+		return len(c.waiting)
+	}
+	return 0
+}
