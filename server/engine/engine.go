@@ -99,8 +99,11 @@ type Engine struct {
 	appendSlots chan struct{}
 
 	// boot names this engine's life in WriteTickets (a node restarted
-	// holds none of the rows its earlier life had put).
-	boot string
+	// holds none of the rows its earlier life had put). It changes too
+	// when the writer drops rows of users this node no longer owns
+	// (fenceRows): every ticket given before then is unconfirmable, and
+	// the effects it names are applied again where their users are now.
+	boot atomic.Pointer[string]
 	// settling counts the derivations waiting for other nodes to write
 	// their rows (settle.go); stop ends their wait at Close.
 	settling sync.WaitGroup
@@ -164,13 +167,13 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		editWindow: opts.EditWindow,
 
 		appendSlots: make(chan struct{}, appendWriters),
-		boot:        newBoot(),
 	}
 	e.stopCtx, e.stop = context.WithCancel(context.Background())
 	var fence func(*store.Derived)
 	if opts.Owners != nil {
 		fence = e.fenceRows
 	}
+	e.newLife()
 	e.flush = newFlusher(be, opts.Logger, opts.FlushGather, fence)
 	if !opts.SkipRepair && opts.Owners == nil {
 		if err := e.Repair(ctx); err != nil {

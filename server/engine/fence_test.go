@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -48,21 +49,26 @@ func (a *appliedRows) take() []store.Derived {
 	return out
 }
 
-// A node writes a user's sessions and totals fenced by the epoch it last
-// took the user's shard at, and drops none: a row of a user whose lease
-// looks lost is still written, with its epoch, for the tables to refuse
-// if a successor wrote.
-func TestRowsCarryTheirUsersLeaseEpochs(t *testing.T) {
+// A node writes a user's sessions and totals fenced by the epoch it took
+// the user's shard at, and drops those of a user whose rows are not its to
+// write (a shard handed over and sealed, or never taken): written, they
+// would land after the successor read the tables. The drop starts a new
+// life of the writer, so the tickets given before it no longer confirm
+// and their effects are applied again at the users' owners.
+func TestRowsCarryTheirUsersLeaseEpochsAndOthersAreDropped(t *testing.T) {
 	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
 	e := &Engine{owners: owners, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.newLife()
 	be := &appliedRows{}
 	f := newFlusher(be, e.log, 0, e.fenceRows)
 	defer f.close()
+	e.flush = f
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	f.put(func(b *batch) {
-		for _, u := range []string{"alice", "bob", "carol"} { // carol's shard never taken here
+	before := WriteTicket{Boot: e.life()}
+	before.Gen = f.put(func(b *batch) {
+		for _, u := range []string{"alice", "bob", "carol"} { // carol's shard not this node's
 			b.session(session.State{User: u, Conv: "c1", ActiveTS: 100})
 			b.total(store.TotalRow{User: u, Total: 1, At: 100})
 		}
@@ -75,10 +81,84 @@ func TestRowsCarryTheirUsersLeaseEpochs(t *testing.T) {
 		t.Fatalf("%d writes, want 1", len(got))
 	}
 	d := got[0]
-	if len(d.Sessions) != 3 || len(d.Totals) != 3 {
-		t.Fatalf("wrote %d sessions and %d totals, want every one of the 3 users' rows", len(d.Sessions), len(d.Totals))
+	for _, st := range d.Sessions {
+		if st.User == "carol" {
+			t.Errorf("carol's session written by a node that does not own her")
+		}
+	}
+	for _, tr := range d.Totals {
+		if tr.User == "carol" {
+			t.Errorf("carol's total written by a node that does not own her")
+		}
+	}
+	if len(d.Sessions) != 2 || len(d.Totals) != 2 {
+		t.Errorf("wrote %d sessions and %d totals, want alice's and bob's", len(d.Sessions), len(d.Totals))
 	}
 	if d.Fences["alice"] != 7 || d.Fences["bob"] != 9 || len(d.Fences) != 2 {
-		t.Fatalf("fences %v, want alice 7 and bob 9 (carol unfenced: epoch 0)", d.Fences)
+		t.Errorf("fences %v, want alice 7 and bob 9", d.Fences)
 	}
+	if err := e.WaitWritten(ctx, before); !errors.Is(err, errNotThisLife) {
+		t.Errorf("a ticket of the rows dropped confirmed: %v, want errNotThisLife", err)
+	}
+
+	// Rows put after the drop are confirmed as usual.
+	after := WriteTicket{Boot: e.life()}
+	after.Gen = f.put(func(b *batch) { b.session(session.State{User: "alice", Conv: "c1", ActiveTS: 101}) })
+	if err := e.WaitWritten(ctx, after); err != nil {
+		t.Errorf("a ticket after the drop: %v", err)
+	}
+}
+
+// Discard takes the rows of the users picked out of the writer unwritten
+// and ends the writer's life; the other rows stay.
+func TestDiscardDropsOnlyThePickedUsersRows(t *testing.T) {
+	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
+	e := &Engine{owners: owners, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.newLife()
+	be := &heldFirstWrite{appliedRows: &appliedRows{}, release: make(chan struct{})}
+	f := newFlusher(be, e.log, 0, e.fenceRows)
+	e.flush = f
+	defer func() { close(be.release); f.close() }()
+	life := e.life()
+	// A first write holds the writer, so the next rows wait in the batch.
+	f.put(func(b *batch) { b.session(session.State{User: "alice", Conv: "c0", ActiveTS: 99}) })
+	<-be.entered()
+	f.put(func(b *batch) {
+		b.session(session.State{User: "alice", Conv: "c1", ActiveTS: 100})
+		b.session(session.State{User: "bob", Conv: "c1", ActiveTS: 100})
+		b.total(store.TotalRow{User: "bob", Total: 1, At: 100})
+	})
+	e.Discard(func(u string) bool { return u == "bob" })
+	if e.life() == life {
+		t.Errorf("discarding rows kept the writer's life")
+	}
+	f.mu.Lock()
+	left := len(f.cur.sessions) + len(f.cur.totals)
+	_, alice := f.cur.sessions[store.MemberKey{User: "alice", Conv: "c1"}]
+	f.mu.Unlock()
+	if left != 1 || !alice {
+		t.Errorf("%d rows left (alice's kept: %v), want alice's only", left, alice)
+	}
+}
+
+// heldFirstWrite is appliedRows whose first Apply waits for release.
+type heldFirstWrite struct {
+	*appliedRows
+	once    sync.Once
+	in      chan struct{}
+	inOnce  sync.Once
+	release chan struct{}
+}
+
+func (g *heldFirstWrite) entered() chan struct{} {
+	g.inOnce.Do(func() { g.in = make(chan struct{}) })
+	return g.in
+}
+
+func (g *heldFirstWrite) Apply(ctx context.Context, d store.Derived) error {
+	g.once.Do(func() {
+		close(g.entered())
+		<-g.release
+	})
+	return g.appliedRows.Apply(ctx, d)
 }

@@ -499,3 +499,35 @@ func (b *batch) derived() store.Derived {
 	}
 	return d
 }
+
+// dropUsers takes the sessions and totals of the users picked out of the
+// current batch, unwritten, and returns how many rows it took.
+func (f *flusher) dropUsers(user func(string) bool) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for k := range f.cur.sessions {
+		if user(k.User) {
+			delete(f.cur.sessions, k)
+			n++
+		}
+	}
+	for k := range f.cur.totals {
+		if user(k[0]) {
+			delete(f.cur.totals, k)
+			n++
+		}
+	}
+	return n
+}
+
+// awaitInFlight returns once the write in flight now, if any, has ended
+// (written, or failed and merged back under the current batch).
+func (f *flusher) awaitInFlight(ctx context.Context) error {
+	g := f.current() - 1
+	err := f.wait(ctx, g)
+	if ctx.Err() != nil || errors.Is(err, errFlusherClosed) {
+		return err
+	}
+	return nil
+}

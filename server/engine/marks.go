@@ -37,11 +37,12 @@ func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 // nodes their effects went to, for the asking node to confirm. Effects
 // lost with their node are applied again here, in the background.
 func (e *Engine) MarkForwarded(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, []WriteTicket, error) {
+	life := e.life()
 	res, g, pending, err := e.mark(ctx, user, kind, marks)
 	if err != nil {
 		return store.MarkResult{}, nil, err
 	}
-	tickets := []WriteTicket{{Boot: e.boot, Gen: g}}
+	tickets := []WriteTicket{{Boot: life, Gen: g}}
 	for _, p := range pending {
 		tickets = append(tickets, p.Ticket)
 	}

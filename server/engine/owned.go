@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/session"
 )
 
 // Owners is what an engine runs with on a node of a scaled-out deployment
@@ -74,11 +75,14 @@ type applied struct {
 }
 
 // fenceRows fences the sessions and totals of d by the epochs of their
-// users' leases. No row is dropped, even of a user whose lease this node
-// may have lost: every row was put while the node held the user (only an
-// owner changes a user), a lease that looks expired for a moment is often
-// renewed, and the tables refuse the row once a successor, at a higher
-// epoch, wrote the same one.
+// users' leases, and drops those of users whose rows are no longer this
+// node's to write (Owners.UserFence: the shard was handed over and
+// sealed). Written, such a row would land after the successor read the
+// tables — a session it never learns of, beside a total it keeps — and the
+// tables refuse only rows the successor wrote since. Dropped, the rows'
+// tickets stop confirming (a new life of the writer), so every effect not
+// yet confirmed is applied again where its user is now (effects are
+// idempotent).
 func (e *Engine) fenceRows(d *store.Derived) {
 	fences := map[string]int64{}
 	fence := func(user string) {
@@ -96,6 +100,14 @@ func (e *Engine) fenceRows(d *store.Derived) {
 		fence(t.User)
 	}
 	d.Fences = fences
+	sessions := slices.DeleteFunc(d.Sessions, func(st session.State) bool { _, ok := fences[st.User]; return !ok })
+	totals := slices.DeleteFunc(d.Totals, func(t store.TotalRow) bool { _, ok := fences[t.User]; return !ok })
+	if dropped := len(d.Sessions) - len(sessions) + len(d.Totals) - len(totals); dropped > 0 {
+		e.newLife()
+		e.log.Warn("dropped rows of users whose shards this node no longer owns; their effects are applied again at their owners",
+			"rows", dropped)
+	}
+	d.Sessions, d.Totals = sessions, totals
 }
 
 // owned reports whether the engine runs as one owner among several.
@@ -149,12 +161,23 @@ func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]Effec
 		}
 	}
 	results := make(map[string]EffectResult, len(effects))
+	var pending []applied
 	if len(local) > 0 {
+		life := e.life()
 		if err := e.affectLocal(ctx, local, results); err != nil {
 			return nil, nil, err
 		}
+		if e.owned() {
+			// Written behind here, and confirmed like those of other
+			// nodes: the shard of a user may be handed over before its
+			// rows are written, and the writer then drops them
+			// (fenceRows) — the effect is applied again at its new owner.
+			ticket := WriteTicket{Boot: life, Gen: e.flush.current()}
+			for _, ef := range local {
+				pending = append(pending, applied{Effect: ef, Ticket: ticket})
+			}
+		}
 	}
-	var pending []applied
 	if len(remote) > 0 {
 		got, err := e.owners.Apply(ctx, remote)
 		if err != nil {
@@ -163,7 +186,6 @@ func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]Effec
 		if len(got) != len(remote) {
 			return nil, nil, fmt.Errorf("session effects: %d results for %d effects", len(got), len(remote))
 		}
-		pending = make([]applied, 0, len(remote))
 		for i, ef := range remote {
 			results[ef.User] = mergeResult(results[ef.User], got[i])
 			if got[i].Ticket != (WriteTicket{}) {
@@ -217,11 +239,12 @@ func (e *Engine) ApplyEffects(ctx context.Context, effects []Effect) ([]EffectRe
 	if err != nil {
 		return nil, err
 	}
+	life := e.life()
 	results := make(map[string]EffectResult, len(effects))
 	if err := e.affectLocal(ctx, effects, results); err != nil {
 		return nil, fmt.Errorf("session effects: %w", err)
 	}
-	ticket := WriteTicket{Boot: e.boot, Gen: e.flush.current()}
+	ticket := WriteTicket{Boot: life, Gen: e.flush.current()}
 	out := make([]EffectResult, len(effects))
 	for i, ef := range effects {
 		out[i] = results[ef.User]
@@ -241,6 +264,23 @@ func (e *Engine) Forget(ctx context.Context, conv func(string) bool, user func(s
 	e.Drop(conv, user)
 	return nil
 }
+
+// Discard drops, unwritten, the sessions and totals of the users picked
+// that wait in the writer: rows an operation cut off by a handover put
+// after the shard was sealed, which the shard's next epoch here must not
+// write. Their effects' tickets stop confirming, so that the effects are
+// applied again.
+func (e *Engine) Discard(user func(string) bool) {
+	if n := e.flush.dropUsers(user); n > 0 {
+		e.newLife()
+		e.log.Warn("discarded rows put for a shard after it was handed over; their effects are applied again at their owners", "rows", n)
+	}
+}
+
+// AwaitWriting returns once the write of derived rows in flight now, if
+// any, has ended: a shard handed over waits for it before its lease goes,
+// as it may carry rows fenced by this node's epoch.
+func (e *Engine) AwaitWriting(ctx context.Context) error { return e.flush.awaitInFlight(ctx) }
 
 // Drop drops what the engine holds of the conversations and users picked
 // at once, without waiting for the rows put so far: for a shard this node

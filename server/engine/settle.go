@@ -29,6 +29,18 @@ func newBoot() string {
 	return hex.EncodeToString(b[:])
 }
 
+// newLife starts a new life of the engine's writer: the tickets of the
+// earlier one no longer confirm.
+func (e *Engine) newLife() {
+	b := newBoot()
+	e.boot.Store(&b)
+}
+
+// life names the writer's current life, for a WriteTicket. Read it before
+// the rows the ticket covers are put: a life that ends meanwhile makes
+// the ticket unconfirmable, never the reverse.
+func (e *Engine) life() string { return *e.boot.Load() }
+
 // derivedOnceWritten moves cs's watermark past seq once the rows of
 // pending are written: now when there are none, else in the background.
 // The shard may be handed over meanwhile: the conversation row put then
@@ -106,10 +118,22 @@ func (e *Engine) confirm(ctx context.Context, pending []applied) error {
 // generation; it fails for a ticket of another engine's life (its rows
 // were that life's, and may be lost).
 func (e *Engine) WaitWritten(ctx context.Context, ticket WriteTicket) error {
-	if ticket.Boot != e.boot {
-		return fmt.Errorf("rows put by engine %s, not by this one (%s): %w", ticket.Boot, e.boot, errNotThisLife)
+	if err := e.sameLife(ticket); err != nil {
+		return err
 	}
-	return e.flush.waitDone(ctx, ticket.Gen)
+	if err := e.flush.waitDone(ctx, ticket.Gen); err != nil {
+		return err
+	}
+	// A write that dropped rows ends the life before it is done.
+	return e.sameLife(ticket)
+}
+
+// sameLife fails for a ticket of an earlier life of the writer.
+func (e *Engine) sameLife(ticket WriteTicket) error {
+	if now := e.life(); ticket.Boot != now {
+		return fmt.Errorf("rows put by engine %s, not by this one (%s): %w", ticket.Boot, now, errNotThisLife)
+	}
+	return nil
 }
 
 // errNotThisLife refuses a WriteTicket of another life of the engine.

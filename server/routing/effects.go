@@ -26,13 +26,18 @@ func (o owners) HoldUser(user string) (func(), bool) {
 	return g.exit, true
 }
 
-// UserFence returns the epoch this node last took user's shard at.
+// UserFence returns the epoch this node took user's shard at, while the
+// shard's rows are this node's to write (see gate.seal).
 func (o owners) UserFence(user string) (int64, bool) {
 	s := o.r.ownership()
 	if s == nil {
 		return 0, false
 	}
-	return s.Epoch(ownership.ShardOfUser(user))
+	shard := ownership.ShardOfUser(user)
+	if !o.r.gates[shard].isWritable() {
+		return 0, false
+	}
+	return s.Epoch(shard)
 }
 
 // Apply sends effects to the owners of their users, one request per node,
@@ -135,8 +140,8 @@ func (o owners) applyHere(ctx context.Context, effects []engine.Effect, idx []in
 		return err
 	}
 	for k, i := range idx {
+		// The ticket of this node's writer (Node empty): confirmed here.
 		results[i] = got[k]
-		results[i].Ticket = engine.WriteTicket{}
 	}
 	return nil
 }

@@ -10,9 +10,13 @@ import (
 // done: a shard is served from when it was taken and rebuilt until it is
 // handed over or its lease lost.
 type gate struct {
-	mu       sync.Mutex
-	serving  bool
-	closing  bool // close waits for the operations in flight
+	mu      sync.Mutex
+	serving bool
+	closing bool // close waits for the operations in flight
+	// writable says whether this node's writer may write the shard's
+	// rows: from when it is taken until it is handed over and its rows
+	// put so far are written (seal).
+	writable bool
 	inflight int
 	idle     sync.Cond
 }
@@ -55,7 +59,23 @@ func (g *gate) exit() {
 func (g *gate) open() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.serving = true
+	g.serving, g.writable = true, true
+}
+
+// seal stops the writing of the shard's rows here: what an operation cut
+// off by a handover still puts is dropped by the writer, and applied
+// again by the operation at the shard's new owner.
+func (g *gate) seal() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writable = false
+}
+
+// isWritable reports whether the shard's rows may be written here.
+func (g *gate) isWritable() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.writable
 }
 
 // closeWithin stops admitting operations and returns once those in flight

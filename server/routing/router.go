@@ -115,6 +115,9 @@ func (r *Router) acquired(ctx context.Context, shard ownership.Shard, _ ownershi
 	r.eng.Drop(
 		func(conv string) bool { return ownership.ShardOfConv(conv) == shard },
 		func(user string) bool { return ownership.ShardOfUser(user) == shard })
+	// Rows an operation of this node's earlier time here put after the
+	// shard was sealed must not be written under the new epoch.
+	r.eng.Discard(func(user string) bool { return ownership.ShardOfUser(user) == shard })
 	convs, err := r.unrepairedIn(ctx, shard)
 	if err != nil {
 		return err
@@ -175,6 +178,15 @@ func (r *Router) releasing(ctx context.Context, shard ownership.Shard) {
 	}
 	if err := r.forget(fctx, shard); err != nil {
 		r.log.Warn("handing a shard over before its rows are written", "shard", shard, "err", err)
+	}
+	// From here the writer drops the shard's rows (an operation the drain
+	// cut off may still put some: it applies them again at the new owner),
+	// and the write in flight, which may carry some fenced by this node's
+	// epoch, lands before the lease goes: none lands after the successor
+	// read the tables.
+	r.gates[shard].seal()
+	if err := r.eng.AwaitWriting(fctx); err != nil {
+		r.log.Warn("handing a shard over with a write in flight", "shard", shard, "err", err)
 	}
 }
 
