@@ -64,11 +64,14 @@ func (g *gate) open() {
 
 // seal stops the writing of the shard's rows here: what an operation cut
 // off by a handover still puts is dropped by the writer, and applied
-// again by the operation at the shard's new owner.
+// again by the operation at the shard's new owner. A shard taken again
+// meanwhile (open) stays writable.
 func (g *gate) seal() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.writable = false
+	if !g.serving {
+		g.writable = false
+	}
 }
 
 // isWritable reports whether the shard's rows may be written here.

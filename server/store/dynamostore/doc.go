@@ -112,14 +112,16 @@
 // # Derived rows (Apply)
 //
 // Each row of store.Derived is its own conditional write, 16 at a time: a
-// boundary merge puts the row if absent, else raises both boundaries in
-// one update when both rise, else each on its own (condition "< :new");
-// a Join puts the row if absent or of an earlier joining; Gone deletes on
-// joined_seq < Before; pending rows put if absent and clear on
-// first_undelivered_seq <= Clear; sessions and totals put if newer
+// boundary merge raises both boundaries in one update when the row exists
+// and both rise, else puts the row if absent, else raises each on its own
+// (condition "< :new"); a Join puts the row if absent or of an earlier
+// joining first; Gone deletes on joined_seq < Before; pending rows put if
+// absent and clear on first_undelivered_seq <= Clear (both at once: one
+// put on condition that the row is absent or cleared); sessions and totals put if newer
 // (active_ts, at), ticks max-merged at the same active_ts; a
 // conversation's ticks and derived_seq rise together or each on its own,
-// and behind is removed once max_seq <= derived_seq. A condition that does
+// and behind is removed once max_seq <= derived_seq (tried only when the
+// item the raise returned says so). A condition that does
 // not hold means "already newer", not an error.
 //
 // The writes go in four steps, each after the one before is written, so
