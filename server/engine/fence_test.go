@@ -27,6 +27,18 @@ func (l *leases) UserFence(user string) (int64, bool) {
 	return e, ok
 }
 
+// HoldWrite holds the users with an epoch; seal takes one's away.
+func (l *leases) HoldWrite(user string) (func(), bool) {
+	_, ok := l.UserFence(user)
+	return func() {}, ok
+}
+
+func (l *leases) seal(user string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.epochs, user)
+}
+
 // appliedRows is a Backend that records what Apply is given.
 type appliedRows struct {
 	store.Backend // only Apply is called
@@ -161,4 +173,56 @@ func (g *heldFirstWrite) Apply(ctx context.Context, d store.Derived) error {
 		<-g.release
 	})
 	return g.appliedRows.Apply(ctx, d)
+}
+
+// holdingRows is a Backend whose Apply asks Hold for each user of the
+// batch, as a shared backend does right before writing them, after
+// before runs (a handover sealing a user between the cut of the batch and
+// its write).
+type holdingRows struct {
+	store.Backend
+	before  func()
+	written map[string]bool
+}
+
+func (h *holdingRows) Apply(_ context.Context, d store.Derived) error {
+	if h.before != nil {
+		h.before()
+		h.before = nil
+	}
+	for _, st := range d.Sessions {
+		release, ok := d.Hold(st.User)
+		if ok {
+			h.written[st.User] = true
+			release()
+		}
+	}
+	return nil
+}
+
+// A user sealed while the batch holding its rows is being written: the
+// backend skips them (Hold), and the writer's life ends, so that the
+// tickets of those rows no longer confirm.
+func TestRowsOfAUserSealedDuringTheWriteAreSkipped(t *testing.T) {
+	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
+	e := &Engine{owners: owners, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.newLife()
+	be := &holdingRows{written: map[string]bool{}, before: func() { owners.seal("bob") }}
+	f := newFlusher(be, e.log, 0, e.fenceRows)
+	defer f.close()
+	e.flush = f
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	ticket := WriteTicket{Boot: e.life()}
+	ticket.Gen = f.put(func(b *batch) {
+		b.session(session.State{User: "alice", Conv: "c1", ActiveTS: 100})
+		b.session(session.State{User: "bob", Conv: "c1", ActiveTS: 100})
+	})
+	if err := e.WaitWritten(ctx, ticket); !errors.Is(err, errNotThisLife) {
+		t.Errorf("the ticket of rows skipped confirmed: %v, want errNotThisLife", err)
+	}
+	if !be.written["alice"] || be.written["bob"] {
+		t.Errorf("written %v, want alice's rows only", be.written)
+	}
 }

@@ -520,14 +520,3 @@ func (f *flusher) dropUsers(user func(string) bool) int {
 	}
 	return n
 }
-
-// awaitInFlight returns once the write in flight now, if any, has ended
-// (written, or failed and merged back under the current batch).
-func (f *flusher) awaitInFlight(ctx context.Context) error {
-	g := f.current() - 1
-	err := f.wait(ctx, g)
-	if ctx.Err() != nil || errors.Is(err, errFlusherClosed) {
-		return err
-	}
-	return nil
-}

@@ -34,10 +34,16 @@ type Owners interface {
 	// put them is gone or restarted since: the effects must then be
 	// applied again where their users are now.
 	Confirm(ctx context.Context, ticket WriteTicket) error
-	// UserFence returns the epoch of the lease this node last took
-	// user's shard at (false: never): the rows of the user's sessions and
-	// totals are written fenced by it (see store.Derived.Fences).
+	// UserFence returns the epoch of the lease this node took user's
+	// shard at, while the user's rows are this node's to write (false:
+	// not, or never): the rows of the user's sessions and totals are
+	// written fenced by it (see store.Derived.Fences).
 	UserFence(user string) (epoch int64, ok bool)
+	// HoldWrite reports whether user's rows are still this node's to
+	// write and, when they are, keeps them so until release (a shard is
+	// not handed over with a write of its rows in flight): asked by the
+	// backend right before it writes them (store.Derived.Hold).
+	HoldWrite(user string) (release func(), ok bool)
 }
 
 // Effect is a session effect on one user, as it travels to the user's
@@ -108,6 +114,15 @@ func (e *Engine) fenceRows(d *store.Derived) {
 			"rows", dropped)
 	}
 	d.Sessions, d.Totals = sessions, totals
+	d.Hold = func(user string) (func(), bool) {
+		release, ok := e.owners.HoldWrite(user)
+		if !ok {
+			// Sealed since the batch was cut: skipped by the backend.
+			e.newLife()
+			e.log.Warn("dropped rows of a user whose shard was handed over during the write; its effects are applied again at its owner", "user", user)
+		}
+		return release, ok
+	}
 }
 
 // owned reports whether the engine runs as one owner among several.
@@ -276,11 +291,6 @@ func (e *Engine) Discard(user func(string) bool) {
 		e.log.Warn("discarded rows put for a shard after it was handed over; their effects are applied again at their owners", "rows", n)
 	}
 }
-
-// AwaitWriting returns once the write of derived rows in flight now, if
-// any, has ended: a shard handed over waits for it before its lease goes,
-// as it may carry rows fenced by this node's epoch.
-func (e *Engine) AwaitWriting(ctx context.Context) error { return e.flush.awaitInFlight(ctx) }
 
 // Drop drops what the engine holds of the conversations and users picked
 // at once, without waiting for the rows put so far: for a shard this node

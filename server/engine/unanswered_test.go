@@ -46,6 +46,7 @@ func (o *elsewhere) OwnsConv(string) bool                       { return true }
 func (o *elsewhere) HoldUser(string) (func(), bool)             { return nil, false }
 func (o *elsewhere) Confirm(context.Context, WriteTicket) error { return nil }
 func (o *elsewhere) UserFence(string) (int64, bool)             { return 1, true }
+func (o *elsewhere) HoldWrite(string) (func(), bool)            { return func() {}, true }
 func (o *elsewhere) Apply(_ context.Context, effects []Effect) ([]EffectResult, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -24,9 +24,11 @@ type Hooks struct {
 	// (placement moved it, or the node leaves): the owner waits for the
 	// operations in flight on it and for their rows to be written. The
 	// shard is already no longer served here when it is called. ctx ends
-	// within a bound (a lease lifetime, or a Leave's deadline): the
+	// within a bound (half a lease lifetime, or a Leave's deadline): the
 	// shard is then handed over with operations still in flight, whose
-	// rows are fenced by the lease's epoch.
+	// rows the owner must keep from landing after the lease goes (package
+	// routing seals the shard: its writer drops them, and their effects
+	// are applied again at the new owner).
 	Releasing func(ctx context.Context, shard Shard)
 	// Lost is called when the node can no longer prove it holds shard
 	// (its lease expired or was taken): the owner forgets what it held.
@@ -446,9 +448,14 @@ func (m *Manager) lose(l *Lease) {
 	}
 }
 
-// drainLimit bounds the drain of a shard handed over: a lease lifetime,
-// what a dead node's shards wait before they are taken.
-func (m *Manager) drainLimit() time.Duration { return m.cfg.LeaseTTL }
+// drainLimit bounds the drain of a shard handed over: half a lease
+// lifetime. Past it the shard goes with operations still in flight: they
+// end here, their clients' retries go to the new owner, and the rows they
+// still put are dropped and their effects applied again there (the
+// caller's seal: see Hooks.Releasing), so a shorter drain costs no
+// correctness, and a node joining a loaded cluster takes its shards
+// sooner.
+func (m *Manager) drainLimit() time.Duration { return m.cfg.LeaseTTL / 2 }
 
 // startHandOver hands shard over in the background. A drain waits for the
 // operations in flight on the shard, and they may wait for shards that

@@ -40,6 +40,16 @@ func (o owners) UserFence(user string) (int64, bool) {
 	return s.Epoch(shard)
 }
 
+// HoldWrite keeps user's rows this node's to write until release, if
+// they still are (see gate.sealWithin).
+func (o owners) HoldWrite(user string) (func(), bool) {
+	g := &o.r.gates[ownership.ShardOfUser(user)]
+	if !g.holdWrite() {
+		return nil, false
+	}
+	return g.releaseWrite, true
+}
+
 // Apply sends effects to the owners of their users, one request per node,
 // and waits until each owner has applied them; each result's ticket names
 // the node that did (Confirm). Those applied here, by now the users'

@@ -17,6 +17,7 @@ type gate struct {
 	// rows: from when it is taken until it is handed over and its rows
 	// put so far are written (seal).
 	writable bool
+	writes   int // writes of the shard's rows in flight (holdWrite)
 	inflight int
 	idle     sync.Cond
 }
@@ -62,15 +63,53 @@ func (g *gate) open() {
 	g.serving, g.writable = true, true
 }
 
-// seal stops the writing of the shard's rows here: what an operation cut
-// off by a handover still puts is dropped by the writer, and applied
-// again by the operation at the shard's new owner. A shard taken again
-// meanwhile (open) stays writable.
-func (g *gate) seal() {
+// sealWithin stops the writing of the shard's rows here and returns once
+// the writes of them in flight have landed, or ctx is done (reporting
+// whether they had): what an operation cut off by a handover still puts
+// is dropped by the writer, and applied again by the operation at the
+// shard's new owner. A shard taken again meanwhile (open) stays writable.
+func (g *gate) sealWithin(ctx context.Context) bool {
+	stop := context.AfterFunc(ctx, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.idle.L != nil {
+			g.idle.Broadcast()
+		}
+	})
+	defer stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.serving {
-		g.writable = false
+	if g.serving {
+		return true
+	}
+	g.writable = false
+	if g.idle.L == nil {
+		g.idle.L = &g.mu
+	}
+	for g.writes > 0 && ctx.Err() == nil {
+		g.idle.Wait()
+	}
+	return g.writes == 0
+}
+
+// holdWrite admits a write of the shard's rows if they are still this
+// node's to write; the caller calls releaseWrite once it has landed.
+func (g *gate) holdWrite() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.writable {
+		return false
+	}
+	g.writes++
+	return true
+}
+
+func (g *gate) releaseWrite() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writes--
+	if g.writes == 0 && g.idle.L != nil {
+		g.idle.Broadcast()
 	}
 }
 

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"runtime"
 	"testing"
 )
 
@@ -17,7 +18,7 @@ func TestGateSealsOnlyAShardNoLongerServed(t *testing.T) {
 	if !g.isWritable() {
 		t.Fatal("a shard taken is not writable")
 	}
-	g.seal() // served: a stale seal
+	g.sealWithin(context.Background()) // served: a stale seal
 	if !g.isWritable() {
 		t.Fatal("sealing a served shard made it unwritable")
 	}
@@ -27,9 +28,31 @@ func TestGateSealsOnlyAShardNoLongerServed(t *testing.T) {
 	if !g.isWritable() {
 		t.Fatal("closing alone made the shard unwritable: its drained rows must still be written")
 	}
-	g.seal()
-	if g.isWritable() {
-		t.Fatal("a shard handed over and sealed is still writable")
+	// A write of the shard's rows in flight: the seal waits for it.
+	if !g.holdWrite() {
+		t.Fatal("a write of a writable shard refused")
+	}
+	sealed := make(chan bool)
+	go func() { sealed <- g.sealWithin(context.Background()) }()
+	for g.isWritable() { // the seal has started
+		runtime.Gosched()
+	}
+	if g.holdWrite() {
+		t.Fatal("a write admitted while the shard is being sealed")
+	}
+	select {
+	case <-sealed:
+		t.Fatal("the seal returned with a write of the shard's rows in flight")
+	default:
+	}
+	g.releaseWrite()
+	if !<-sealed {
+		t.Fatal("the seal reported writes left after the last one landed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if !g.sealWithin(ctx) {
+		t.Fatal("sealing again with nothing in flight reported writes left")
 	}
 	g.open()
 	if !g.isWritable() {

@@ -181,12 +181,13 @@ func (r *Router) releasing(ctx context.Context, shard ownership.Shard) {
 	}
 	// From here the writer drops the shard's rows (an operation the drain
 	// cut off may still put some: it applies them again at the new owner),
-	// and the write in flight, which may carry some fenced by this node's
-	// epoch, lands before the lease goes: none lands after the successor
-	// read the tables.
-	r.gates[shard].seal()
-	if err := r.eng.AwaitWriting(fctx); err != nil {
-		r.log.Warn("handing a shard over with a write in flight", "shard", shard, "err", err)
+	// and the writes of them in flight, fenced by this node's epoch, land
+	// before the lease goes: none lands after the successor read the
+	// tables.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetWait)
+	defer cancel()
+	if !r.gates[shard].sealWithin(sctx) {
+		r.log.Warn("handing a shard over with a write of its rows in flight", "shard", shard)
 	}
 }
 

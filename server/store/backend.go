@@ -256,6 +256,13 @@ type Derived struct {
 	Convs      []ConvDerived
 	Former     []FormerRow
 	Fences     map[string]int64
+	// Hold, when set (a node of a scaled-out deployment), is asked right
+	// before a user's sessions and totals are written: false means they
+	// are no longer the writer's to write (the user's shard was handed
+	// over since the batch was cut) and the backend skips them, without
+	// error; else the backend calls release once they are written. A
+	// handover waits for the rows held, not for the whole batch.
+	Hold func(user string) (release func(), ok bool)
 }
 
 // Empty reports whether d holds no row.

@@ -58,7 +58,16 @@ func (s *Store) Apply(ctx context.Context, d store.Derived) error {
 		}
 	}, func(g *errgroup.Group, ctx context.Context) {
 		for _, w := range writes {
-			g.Go(func() error { return s.writeUser(ctx, w) })
+			g.Go(func() error {
+				if d.Hold != nil {
+					release, ok := d.Hold(w.user)
+					if !ok {
+						return nil
+					}
+					defer release()
+				}
+				return s.writeUser(ctx, w)
+			})
 		}
 	}, func(g *errgroup.Group, ctx context.Context) {
 		s.memberRows(ctx, g, d)
