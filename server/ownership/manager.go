@@ -24,7 +24,7 @@ type Hooks struct {
 	// (placement moved it, or the node leaves): the owner waits for the
 	// operations in flight on it and for their rows to be written. The
 	// shard is already no longer served here when it is called. ctx ends
-	// within a bound (half a lease lifetime, or a Leave's deadline): the
+	// within a bound (a lease lifetime, or a Leave's deadline): the
 	// shard is then handed over with operations still in flight, whose
 	// rows the owner must keep from landing after the lease goes (package
 	// routing seals the shard: its writer drops them, and their effects
@@ -448,14 +448,15 @@ func (m *Manager) lose(l *Lease) {
 	}
 }
 
-// drainLimit bounds the drain of a shard handed over: half a lease
-// lifetime. Past it the shard goes with operations still in flight: they
-// end here, their clients' retries go to the new owner, and the rows they
-// still put are dropped and their effects applied again there (the
-// caller's seal: see Hooks.Releasing), so a shorter drain costs no
-// correctness, and a node joining a loaded cluster takes its shards
-// sooner.
-func (m *Manager) drainLimit() time.Duration { return m.cfg.LeaseTTL / 2 }
+// drainLimit bounds the drain of a shard handed over: a lease lifetime,
+// what a dead node's shards wait before they are taken. Past it the shard
+// goes with operations still in flight: they end here, and the session
+// rows they still put are dropped and their effects applied again at the
+// new owner (the caller's seal: see Hooks.Releasing). Half a lease was
+// tried: joins settled sooner, but the cluster fault run then ended with
+// a gap in a conversation's seqs — more appends cut off in flight, whose
+// seq the old owner gave while the new one gave its own.
+func (m *Manager) drainLimit() time.Duration { return m.cfg.LeaseTTL }
 
 // startHandOver hands shard over in the background. A drain waits for the
 // operations in flight on the shard, and they may wait for shards that

@@ -294,7 +294,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 // TestDrainIsBounded: a drain that never ends by itself (an operation in
-// flight hangs) is cut after its bound (half a lease lifetime), and the
+// flight hangs) is cut after its bound (a lease lifetime), and the
 // shard's lease given back for its new owner to take.
 func TestDrainIsBounded(t *testing.T) {
 	rdb, prefix := testengines.RedisClient(t)
