@@ -69,26 +69,13 @@ func (g *gate) open() {
 // is dropped by the writer, and applied again by the operation at the
 // shard's new owner. A shard taken again meanwhile (open) stays writable.
 func (g *gate) sealWithin(ctx context.Context) bool {
-	stop := context.AfterFunc(ctx, func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.idle.L != nil {
-			g.idle.Broadcast()
-		}
-	})
-	defer stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.serving {
 		return true
 	}
 	g.writable = false
-	if g.idle.L == nil {
-		g.idle.L = &g.mu
-	}
-	for g.writes > 0 && ctx.Err() == nil {
-		g.idle.Wait()
-	}
+	g.waitUntil(ctx, func() bool { return g.writes == 0 })
 	return g.writes == 0
 }
 
@@ -126,26 +113,30 @@ func (g *gate) isWritable() bool {
 // are fenced; their clients retry elsewhere). It reports whether they
 // were all done.
 func (g *gate) closeWithin(ctx context.Context) bool {
-	stop := context.AfterFunc(ctx, func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.idle.L != nil {
-			g.idle.Broadcast()
-		}
-	})
-	defer stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.serving = false
 	g.closing = true
+	g.waitUntil(ctx, func() bool { return g.inflight == 0 })
+	g.closing = false
+	return g.inflight == 0
+}
+
+// waitUntil waits, with g.mu held, until done holds or ctx is done; the
+// counters' decrements wake it.
+func (g *gate) waitUntil(ctx context.Context, done func() bool) {
 	if g.idle.L == nil {
 		g.idle.L = &g.mu
 	}
-	for g.inflight > 0 && ctx.Err() == nil {
+	stop := context.AfterFunc(ctx, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.idle.Broadcast()
+	})
+	defer stop()
+	for !done() && ctx.Err() == nil {
 		g.idle.Wait()
 	}
-	g.closing = false
-	return g.inflight == 0
 }
 
 // isServing reports whether the shard is served here now.
