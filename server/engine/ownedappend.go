@@ -120,6 +120,17 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convState, msg protocol.Message) (store.AppendResult, error) {
 	for range maxSeqTries {
 		e.appendSlots <- struct{}{}
+		if !e.owners.OwnsConv(cs.conv) {
+			// The conversation is being handed over while this append
+			// waited for a writer: nothing of it is written, so it goes
+			// to the new owner rather than hold the handover up (under
+			// load hundreds wait) and write after it.
+			<-e.appendSlots
+			cs.mu.Lock()
+			cs.giveBack(msg.Seq)
+			cs.mu.Unlock()
+			return store.AppendResult{}, ErrConvMoved
+		}
 		res, err := sa.AppendAt(ctx, msg)
 		<-e.appendSlots
 		if errors.Is(err, store.ErrSeqTaken) {
@@ -144,6 +155,11 @@ func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convSta
 	}
 	return store.AppendResult{}, fmt.Errorf("no free seq after %d tries", maxSeqTries)
 }
+
+// ErrConvMoved refuses an append whose conversation this node stopped
+// serving before the append was written: the caller sends it to the
+// conversation's new owner.
+var ErrConvMoved = errors.New("engine: the conversation moved to another owner before the append was written")
 
 // appendWriters bounds the appends an owner writes at once. The writes
 // behind (sessions, boundaries, receipts) share the backend with them: a

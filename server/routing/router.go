@@ -307,7 +307,14 @@ func (r *Router) routeNoting(ctx context.Context, shard ownership.Shard, stream,
 		if r.gates[shard].enter() {
 			err := local(ctx)
 			r.gates[shard].exit()
-			return err
+			if !errors.Is(err, engine.ErrConvMoved) {
+				return err
+			}
+			// Handed over while it waited: again, at the new owner.
+			if err := r.waitForChange(ctx, backoff); err != nil {
+				return err
+			}
+			continue
 		}
 		err := r.forward(ctx, shard, stream, method, args, result)
 		if unanswered != nil && errors.Is(err, nodelink.ErrLinkDown) {

@@ -58,6 +58,11 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 		return func() (json.RawMessage, error) {
 			res, err := wait()
 			r.gates[shard].exit()
+			if errors.Is(err, engine.ErrConvMoved) {
+				// Refused, not answered: the asking node sends it to the
+				// new owner.
+				return nil, fmt.Errorf("%s %d", notOwner, shard)
+			}
 			return encodeAnswer(res, err)
 		}
 	case mMark:

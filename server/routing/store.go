@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/nodelink"
 	"github.com/imcore/im/server/ownership"
 	"github.com/imcore/im/server/store"
@@ -77,6 +78,10 @@ func (r *Router) StartAppend(ctx context.Context, req store.AppendRequest) func(
 		}()
 		return func() (store.AppendResult, error) {
 			<-finished
+			if errors.Is(err, engine.ErrConvMoved) {
+				// Handed over before it was written: at the new owner.
+				return r.Append(ctx, req)
+			}
 			return res, err
 		}
 	}
