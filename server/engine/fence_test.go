@@ -39,6 +39,15 @@ func (l *leases) seal(user string) {
 	delete(l.epochs, user)
 }
 
+// fencedWriter returns an engine of owners with only its writer of
+// derived rows, onto be, fencing as a node of a cluster does.
+func fencedWriter(owners Owners, be store.Backend) (*Engine, *flusher) {
+	e := &Engine{owners: owners, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.newLife()
+	e.flush = newFlusher(be, e.log, 0, e.fenceRows)
+	return e, e.flush
+}
+
 // appliedRows is a Backend that records what Apply is given.
 type appliedRows struct {
 	store.Backend // only Apply is called
@@ -69,12 +78,9 @@ func (a *appliedRows) take() []store.Derived {
 // and their effects are applied again at the users' owners.
 func TestRowsCarryTheirUsersLeaseEpochsAndOthersAreDropped(t *testing.T) {
 	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
-	e := &Engine{owners: owners, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	e.newLife()
 	be := &appliedRows{}
-	f := newFlusher(be, e.log, 0, e.fenceRows)
+	e, f := fencedWriter(owners, be)
 	defer f.close()
-	e.flush = f
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -125,11 +131,8 @@ func TestRowsCarryTheirUsersLeaseEpochsAndOthersAreDropped(t *testing.T) {
 // and ends the writer's life; the other rows stay.
 func TestDiscardDropsOnlyThePickedUsersRows(t *testing.T) {
 	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
-	e := &Engine{owners: owners, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	e.newLife()
 	be := &heldFirstWrite{appliedRows: &appliedRows{}, release: make(chan struct{})}
-	f := newFlusher(be, e.log, 0, e.fenceRows)
-	e.flush = f
+	e, f := fencedWriter(owners, be)
 	defer func() { close(be.release); f.close() }()
 	life := e.life()
 	// A first write holds the writer, so the next rows wait in the batch.
@@ -205,12 +208,9 @@ func (h *holdingRows) Apply(_ context.Context, d store.Derived) error {
 // tickets of those rows no longer confirm.
 func TestRowsOfAUserSealedDuringTheWriteAreSkipped(t *testing.T) {
 	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
-	e := &Engine{owners: owners, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	e.newLife()
 	be := &holdingRows{written: map[string]bool{}, before: func() { owners.seal("bob") }}
-	f := newFlusher(be, e.log, 0, e.fenceRows)
+	e, f := fencedWriter(owners, be)
 	defer f.close()
-	e.flush = f
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 

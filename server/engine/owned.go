@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/session"
@@ -114,12 +115,15 @@ func (e *Engine) fenceRows(d *store.Derived) {
 			"rows", dropped)
 	}
 	d.Sessions, d.Totals = sessions, totals
+	var ended sync.Once
 	d.Hold = func(user string) (func(), bool) {
 		release, ok := e.owners.HoldWrite(user)
 		if !ok {
 			// Sealed since the batch was cut: skipped by the backend.
-			e.newLife()
-			e.log.Warn("dropped rows of a user whose shard was handed over during the write; its effects are applied again at its owner", "user", user)
+			ended.Do(func() {
+				e.newLife()
+				e.log.Warn("dropped rows of users whose shards were handed over during the write; their effects are applied again at their owners", "user", user)
+			})
 		}
 		return release, ok
 	}

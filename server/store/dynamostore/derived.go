@@ -151,7 +151,7 @@ func (s *Store) memberRows(ctx context.Context, g *errgroup.Group, d store.Deriv
 // update runs one conditional UpdateItem; false when its condition did
 // not hold.
 func (s *Store) update(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (bool, error) {
-	_, ok, err := s.updateReturning(ctx, t, key, expr, cond, names, values)
+	_, ok, err := s.updateItem(ctx, t, key, expr, cond, names, values, types.ReturnValueNone)
 	return ok, err
 }
 
@@ -159,10 +159,15 @@ func (s *Store) update(ctx context.Context, t string, key item, expr, cond strin
 // (nil when the condition did not hold): DynamoDB returns it with the
 // write, at no extra call.
 func (s *Store) updateReturning(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (item, bool, error) {
+	return s.updateItem(ctx, t, key, expr, cond, names, values, types.ReturnValueAllNew)
+}
+
+// updateItem runs one conditional UpdateItem returning what ret asks for.
+func (s *Store) updateItem(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item, ret types.ReturnValue) (item, bool, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName: s.table(t), Key: key, UpdateExpression: aws.String(expr),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-		ReturnValues: types.ReturnValueAllNew,
+		ReturnValues: ret,
 	}
 	if cond != "" {
 		in.ConditionExpression = aws.String(cond)
