@@ -18,6 +18,7 @@ import (
 // least 100 columns wide, so the list and the chat sit side by side, and
 // bob's two devices read bob@phone and bob@tablet.
 func TestDemoShowsTheClientsSideBySide(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed: " + err.Error())
 	}
@@ -30,6 +31,7 @@ func TestDemoShowsTheClientsSideBySide(t *testing.T) {
 	}
 	for _, cols := range []int{320, 220} {
 		t.Run(fmt.Sprint(cols, " columns"), func(t *testing.T) {
+			t.Parallel() // each demo has its ports, its directory and its tmux server
 			// A tmux server of the test's own, never the user's.
 			tmuxDir := t.TempDir()
 			env := append(os.Environ(),

@@ -16,6 +16,7 @@ import (
 // by its profile ("bob@phone", "bob@tablet"), and by its id for the
 // profile "default".
 func TestStatusBarNamesTheProfile(t *testing.T) {
+	t.Parallel()
 	url := deadURL(t)
 	for _, profile := range []string{"phone", "tablet", "default"} {
 		st, err := localstore.Open(filepath.Join(t.TempDir(), "im.db"))

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -47,11 +50,63 @@ func fixtureBody(i int, seq int64) string {
 // is read to its end, so that opening it does not change the store.
 func prepareProfile(tb testing.TB, path string, busy int) {
 	tb.Helper()
-	st, err := localstore.Open(path)
-	if err != nil {
+	if err := writeProfile(path, busy); err != nil {
 		tb.Fatal(err)
 	}
-	defer st.Close()
+}
+
+// The fixture with fixturePerChat messages in the busiest chat, written
+// once per test binary (10,000 messages take minutes to store under the
+// race detector) into a directory TestMain removes; storedProfile gives
+// each test a copy of its own.
+var (
+	profileOnce sync.Once
+	profileDir  string
+	profileErr  error
+)
+
+// storedProfile returns the path of a new database in a directory of the
+// test's own holding the fixture (fixturePerChat messages in the busiest
+// chat), as prepareProfile writes it.
+func storedProfile(t *testing.T) string {
+	t.Helper()
+	profileOnce.Do(func() {
+		if profileDir, profileErr = os.MkdirTemp("", "imtui-test-profile"); profileErr == nil {
+			profileErr = writeProfile(filepath.Join(profileDir, "im.db"), fixturePerChat)
+		}
+	})
+	if profileErr != nil {
+		t.Fatalf("the stored profile: %v", profileErr)
+	}
+	dst := filepath.Join(t.TempDir(), "im.db")
+	// The store is closed: its log is checkpointed into the database,
+	// but a log left beside it is copied with it.
+	for _, suffix := range []string{"", "-wal"} {
+		data, err := os.ReadFile(filepath.Join(profileDir, "im.db"+suffix))
+		if errors.Is(err, fs.ErrNotExist) && suffix != "" {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst+suffix, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// writeProfile writes the fixture to a new database at path, busy
+// messages in the busiest chat.
+func writeProfile(path string, busy int) (err error) {
+	st, err := localstore.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Closed before the copies are made: the close checkpoints the log.
+		err = errors.Join(err, st.Close())
+	}()
 	sessions := make([]protocol.Session, 0, fixtureSessions)
 	msgs := make([]protocol.Message, 0, fixtureSessions*fixturePerChat+busy)
 	for i := range fixtureSessions {
@@ -89,11 +144,10 @@ func prepareProfile(tb testing.TB, path string, busy int) {
 		sessions = append(sessions, s)
 	}
 	if err := st.PutSessions(sessions); err != nil {
-		tb.Fatal(err)
+		return err
 	}
-	if _, err := st.PutMessages(msgs); err != nil {
-		tb.Fatal(err)
-	}
+	_, err = st.PutMessages(msgs)
+	return err
 }
 
 // deadURL returns the WebSocket URL of a loopback port nobody listens on.
@@ -239,8 +293,8 @@ func (p *firstPaint) close() {
 // newest first, with the connection shown as not online; the whole list is
 // there (the last chat is one key away).
 func TestFirstPaintOfflineShowsStoredList(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "im.db")
-	prepareProfile(t, path, fixturePerChat)
+	t.Parallel()
+	path := storedProfile(t)
 	url := deadURL(t)
 
 	st, err := localstore.Open(path)

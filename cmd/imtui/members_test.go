@@ -169,6 +169,7 @@ func press(d *driver, keys ...string) {
 // the chat, that the conversation starts there for it, instead of
 // "loading older messages…" until a timeout and then no marker.
 func TestNewMemberSeesTheStartOfTheConversation(t *testing.T) {
+	t.Parallel()
 	env := servertest.Start(t)
 	alice := startEngine(t, env.URL, "alice")
 	conv := alice.createGroup("team", "bob")
@@ -208,6 +209,7 @@ func lineOf(lines []string, s string) int {
 // the chat he had open; added back, the chat shows the removal above the
 // message that adds him.
 func TestRemovedMemberIsTold(t *testing.T) {
+	t.Parallel()
 	env := servertest.Start(t)
 	alice := startEngine(t, env.URL, "alice")
 	carol := startEngine(t, env.URL, "carol")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +18,8 @@ import (
 // store with the server down: p pins the selected chat, the 📌 shows at
 // once, and the notice says the server has yet to hear of it (bug 6).
 func TestOfflinePinShowsAtOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "im.db")
-	prepareProfile(t, path, fixturePerChat)
+	t.Parallel()
+	path := storedProfile(t)
 	url := deadURL(t)
 	st, err := localstore.Open(path)
 	if err != nil {

@@ -38,6 +38,7 @@ func (r *rig) send(p pane, text string) {
 // Bug 1: a group created offline must not take the user away from the
 // chat they went to meanwhile, nor wipe what they typed there.
 func TestTmuxGroupCreatedOfflineKeepsFocusAndDraft(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 120, 30)
 	r.newChat(alice, "bob")
@@ -69,6 +70,7 @@ func TestTmuxGroupCreatedOfflineKeepsFocusAndDraft(t *testing.T) {
 // Bug 3: after an emoji joined with zero-width joiners the line is as wide
 // as the terminal draws it, and the ticks stay on screen.
 func TestTmuxTicksAfterAZWJEmoji(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 100, 30)
 	bob := r.client("bob", "bob", 100, 30)
@@ -98,6 +100,7 @@ func TestTmuxTicksAfterAZWJEmoji(t *testing.T) {
 // Bug 4: a body over the limit is refused whole, with its size, whether
 // its characters are one byte or two; the text stays to edit, or is split.
 func TestTmuxLongPasteIsRefusedWhole(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 100, 30)
 	bob := r.client("bob", "bob", 100, 30)
@@ -140,6 +143,7 @@ func TestTmuxLongPasteIsRefusedWhole(t *testing.T) {
 // Bug 2: a message waiting in the outbox is the list row's last message,
 // with its clock, also after a restart.
 func TestTmuxOutboxMessageShowsInTheList(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 80, 24) // narrow: esc shows the list alone
 	r.newChat(alice, "bob")

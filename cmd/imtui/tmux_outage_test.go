@@ -76,6 +76,7 @@ func readTicksOn(text string) func(string) bool {
 // server is back (ctrl+l: at once), nothing is lost, alice is still where
 // she was with her draft, every message shows once, read, with blue ticks.
 func TestTmuxOutageLosesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 120, 32)
 	bob := r.client("bob", "bob", 120, 32)

@@ -151,6 +151,7 @@ func chipIn(text string, colour map[string]bool) func(string) bool {
 // text nowhere, the reaction with its count under his question; his
 // message info (i) on it lists who reacted.
 func TestTmuxRelationsReachTheOtherScreen(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 120, 40)
 	bob := r.client("bob", "bob", 120, 40)

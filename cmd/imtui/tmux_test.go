@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -39,6 +40,7 @@ var (
 // in his pane and reads it; alice's pane then shows the message's ticks
 // turn blue (read), told apart from the grey delivered ticks by colour.
 func TestTmuxTwoClients(t *testing.T) {
+	t.Parallel()
 	tmuxPath, err := exec.LookPath("tmux")
 	if err != nil {
 		t.Skip("tmux is not installed: " + err.Error())
@@ -291,6 +293,10 @@ type tmuxSession struct {
 	onFail func() string // more to print when a wait fails
 }
 
+// tmuxSockets numbers the tmux servers of this test binary (tests run in
+// parallel, each with a server of its own).
+var tmuxSockets atomic.Int64
+
 // pane is one tmux pane: who runs in it and its id.
 type pane struct{ name, id string }
 
@@ -298,7 +304,7 @@ func newTmux(t *testing.T, path string) *tmuxSession {
 	tm := &tmuxSession{
 		t:      t,
 		path:   path,
-		socket: fmt.Sprintf("imtui-test-%d-%d", os.Getpid(), time.Now().UnixNano()),
+		socket: fmt.Sprintf("imtui-test-%d-%d-%d", os.Getpid(), time.Now().UnixNano(), tmuxSockets.Add(1)),
 	}
 	// The panes inherit the server's environment: no outer tmux to nest
 	// in, no forced colour settings that would change what is drawn.
@@ -417,11 +423,14 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the binaries the tests built.
+// TestMain removes the binaries the tests built, and the stored profile
+// they copied.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
+	for _, dir := range []string{binDir, profileDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

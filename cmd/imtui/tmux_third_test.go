@@ -58,6 +58,7 @@ func (r *rig) stored(name, user, conv string) []string {
 // write to the terminal) are stored in the order they were typed, on the
 // server and at the recipient.
 func TestTmuxBurstOfMessagesKeepsOrder(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 100, 30)
 	bob := r.client("bob", "bob", 100, 30)
@@ -89,6 +90,7 @@ func TestTmuxBurstOfMessagesKeepsOrder(t *testing.T) {
 // columns) delete no chat and do not quit: "daily" is not d then y, and
 // "quick note" is not q.
 func TestTmuxWordsOnTheListDeleteAndQuitNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 80, 24)
 	r.newChat(alice, "bob")
@@ -127,6 +129,7 @@ func TestTmuxWordsOnTheListDeleteAndQuitNothing(t *testing.T) {
 // the device: the dialog says the rule and refuses it, and neither the
 // list nor a restart shows the folder.
 func TestTmuxRefusedFolderNameIsNotKept(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	alice := r.client("alice", "alice", 100, 30)
 	r.newChat(alice, "bob")
@@ -150,6 +153,7 @@ func TestTmuxRefusedFolderNameIsNotKept(t *testing.T) {
 // Bug 12: given two servers, a client whose server goes away comes back
 // online on the other at once, and the status bar names it.
 func TestTmuxFailsOverToTheNextServer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	other := startImserver(t, filepath.Join(r.bin, "imserver"), filepath.Join(r.dir, "other"), "127.0.0.1:0")
 	otherURL := "ws://" + other.addr + "/ws"
