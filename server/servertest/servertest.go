@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/gorilla/websocket"
 
 	"github.com/imcore/im/internal/testengines"
@@ -24,6 +26,7 @@ import (
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/server/store/dynamostore"
 	"github.com/imcore/im/server/store/memstore"
 )
 
@@ -98,7 +101,8 @@ func TestStorage(t testing.TB) (store.Backend, *server.Cluster) {
 }
 
 // ScaledOut returns the shared engines of a scaled-out deployment of the
-// test's own (fresh tables and keys), its tables created.
+// test's own (fresh tables and keys), its tables created. The tables are
+// dropped when the test ends, after the servers started on them stopped.
 func ScaledOut(t testing.TB) server.ScaleOut {
 	t.Helper()
 	so := server.ScaleOut{
@@ -109,10 +113,29 @@ func ScaledOut(t testing.TB) server.ScaleOut {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
+	// Registered before the tables exist, so that it runs after the
+	// cleanups of whatever is started on them (cleanups run last first).
+	t.Cleanup(func() { dropTables(so) })
 	if _, err := so.Migrate(ctx); err != nil {
 		t.Fatalf("create the tables: %v", err)
 	}
 	return so
+}
+
+// dropTables deletes the tables of so, best effort: the engine is shared
+// by every test, and one that keeps the tables of every test before it
+// grows slower with each (dynalite's DeleteTable reads every key it
+// holds).
+func dropTables(so server.ScaleOut) {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	db, err := dynamostore.NewClient(ctx, so.DynamoDBEndpoint, so.Region)
+	if err != nil {
+		return
+	}
+	for _, name := range dynamostore.TableNames(so.TablePrefix) {
+		db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	}
 }
 
 // TestBackend returns the backend IM_TEST_STORE asks for when it is not
