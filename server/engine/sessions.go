@@ -88,7 +88,7 @@ func (e *Engine) renderState(ctx context.Context, st session.State, now int64) (
 	cs.mu.Unlock()
 	if cs.isGroup() && !member {
 		// A user who left sees the group as it left it.
-		rows, _, err := e.be.SessionPage(ctx, st.User, store.SyncQuery{Conv: st.Conv, Limit: 1})
+		rows, _, err := e.be.SessionPage(ctx, st.User, store.SyncQuery{Conv: st.Conv, Limit: 1, SkipTotal: true})
 		if err != nil {
 			return protocol.Session{}, err
 		}
@@ -146,21 +146,49 @@ const pageRereads = 8
 // readPage reads a page of user's sessions with its list's total once every
 // row put before it is written. An owner (Options.Owners) may change the
 // user's sessions while the backend reads them, and a backend that cannot
-// read sessions and totals in one snapshot (DynamoDB) could then show a
-// total that disagrees with the sessions: the page is read again until no
-// change of the user's was made while it was read.
+// read sessions in one snapshot (DynamoDB) could then show rows that
+// disagree with the total: the page is read again until no change of the
+// user's was made while it was read. An owner's total is its memory's (it
+// is the truth of the users it owns), taken with the check that nothing
+// changed, so the backend does not read it. A page still read with
+// changes after pageRereads tries takes the backend's total, read beside
+// the rows, or, when the page holds the whole list, the sum of its rows.
 func (e *Engine) readPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
 	for try := 0; ; try++ {
+		last := try == pageRereads
+		q.SkipTotal = e.owned() && !last
+		if q.SkipTotal {
+			if err := e.loadUser(ctx, user); err != nil {
+				return nil, 0, err
+			}
+		}
 		// A change staged before the mark is written before the read.
 		mark := e.users.stampNow(user)
 		if err := e.flush.barrier(ctx); err != nil {
 			return nil, 0, err
 		}
 		rows, total, err := e.be.SessionPage(ctx, user, q)
-		if err != nil || !e.owned() || try == pageRereads || !e.users.changedSince(user, mark) {
+		switch {
+		case err != nil || !e.owned():
 			return rows, total, err
+		case last && q.Conv == "" && q.Since == 0 && len(rows) <= q.Limit:
+			return rows, contributions(rows), nil
+		case last:
+			return rows, total, nil
+		}
+		if total, changed, held := e.users.totalSince(user, q.SubBiz, mark); held && !changed {
+			return rows, total, nil
 		}
 	}
+}
+
+// contributions sums what rows add to their list's unread total.
+func contributions(rows []store.SessionRow) int64 {
+	var sum int64
+	for _, r := range rows {
+		sum += r.State.UnreadContribution()
+	}
+	return sum
 }
 
 // expireMutes turns off user's mutes whose time is up, and waits for the

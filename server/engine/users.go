@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -90,6 +91,16 @@ type userState struct {
 	stamp    uint64 // the shard's stamps at the user's last change
 }
 
+// newUserState is user's state as rec, the backend's, says, with no
+// session loaded.
+func newUserState(sh *userShard, user string, rec store.UserRecord) *userState {
+	totals := rec.Totals
+	if totals == nil {
+		totals = map[string]int64{}
+	}
+	return &userState{shard: sh, user: user, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}}
+}
+
 // sessEntry is one cached session, or the knowledge that it does not exist
 // yet, with how it would be filed when created.
 type sessEntry struct {
@@ -128,6 +139,42 @@ func (t *userTable) changedSince(user string, mark uint64) bool {
 	defer sh.mu.Unlock()
 	u := sh.m[user]
 	return u != nil && u.stamp > mark
+}
+
+// totalSince returns user's unread total of list, and whether the user
+// changed since mark (a count of stampNow); held is false when the user
+// is not in memory.
+func (t *userTable) totalSince(user, list string, mark uint64) (total int64, changed, held bool) {
+	sh := t.shard(user)
+	t.lock(sh)
+	defer sh.mu.Unlock()
+	u := sh.m[user]
+	if u == nil {
+		return 0, false, false
+	}
+	return u.totals[list], u.stamp > mark, true
+}
+
+// loadUser makes sure user's clock and totals are in memory: read from
+// the backend, outside every lock, when they are not.
+func (e *Engine) loadUser(ctx context.Context, user string) error {
+	sh := e.users.shard(user)
+	e.users.lock(sh)
+	_, held := sh.m[user]
+	sh.mu.Unlock()
+	if held {
+		return nil
+	}
+	rec, err := e.be.User(ctx, user)
+	if err != nil {
+		return fmt.Errorf("unread totals of %s: %w", user, err)
+	}
+	e.users.lock(sh)
+	defer sh.mu.Unlock()
+	if sh.m[user] == nil {
+		sh.m[user] = newUserState(sh, user, rec)
+	}
+	return nil
 }
 
 // lock takes a shard's lock: a user's critical section.
@@ -257,11 +304,7 @@ func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) e
 		for _, n := range ns {
 			u := sh.m[n.user]
 			if rec, read := records[n.user]; u == nil && read {
-				totals := rec.Totals
-				if totals == nil {
-					totals = map[string]int64{}
-				}
-				u = &userState{shard: sh, user: n.user, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}}
+				u = newUserState(sh, n.user, rec)
 				sh.m[n.user] = u
 			}
 			if u == nil || u.sessions[n.conv] != nil {

@@ -92,7 +92,8 @@ type Backend interface {
 	Unrepaired(ctx context.Context) ([]string, error)
 
 	// User returns a user's session clock (the last session timestamp
-	// given) and unread totals per list ("" for the main list).
+	// given) and unread totals per list ("" for the main list): the sums
+	// of its sessions' contributions, stored or summed.
 	User(ctx context.Context, user string) (UserRecord, error)
 
 	// Sessions returns the sessions of users in conv that exist (by user).
@@ -237,6 +238,12 @@ type SeqAppender interface {
 //     one's; at the same active_ts (a tick rise written in place) only
 //     its ticks are max-merged.
 //   - Totals: each written when its At is newer than the stored one's.
+//     A total is always the sum of its list's sessions' contributions
+//     (session.State.UnreadContribution) as of At: a backend that cannot
+//     write a user's sessions and totals in one step may ignore Totals
+//     and sum the stored sessions where it reads a total (User,
+//     SessionPage), so that a crash between two rows never leaves a total
+//     its sessions do not explain.
 //   - Convs: the tick minimum max-merged, the derived watermark raised.
 //   - Former: a former member's view put (or, with Delete, dropped).
 //

@@ -232,6 +232,10 @@ type SyncQuery struct {
 	// Conv, for Backend.SessionPage only, selects that one session,
 	// whatever its list and active_ts.
 	Conv string
+	// SkipTotal, for Backend.SessionPage only, says the caller knows the
+	// list's unread total (an owner holds it in memory): a backend that
+	// would read it apart (DynamoDB sums the list's sessions) may answer 0.
+	SkipTotal bool
 }
 
 // SyncPage is one page of a sync.

@@ -3,7 +3,6 @@ package dynamostore
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,42 +20,26 @@ const applyWorkers = 16
 // (see store.Derived for each rule), applyWorkers at a time. A row's
 // condition that does not hold means the stored row is already newer: not
 // an error. The first error is returned; the rows written stay written
-// (they are idempotent).
+// (they are idempotent). Totals are not written: they are summed from the
+// sessions where they are read (totals.go).
 //
 // The rows go in an order that a crash at any point leaves repairable:
 //
-//  1. the journals of the users whose sessions and totals must be written
-//     as one (see journal.go);
-//  2. each user's sessions in ascending active_ts, then its totals;
-//  3. boundaries, pending rows and former members' views: after the
+//  1. each user's sessions in ascending active_ts;
+//  2. boundaries, pending rows and former members' views: after the
 //     sessions, so that a read whose session was written and boundary not
 //     moves the boundary when the client sends it again (the other order
 //     would leave nothing to move and the session unread);
-//  4. the journals' deletion and the conversations' heads, last: a
-//     conversation's derived watermark rises only once everything derived
-//     below it is written, so a crash before leaves it behind, and the
-//     next operation on it (or a repair) derives it again.
+//  3. the conversations' heads, last: a conversation's derived watermark
+//     rises only once everything derived below it is written, so a crash
+//     before leaves it behind, and the next operation on it (or a repair)
+//     derives it again.
 func (s *Store) Apply(ctx context.Context, d store.Derived) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
 	writes := userWrites(d)
-	var journals []journal
-	var mu sync.Mutex
 	err := s.phase(ctx, func(g *errgroup.Group, ctx context.Context) {
-		for _, w := range writes {
-			if !w.needsJournal() {
-				continue
-			}
-			g.Go(func() error {
-				j, err := s.putJournal(ctx, w)
-				mu.Lock()
-				journals = append(journals, j)
-				mu.Unlock()
-				return err
-			})
-		}
-	}, func(g *errgroup.Group, ctx context.Context) {
 		for _, w := range writes {
 			g.Go(func() error {
 				if d.Hold != nil {
@@ -72,9 +55,6 @@ func (s *Store) Apply(ctx context.Context, d store.Derived) error {
 	}, func(g *errgroup.Group, ctx context.Context) {
 		s.memberRows(ctx, g, d)
 	}, func(g *errgroup.Group, ctx context.Context) {
-		for _, j := range journals {
-			g.Go(func() error { return s.dropJournal(ctx, j) })
-		}
 		for _, c := range d.Convs {
 			g.Go(func() error { return s.applyConv(ctx, c) })
 		}
@@ -338,16 +318,6 @@ func (s *Store) applySession(ctx context.Context, st session.State, fence int64)
 		}
 	}
 	return nil
-}
-
-// applyTotal writes a total newer than the stored one (see newerCond).
-func (s *Store) applyTotal(ctx context.Context, t store.TotalRow, fence int64) error {
-	it := userItemKey(t.User, totalItem(t.List))
-	it[aTotal], it[aAt], it[aFence] = numV(t.Total), numV(t.At), numV(fence)
-	_, err := s.put(ctx, tUsers, it, newerCond(fence),
-		map[string]string{"#u": aUser, "#k": aAt, "#f": aFence},
-		item{":k": numV(t.At), ":f": numV(fence)})
-	return err
 }
 
 // applyConv max-merges a conversation's tick minimum and raises its

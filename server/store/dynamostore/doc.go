@@ -25,11 +25,13 @@
 //	                    last_read_seq, joined_seq.
 //	pending_deliveries  PK receiver_id, SK conversation_id: first_undelivered_seq.
 //	sessions            PK user_id, SK conversation_id: the session.State;
-//	                    LSIs: by_active (active_ts: the user's clock), by_list
-//	                    (list_active = sub_biz "#" zero-padded active_ts: a
-//	                    sync page is one key range), by_timed_mute (sparse
-//	                    timed_mute = mute_until of a timed mute).
-//	users               PK user_id, SK item: "total#<list>" (total, at),
+//	                    LSIs: by_list (list_active = sub_biz "#" zero-padded
+//	                    active_ts: a sync page is one key range, a list's
+//	                    total the sum over its prefix), by_timed_mute
+//	                    (sparse timed_mute = mute_until of a timed mute).
+//	                    A user's clock and unread totals are not stored:
+//	                    User sums them from the user's sessions (totals.go).
+//	users               PK user_id, SK item:
 //	                    "account" (category, sub_biz), "epoch" (epoch, rev,
 //	                    rev_part; GSI by_rev); user "#revocations" item
 //	                    "counter" holds the revocation revision.
@@ -117,26 +119,29 @@
 // (condition "< :new"); a Join puts the row if absent or of an earlier
 // joining first; Gone deletes on joined_seq < Before; pending rows put if
 // absent and clear on first_undelivered_seq <= Clear (both at once: one
-// put on condition that the row is absent or cleared); sessions and totals put if newer
-// (active_ts, at), ticks max-merged at the same active_ts; a
-// conversation's ticks and derived_seq rise together or each on its own,
-// and behind is removed once max_seq <= derived_seq (tried only when the
-// item the raise returned says so). A condition that does
-// not hold means "already newer", not an error.
+// put on condition that the row is absent or cleared); sessions put if
+// newer (epoch, then active_ts), ticks max-merged at the same active_ts;
+// a conversation's ticks and derived_seq rise together or each on its
+// own, and behind is removed once max_seq <= derived_seq (tried only when
+// the item the raise returned says so). A condition that does not hold
+// means "already newer", not an error. Totals are not written: a total is
+// the sum of its list's sessions, and is summed where it is read.
 //
-// The writes go in four steps, each after the one before is written, so
+// The writes go in three steps, each after the one before is written, so
 // that a process killed between any two leaves nothing a reader takes for
-// finished: (1) a journal item (users, "journal#<token>#<part>") for each
-// user with more than one session or total in the batch, holding them
-// all; (2) each user's sessions in ascending active_ts, then its totals;
-// (3) boundaries, pending rows and former members' views; (4) the
-// journals deleted, and the conversations' rows. User replays a journal
-// it finds (a writer died after step 1) before it reads the clock and the
-// totals, so a total never disagrees with its sessions for long. A
-// conversation's derived_seq is written last: killed before, the
-// conversation stays behind and the repair of its next owner, or of an
-// engine at start, derives its messages again (every row is a merge: what
-// was written already changes nothing).
+// finished: (1) each user's sessions in ascending active_ts (so the clock,
+// the newest stored, never runs ahead of a session lost); (2)
+// boundaries, pending rows and former members' views; (3) the
+// conversations' rows. A total cannot disagree with the sessions stored,
+// whatever was cut. A conversation's derived_seq is written last: killed
+// before, the conversation stays behind and the repair of its next owner,
+// or of an engine at start, derives its messages again (every row is a
+// merge: what was written already changes nothing). What a cut can leave
+// until the user's next change in that list: a sub-business gateway's
+// unread count (a session of its own) behind the sum of the sessions
+// filed under it, when the member's session was written and the
+// gateway's not; the gateway is set again from that sum at the next
+// change of any session of the sub-business.
 //
 // # Reads
 //

@@ -19,17 +19,19 @@ import (
 )
 
 // fencedWrite is one Apply of alice's session in c1 and her main total,
-// under fence: priority marks which write the stored row is.
+// under fence: priority marks which write the stored row is, and the
+// session's unread count (so the total) is the same mark.
 func fencedWrite(fence, clock, priority int64) store.Derived {
 	return store.Derived{
-		Sessions: []session.State{{User: "alice", Conv: "c1", ActiveTS: clock, Priority: priority}},
+		Sessions: []session.State{{User: "alice", Conv: "c1", ActiveTS: clock, Priority: priority, UnreadCount: priority}},
 		Totals:   []store.TotalRow{{User: "alice", Total: priority, At: clock}},
 		Fences:   map[string]int64{"alice": fence},
 	}
 }
 
 // storedMark returns the priority of alice's stored session and her main
-// total (fencedWrite writes both with its priority).
+// total (fencedWrite's mark in both: the total is her session's unread
+// count).
 func storedMark(t *testing.T, s *Store) (session, total int64) {
 	t.Helper()
 	ctx := context.Background()

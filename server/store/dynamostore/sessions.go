@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -67,57 +66,6 @@ func sessionOf(it item) session.State {
 	}
 }
 
-// User implements store.Backend: the clock is the newest active_ts (the
-// by_active index, one item), the totals the user's total items. A journal
-// among the user's items (a writer that died between a user's rows, see
-// journal.go) is replayed first.
-func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error) {
-	if err := s.checkOpen(); err != nil {
-		return store.UserRecord{}, err
-	}
-	items, err := s.userItems(ctx, user)
-	if err != nil {
-		return store.UserRecord{}, fmt.Errorf("totals of %s: %w", user, err)
-	}
-	replayed, err := s.replayJournals(ctx, user, items)
-	if err != nil {
-		return store.UserRecord{}, err
-	}
-	if replayed {
-		return s.User(ctx, user)
-	}
-	rec := store.UserRecord{Totals: map[string]int64{}}
-	for _, it := range items {
-		if list, ok := strings.CutPrefix(it.str(aItem), totalItem("")); ok {
-			rec.Totals[list] = it.num(aTotal)
-		}
-	}
-	newest, err := s.query(ctx, &dynamodb.QueryInput{
-		TableName: s.table(tSessions), IndexName: aws.String(ixByActive),
-		KeyConditionExpression:    aws.String("#u = :u"),
-		ExpressionAttributeNames:  map[string]string{"#u": aUser},
-		ExpressionAttributeValues: item{":u": strV(user)},
-		ScanIndexForward:          aws.Bool(false),
-	}, 1)
-	if err != nil {
-		return store.UserRecord{}, fmt.Errorf("clock of %s: %w", user, err)
-	}
-	if len(newest) > 0 {
-		rec.Clock = newest[0].num(aActiveTS)
-	}
-	return rec, nil
-}
-
-// userItems reads every item of user in the users table.
-func (s *Store) userItems(ctx context.Context, user string) ([]item, error) {
-	return s.query(ctx, &dynamodb.QueryInput{
-		TableName:                 s.table(tUsers),
-		KeyConditionExpression:    aws.String("#u = :u"),
-		ExpressionAttributeNames:  map[string]string{"#u": aUser},
-		ExpressionAttributeValues: item{":u": strV(user)},
-	}, 0)
-}
-
 // TimedMutes implements store.Backend: the sparse by_timed_mute index.
 func (s *Store) TimedMutes(ctx context.Context, user string, now int64) ([]string, error) {
 	if err := s.checkOpen(); err != nil {
@@ -143,8 +91,9 @@ func (s *Store) TimedMutes(ctx context.Context, user string, now int64) ([]strin
 // SessionPage implements store.Backend: the by_list index for the page (or
 // the one session asked), then one batch read of what the rows show (last
 // messages, conversations), and one of former-member views for the groups
-// the user left. DynamoDB has no snapshot across items: each item is read
-// consistently, the page as a whole is not one snapshot.
+// the user left, then, unless q.SkipTotal, the list's total summed from
+// its sessions (totals.go). DynamoDB has no snapshot across items: each
+// item is read consistently, the page as a whole is not one snapshot.
 func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, 0, err
@@ -175,7 +124,7 @@ func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery)
 		}
 	}
 	states := make([]session.State, len(items))
-	keys := []batchKey{{table: tUsers, key: userItemKey(user, totalItem(q.SubBiz)), id: "total"}}
+	var keys []batchKey
 	for i, it := range items {
 		st := sessionOf(it)
 		states[i] = st
@@ -223,7 +172,14 @@ func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery)
 			}
 		}
 	}
-	return rows, got[tUsers]["total"].num(aTotal), nil
+	if q.SkipTotal {
+		return rows, 0, nil
+	}
+	total, err := s.listTotal(ctx, user, q.SubBiz)
+	if err != nil {
+		return nil, 0, err
+	}
+	return rows, total, nil
 }
 
 // Pending implements store.Backend: the user's pending rows, then one

@@ -149,7 +149,7 @@ func (s *Store) query(ctx context.Context, q *dynamodb.QueryInput, max int) ([]i
 }
 
 func isLocalIndex(name string) bool {
-	return name == ixByActive || name == ixByList || name == ixTimedMutes
+	return name == ixByList || name == ixTimedMutes
 }
 
 // batchKey is one key of a batch read.
@@ -237,6 +237,5 @@ func userConvKey(user, conv string) item   { return item{aUser: strV(user), aCon
 func pendingKey(user, conv string) item    { return item{aReceiver: strV(user), aConv: strV(conv)} }
 func userItemKey(user, what string) item   { return item{aUser: strV(user), aItem: strV(what)} }
 func groupKeyKey(creator, key string) item { return item{aCreator: strV(creator), aKey: strV(key)} }
-func totalItem(list string) string         { return "total#" + list }
 func seqID(conv string, seq int64) string  { return conv + "\x00" + fmt.Sprint(seq) }
 func userConvID(user, conv string) string  { return user + "\x00" + conv }

@@ -29,7 +29,6 @@ const (
 // The secondary indexes.
 const (
 	ixUnrepaired = "unrepaired"    // conversations: sparse on behind
-	ixByActive   = "by_active"     // sessions LSI: active_ts
 	ixByList     = "by_list"       // sessions LSI: list_active
 	ixTimedMutes = "by_timed_mute" // sessions LSI: sparse on timed_mute
 	ixByRev      = "by_rev"        // users GSI: sparse on rev_part, rev
@@ -75,12 +74,10 @@ const (
 	aTimedMute  = "timed_mute"
 
 	aItem     = "item"
-	aTotal    = "total"
-	aAt       = "at"
 	aCategory = "category"
 	aSubBiz   = "sub_biz"
 	aEpoch    = "epoch"
-	aFence    = "fence_epoch" // the lease epoch a session or total was written under
+	aFence    = "fence_epoch" // the lease epoch a session was written under
 	aRev      = "rev"
 	aRevPart  = "rev_part"
 
@@ -215,9 +212,8 @@ func tableDefinition(t string) *dynamodb.CreateTableInput {
 		in.KeySchema = keySchema(aUser, aConv)
 		if t == tSessions {
 			in.AttributeDefinitions = append(in.AttributeDefinitions,
-				attrDef(aActiveTS, n), attrDef(aListActive, s), attrDef(aTimedMute, n))
+				attrDef(aListActive, s), attrDef(aTimedMute, n))
 			in.LocalSecondaryIndexes = []types.LocalSecondaryIndex{
-				{IndexName: aws.String(ixByActive), KeySchema: keySchema(aUser, aActiveTS), Projection: keysOnly},
 				{IndexName: aws.String(ixByList), KeySchema: keySchema(aUser, aListActive), Projection: all},
 				{IndexName: aws.String(ixTimedMutes), KeySchema: keySchema(aUser, aTimedMute), Projection: keysOnly},
 			}
