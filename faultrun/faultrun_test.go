@@ -72,6 +72,7 @@ func serverBinary(t *testing.T) string {
 // short form by default, the long form with -args -kills N -cuts N
 // -duration D.
 func TestFaultRun(t *testing.T) {
+	t.Parallel() // a run of its own: its directory, servers, proxies and tables
 	seed := *flagSeed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -97,6 +98,7 @@ func TestFaultRun(t *testing.T) {
 // the long form with -args -kills N -cuts N -flushes N -dynamo-outages N
 // -joins N -duration D.
 func TestFaultRunCluster(t *testing.T) {
+	t.Parallel() // a run of its own: its directory, servers, proxies and tables
 	endpoint := testengines.DynamoDB(t)
 	seed := *flagSeed
 	if seed == 0 {
@@ -163,6 +165,7 @@ func checkReport(t *testing.T, report *Report) {
 // The whole run, not only Verify, can fail: a server that loses its data
 // on a restart is caught as having lost acknowledged messages.
 func TestFaultRunCatchesAServerThatLosesItsData(t *testing.T) {
+	t.Parallel() // a run of its own: its directory, servers, proxies and tables
 	if testing.Short() {
 		t.Skip("a fault run")
 	}
@@ -181,6 +184,7 @@ func TestFaultRunCatchesAServerThatLosesItsData(t *testing.T) {
 // So can the cluster run: Verify reads what the cluster stored, so a
 // cluster whose tables and Redis are emptied at a kill is caught too.
 func TestFaultRunClusterCatchesLostData(t *testing.T) {
+	t.Parallel() // a run of its own: its directory, servers, proxies and tables
 	if testing.Short() {
 		t.Skip("a fault run")
 	}
