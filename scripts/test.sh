@@ -14,7 +14,9 @@
 # The whole suite runs the server's end-to-end tests, FuzzConnection's
 # corpus and the client's tests twice more: on the in-memory backend
 # (IM_TEST_STORE=memory) and, without -race, on DynamoDB and Redis (IM_TEST_STORE=dynamodb),
-# so the storage contract is proven by every backend.
+# so the storage contract is proven by every backend. The DynamoDB pass
+# runs beside the other two, on engines of its own; each line a pass
+# prints starts with its name (race, memory, dynamodb).
 #
 # Environment: TEST_TIMEOUT (default 25m) bounds go test.
 set -euo pipefail
@@ -49,33 +51,70 @@ log "go vet"
 go vet ./...
 
 # The engines, for this run only: stopped on every way out (success,
-# failure, ctrl-c), their directory removed.
+# failure, ctrl-c), their directory removed. The DynamoDB pass, which runs
+# beside the others, has a set of its own: no test of one pass sees the
+# tables, keys or load of the other (the relay's tests empty their Redis).
 engines=$(mktemp -d "${TMPDIR:-/tmp}/im-test-engines.XXXXXX")
+background=() # the process groups of the passes running beside this one
 stop_engines() {
-	scripts/engines.sh stop "$engines" || true
+	local pgid
+	for pgid in "${background[@]}"; do
+		kill -TERM -- "-$pgid" 2>/dev/null || true
+	done
+	scripts/engines.sh stop "$engines/main" || true
+	scripts/engines.sh stop "$engines/dynamodb" || true
 	rm -rf "$engines"
 }
 trap stop_engines EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
-scripts/engines.sh start "$engines"
-# shellcheck source=/dev/null
-. "$engines/env"
+scripts/engines.sh start "$engines/main"
 export IM_TEST_ENGINES_REQUIRED=1
 
-packages=("$@")
-[ ${#packages[@]} -eq 0 ] && packages=(./...)
-log "go test -race ${packages[*]}"
-go test -race -count=1 -timeout "${TEST_TIMEOUT:-25m}" "${packages[@]}"
+# pass NAME ARGS... runs go test ARGS on the engines started in
+# $engines/NAME if there are any, else on those in $engines/main; every
+# line it prints starts with NAME.
+pass() {
+	local name=$1 dir="$engines/main"
+	shift
+	[ -f "$engines/$name/env" ] && dir="$engines/$name"
+	(
+		# shellcheck source=/dev/null
+		. "$dir/env"
+		go test -count=1 -timeout "${TEST_TIMEOUT:-25m}" "$@" 2>&1 | sed -u "s/^/$name | /"
+	)
+}
 
-if [ $# -eq 0 ]; then
-	log "go test -race ./server/ ./client/ on the in-memory backend"
-	IM_TEST_STORE=memory go test -race -count=1 -timeout "${TEST_TIMEOUT:-25m}" ./server/ ./client/
-	# Without -race: every operation there is several round trips to the
-	# engines, and the race detector would triple a pass that checks the
-	# same engine code the two passes above check with it (the DynamoDB
-	# store, the Redis cache, locks and relay have their own -race tests).
-	log "go test ./server/ ./client/ on DynamoDB and Redis (nodes of the scaled-out deployment)"
-	IM_TEST_STORE=dynamodb go test -count=1 -timeout "${TEST_TIMEOUT:-25m}" ./server/ ./client/
+if [ $# -gt 0 ]; then
+	log "go test -race $*"
+	pass race -race "$@"
+	exit 0
 fi
+
+# The DynamoDB pass is without -race: every operation there is several
+# round trips to the engines, and the race detector would triple a pass
+# that checks the same engine code the two other passes check with it
+# (the DynamoDB store, the Redis cache, locks and relay have their own
+# -race tests). It mostly waits on the engines, so it runs beside the
+# other two, which are mostly CPU and run one after the other. Started
+# in a process group of its own, which a ctrl-c or a failure ends.
+scripts/engines.sh start "$engines/dynamodb"
+log "go test ./server/ ./client/ on DynamoDB and Redis (nodes of the scaled-out deployment), beside the rest"
+set -m
+IM_TEST_STORE=dynamodb pass dynamodb ./server/ ./client/ &
+background+=($!)
+set +m
+
+failed=()
+log "go test -race ./..."
+pass race -race ./... || failed+=(race)
+log "go test -race ./server/ ./client/ on the in-memory backend"
+IM_TEST_STORE=memory pass memory -race ./server/ ./client/ || failed+=(memory)
+log "waiting for the DynamoDB pass"
+wait "${background[0]}" || failed+=(dynamodb)
+background=()
+if [ ${#failed[@]} -gt 0 ]; then
+	die "failed: ${failed[*]}"
+fi
+log "all passes passed"
