@@ -72,11 +72,17 @@ type cluster struct {
 	prefix string
 }
 
+// relayDB is the Redis database of these tests: they empty it (FLUSHDB),
+// and the tests of other packages, running beside them on the same Redis,
+// keep their keys in database 0.
+const relayDB = 15
+
 func newCluster(t *testing.T) *cluster {
 	opts, err := redis.ParseURL(testengines.Redis(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.DB = relayDB
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
 	return &cluster{t: t, rdb: rdb, prefix: testengines.Prefix(t)}
