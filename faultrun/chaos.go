@@ -104,6 +104,19 @@ func (r *run) chaos(ctx context.Context) error {
 // for a random time and restarts it; the kill counts once the server is
 // back. While a node is leaving it kills none: the next round will.
 func (r *run) killOne(ctx context.Context) error {
+	if int(r.kills.Load())+1 == r.cfg.wipeAtKill {
+		// The harness's own test: the wipe must have an acknowledged
+		// message to lose, however slowly the run goes on a busy machine.
+		err := waitUntil(time.Minute, "acknowledged message before the wipe", func() (string, error) {
+			if r.led.AckedCount() == 0 {
+				return "nothing acknowledged yet", nil
+			}
+			return "", nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	s := r.takeForKill(r.rng)
 	if s == nil {
 		return nil

@@ -164,11 +164,8 @@ func checkReport(t *testing.T, report *Report) {
 
 // The whole run, not only Verify, can fail: a server that loses its data
 // on a restart is caught as having lost acknowledged messages.
-//
-// This test and the next run alone, before the long runs: what the wipe
-// catches depends on the pace of the run, and beside the two long runs
-// it once caught no lost message, only a group the wipe had removed.
 func TestFaultRunCatchesAServerThatLosesItsData(t *testing.T) {
+	t.Parallel() // a run of its own: its directory, servers, proxies and tables
 	if testing.Short() {
 		t.Skip("a fault run")
 	}
@@ -187,6 +184,7 @@ func TestFaultRunCatchesAServerThatLosesItsData(t *testing.T) {
 // So can the cluster run: Verify reads what the cluster stored, so a
 // cluster whose tables and Redis are emptied at a kill is caught too.
 func TestFaultRunClusterCatchesLostData(t *testing.T) {
+	t.Parallel() // a run of its own: its directory, servers, proxies and tables
 	if testing.Short() {
 		t.Skip("a fault run")
 	}

@@ -114,6 +114,13 @@ func (l *Ledger) Ack(device string, key MsgKey, seq int64) {
 	l.unackedIn[devConv{device, key.Conv}]--
 }
 
+// AckedCount returns how many messages the engines reported stored.
+func (l *Ledger) AckedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked)
+}
+
 // TapServerMessage looks at one text message the server wrote to a
 // client: it records sent answers and counts welcomes. It is the proxy's
 // tap.
