@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,10 +24,15 @@ import (
 // once, when it takes the user (User), and keeps them in memory; a sync
 // page's total comes from there too (store.SyncQuery.SkipTotal).
 
-// contributionAttrs are the session attributes a total is summed from.
-var contributionAttrs = map[string]string{"#c": aConv, "#n": aUnread, "#m": aMuted, "#d": aDeleted, "#b": aSubBiz, "#a": aActiveTS}
-
+// contributionProjection reads the session attributes a total is summed
+// from; contributionNames are its names, with the key condition's.
 const contributionProjection = "#c, #n, #m, #d, #b, #a"
+
+func contributionNames(keyNames map[string]string) map[string]string {
+	names := map[string]string{"#c": aConv, "#n": aUnread, "#m": aMuted, "#d": aDeleted, "#b": aSubBiz, "#a": aActiveTS}
+	maps.Copy(names, keyNames)
+	return names
+}
 
 // User implements store.Backend: the user's sessions read once (the
 // attributes a total is summed from), the clock their newest active_ts,
@@ -35,15 +41,11 @@ func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error)
 	if err := s.checkOpen(); err != nil {
 		return store.UserRecord{}, err
 	}
-	names := map[string]string{"#u": aUser}
-	for k, v := range contributionAttrs {
-		names[k] = v
-	}
 	items, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName:                 s.table(tSessions),
 		KeyConditionExpression:    aws.String("#u = :u"),
 		ProjectionExpression:      aws.String(contributionProjection),
-		ExpressionAttributeNames:  names,
+		ExpressionAttributeNames:  contributionNames(map[string]string{"#u": aUser}),
 		ExpressionAttributeValues: item{":u": strV(user)},
 	}, 0)
 	if err != nil {
@@ -61,15 +63,11 @@ func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error)
 // listTotal sums the contributions of user's sessions filed in list (the
 // by_list index: the list's rows only).
 func (s *Store) listTotal(ctx context.Context, user, list string) (int64, error) {
-	names := map[string]string{"#u": aUser, "#l": aListActive}
-	for k, v := range contributionAttrs {
-		names[k] = v
-	}
 	items, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName: s.table(tSessions), IndexName: aws.String(ixByList),
 		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#l, :p)"),
 		ProjectionExpression:      aws.String(contributionProjection),
-		ExpressionAttributeNames:  names,
+		ExpressionAttributeNames:  contributionNames(map[string]string{"#u": aUser, "#l": aListActive}),
 		ExpressionAttributeValues: item{":u": strV(user), ":p": strV(list + "#")},
 	}, 0)
 	if err != nil {
