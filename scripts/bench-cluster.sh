@@ -8,8 +8,11 @@
 #
 # The flags go to `imbench dm` (default: -pairs 100 -window 4). It prints
 # imbench's report, then per message sent: DynamoDB calls, write and read
-# units, Redis round trips, forwarded frames, and each node's CPU seconds;
-# before the load, the DynamoDB engine's own ceiling on the same engines.
+# units, Redis round trips, forwarded frames, and each node's CPU seconds,
+# twice: over the whole run, and from imbench's first send on (its
+# -start-file: the messages without the logins and first syncs of the
+# clients); before the
+# load, the DynamoDB engine's own ceiling on the same engines.
 # IM_BENCH_KEEP=1 keeps the run's directory (the nodes' logs) and says where.
 # IM_BENCH_PROFILE=FILE also writes a CPU profile of node A (6 s in the
 # middle of the run) to FILE, for `go tool pprof`, and its goroutines in
@@ -174,15 +177,37 @@ if [ -n "$churn" ]; then
 	# not late. imbench takes the last of a repeated flag.
 	args=(-duration 60s -drain 60s "${args[@]}")
 fi
-if [ -n "${IM_BENCH_PROFILE:-}" ]; then
-	# The middle of the measured window (after imbench's 2 s warm-up).
-	(sleep 4 && curl -fsS -o "$IM_BENCH_PROFILE" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=6") &
-	(sleep 7 && curl -fsS -o "$IM_BENCH_PROFILE.goroutines" "http://127.0.0.1:$pprof_port/debug/pprof/goroutine?debug=1") &
-fi
 bench=("$dir/bin/imbench" dm -server "ws://127.0.0.1:${ports[0]}/ws,ws://127.0.0.1:${ports[1]}/ws"
 	-json "$dir/report.json" "${args[@]}")
+# imbench connects and sets up its clients, then waits for the start file:
+# the counters are read in between, so that the cost from there on is
+# that of the messages alone, without the connections' own (logging in,
+# the first sync), which a short run would otherwise spread over its
+# messages.
+"${bench[@]}" -start-file "$dir/start" 2> >(tee "$dir/imbench.err" >&2) &
+bench_pid=$!
+# await_bench TEXT waits until imbench said TEXT on stderr.
+await_bench() {
+	local deadline=$((SECONDS + 180))
+	until grep -q "$1" "$dir/imbench.err" 2>/dev/null; do
+		[ "$SECONDS" -lt "$deadline" ] && kill -0 "$bench_pid" 2>/dev/null || die "imbench did not say '$1'"
+		sleep 0.1
+	done
+}
+await_bench 'waiting for'
+counters >"$dir/sending"
+touch "$dir/start"
+await_bench 'sending for'
+sending=$SECONDS
+if [ -n "${IM_BENCH_PROFILE:-}" ]; then
+	# The measured window, after imbench's 2 s warm-up.
+	(sleep 2 && curl -fsS -o "$IM_BENCH_PROFILE" "http://127.0.0.1:$pprof_port/debug/pprof/profile?seconds=6") &
+	(sleep 5 && curl -fsS -o "$IM_BENCH_PROFILE.goroutines" "http://127.0.0.1:$pprof_port/debug/pprof/goroutine?debug=1") &
+fi
 if [ -z "$churn" ]; then
-	"${bench[@]}"
+	bench_exit=0
+	wait "$bench_pid" || bench_exit=$?
+	[ "$bench_exit" -eq 0 ] || log "imbench exited with status $bench_exit"
 else
 	# settle waits until the nodes named hold their shards; it prints
 	# "settled SECONDS ..." (or "unsettled ...").
@@ -194,14 +219,6 @@ else
 	}
 	# into prints how long the load has been sending.
 	into() { echo "$((SECONDS - sending)) s into the load"; }
-	"${bench[@]}" 2> >(tee "$dir/imbench.err" >&2) &
-	bench_pid=$!
-	deadline=$((SECONDS + 180))
-	until grep -q 'sending for' "$dir/imbench.err" 2>/dev/null; do
-		[ "$SECONDS" -lt "$deadline" ] && kill -0 "$bench_pid" 2>/dev/null || die "imbench did not start sending"
-		sleep 0.1
-	done
-	sending=$SECONDS
 	# The warm-up (2 s unless -warmup says otherwise), then 5 s of load.
 	sleep 7
 	at=$(into)
@@ -244,8 +261,10 @@ if [ -n "$delay" ]; then
 	kill -TERM "${pids[0]}" && wait "${pids[0]}" || true
 	cat "$dir/proxy.log" >&2
 fi
-log "cost per message sent (send frames read, counted on both nodes' /metrics over the whole run)"
-awk '
+# cost FROM TO prints the cost per message sent between two readings of
+# the counters.
+cost() {
+	awk '
 	NR == FNR { before[$1] = $2; next }
 	{ names[++k] = $1; after[$1] = $2 }
 	END {
@@ -258,4 +277,9 @@ awk '
 			if (d == 0 && name ~ /:/) continue
 			printf "  %-24s %10.0f in all, %8.2f per message\n", name, d, (n > 0 ? d / n : 0)
 		}
-	}' "$dir/before" "$dir/after"
+	}' "$1" "$2"
+}
+log "cost per message sent, over the whole run (send frames read, counted on both nodes' /metrics; the clients' logins and first syncs included)"
+cost "$dir/before" "$dir/after"
+log "cost per message sent, from the first send to the end of the drain (the messages alone: the clients were connected and synced before)"
+cost "$dir/sending" "$dir/after"

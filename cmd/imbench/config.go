@@ -44,6 +44,7 @@ type Config struct {
 	MarkIDs   bool
 	Groups    int
 	GroupSize int
+	StartFile string
 
 	// catchup.
 	Users       int
@@ -115,6 +116,7 @@ func parseConfig(args []string, out io.Writer) (*Config, error) {
 	fs.BoolVar(&cfg.MarkIDs, "mark-ids", true, `dm, group: recipients' delivered and read frames carry an id, answered ok once durable; -mark-ids=false sends them without id (the protocol makes it optional: no answer comes, only the sender's status says they were applied); only with -ack msg`)
 	fs.IntVar(&cfg.Groups, "groups", 1, "group: groups")
 	fs.IntVar(&cfg.GroupSize, "group-size", 100, "group: members per group, the sender included")
+	fs.StringVar(&cfg.StartFile, "start-file", "", "dm, group: once every client is connected and set up, wait (within -setup-timeout) until this file exists before sending, so that a script can read the servers' counters between the clients' setup and the load")
 
 	fs.IntVar(&cfg.Users, "users", 1000, "catchup: users reconnecting")
 	fs.IntVar(&cfg.Messages, "messages", 100, "catchup: messages waiting for each user")

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/imcore/im/protocol"
 )
@@ -112,6 +114,12 @@ func runConvLoad(ctx context.Context, cfg *Config, errs *errorLog, r *Report, pr
 	for _, c := range conns {
 		c.start()
 	}
+	if cfg.StartFile != "" {
+		progress("connected; waiting for %s", cfg.StartFile)
+		if err := awaitFile(ctx, cfg.StartFile, cfg.SetupTimeout); err != nil {
+			return err
+		}
+	}
 	m := newMeter(cfg.PID)
 	progress("sending for %v (warm-up %v)", cfg.Duration, cfg.Warmup)
 	l.run(ctx, m.begin, m.end)
@@ -123,4 +131,22 @@ func runConvLoad(ctx context.Context, cfg *Config, errs *errorLog, r *Report, pr
 		}
 	}
 	return nil
+}
+
+// awaitFile returns once path exists, or an error after within.
+func awaitFile(ctx context.Context, path string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("-start-file %s did not appear within %v", path, within)
+		case <-tick.C:
+		}
+	}
 }
