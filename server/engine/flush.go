@@ -280,11 +280,20 @@ func (f *flusher) close() error {
 // batch is a set of derived rows coalesced by key.
 type batch struct {
 	members  map[store.MemberKey]*memberOp
-	pending  map[store.MemberKey]*store.PendingRow
+	pending  map[store.MemberKey]*pendingOp
 	sessions map[store.MemberKey]session.State
 	totals   map[[2]string]store.TotalRow
 	convs    map[string]store.ConvDerived
 	former   map[store.MemberKey]store.FormerRow
+}
+
+// pendingOp is what a batch does to one pending row. fresh: the batch
+// began with the put of a row the owner knew absent (its member had no
+// pending row, every earlier clear of it in an earlier batch); a clear
+// that covers it then leaves nothing to write.
+type pendingOp struct {
+	row   store.PendingRow
+	fresh bool
 }
 
 // memberOp is what a batch does to one boundary row: merge (or join) it,
@@ -297,7 +306,7 @@ type memberOp struct {
 func newBatch() *batch {
 	return &batch{
 		members:  map[store.MemberKey]*memberOp{},
-		pending:  map[store.MemberKey]*store.PendingRow{},
+		pending:  map[store.MemberKey]*pendingOp{},
 		sessions: map[store.MemberKey]session.State{},
 		totals:   map[[2]string]store.TotalRow{},
 		convs:    map[string]store.ConvDerived{},
@@ -332,31 +341,37 @@ func (b *batch) gone(user, conv string, before int64) {
 	b.members[store.MemberKey{User: user, Conv: conv}] = &memberOp{gone: before}
 }
 
-// putPending puts a pending row if absent.
+// putPending puts a pending row if absent. The engine puts one only for
+// a member it knows has none (or whose clear comes before, in this batch
+// or an earlier one).
 func (b *batch) putPending(user, conv string, first int64) {
 	k := store.MemberKey{User: user, Conv: conv}
 	p := b.pending[k]
 	if p == nil {
-		b.pending[k] = &store.PendingRow{User: user, Conv: conv, FirstUndelivered: first}
+		b.pending[k] = &pendingOp{row: store.PendingRow{User: user, Conv: conv, FirstUndelivered: first}, fresh: true}
 		return
 	}
-	if p.FirstUndelivered == 0 || p.FirstUndelivered <= p.Clear {
-		p.FirstUndelivered = first
+	if p.row.FirstUndelivered == 0 || p.row.FirstUndelivered <= p.row.Clear {
+		p.row.FirstUndelivered = first
 	}
 }
 
 // clearPending deletes a pending row whose first undelivered seq is at most
-// upTo.
+// upTo. A row this batch put and nothing stored clears to nothing at all:
+// its put and the delete would both be calls that leave the table as it was.
 func (b *batch) clearPending(user, conv string, upTo int64) {
 	k := store.MemberKey{User: user, Conv: conv}
 	p := b.pending[k]
 	if p == nil {
-		b.pending[k] = &store.PendingRow{User: user, Conv: conv, Clear: upTo}
+		b.pending[k] = &pendingOp{row: store.PendingRow{User: user, Conv: conv, Clear: upTo}}
 		return
 	}
-	p.Clear = max(p.Clear, upTo)
-	if p.FirstUndelivered <= p.Clear {
-		p.FirstUndelivered = 0
+	p.row.Clear = max(p.row.Clear, upTo)
+	if p.row.FirstUndelivered <= p.row.Clear {
+		p.row.FirstUndelivered = 0
+		if p.fresh {
+			delete(b.pending, k)
+		}
 	}
 }
 
@@ -450,12 +465,16 @@ func (b *batch) merge(newer *batch) {
 			b.boundary(op.row)
 		}
 	}
-	for _, p := range newer.pending {
-		if p.Clear > 0 {
-			b.clearPending(p.User, p.Conv, p.Clear)
+	for k, p := range newer.pending {
+		if b.pending[k] == nil {
+			b.pending[k] = p // nothing of b's before it: it stays as it was
+			continue
 		}
-		if p.FirstUndelivered > 0 {
-			b.putPending(p.User, p.Conv, p.FirstUndelivered)
+		if p.row.Clear > 0 {
+			b.clearPending(p.row.User, p.row.Conv, p.row.Clear)
+		}
+		if p.row.FirstUndelivered > 0 {
+			b.putPending(p.row.User, p.row.Conv, p.row.FirstUndelivered)
 		}
 	}
 	for _, st := range newer.sessions {
@@ -483,7 +502,7 @@ func (b *batch) derived() store.Derived {
 		}
 	}
 	for _, p := range b.pending {
-		d.Pending = append(d.Pending, *p)
+		d.Pending = append(d.Pending, p.row)
 	}
 	for _, st := range b.sessions {
 		d.Sessions = append(d.Sessions, st)
