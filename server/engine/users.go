@@ -155,26 +155,47 @@ func (t *userTable) totalSince(user, list string, mark uint64) (total int64, cha
 	return u.totals[list], u.stamp > mark, true
 }
 
-// loadUser makes sure user's clock and totals are in memory: read from
-// the backend, outside every lock, when they are not.
+// loadUser makes sure user's clock and totals, and the gateway sessions
+// of its sub-businesses, are in memory: read from the backend, outside
+// every lock, when they are not.
 func (e *Engine) loadUser(ctx context.Context, user string) error {
 	sh := e.users.shard(user)
 	e.users.lock(sh)
 	_, held := sh.m[user]
 	sh.mu.Unlock()
-	if held {
+	if !held {
+		rec, err := e.be.User(ctx, user)
+		if err != nil {
+			return fmt.Errorf("unread totals of %s: %w", user, err)
+		}
+		e.users.lock(sh)
+		if sh.m[user] == nil {
+			sh.m[user] = newUserState(sh, user, rec)
+		}
+		sh.mu.Unlock()
+	}
+	// The gateways of its sub-businesses too, mended as they are read
+	// (mendGateway): a page read from the tables shows them.
+	return e.load(ctx, e.users.gatewayNeeds(user))
+}
+
+// gatewayNeeds names the gateway sessions of the sub-businesses user has
+// sessions in, when user is in memory.
+func (t *userTable) gatewayNeeds(user string) []need {
+	sh := t.shard(user)
+	t.lock(sh)
+	defer sh.mu.Unlock()
+	u := sh.m[user]
+	if u == nil {
 		return nil
 	}
-	rec, err := e.be.User(ctx, user)
-	if err != nil {
-		return fmt.Errorf("unread totals of %s: %w", user, err)
+	var needs []need
+	for biz := range u.totals {
+		if biz != "" {
+			needs = append(needs, need{user, protocol.GatewayConv(biz)})
+		}
 	}
-	e.users.lock(sh)
-	defer sh.mu.Unlock()
-	if sh.m[user] == nil {
-		sh.m[user] = newUserState(sh, user, rec)
-	}
-	return nil
+	return needs
 }
 
 // lock takes a shard's lock: a user's critical section.
@@ -321,7 +342,13 @@ func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) e
 			ent.used = sh.uses
 			u.sessions[n.conv] = ent
 			sh.cached++
+			if err := e.mendGateway(u, n.conv); err != nil {
+				sh.commit(e.flush)
+				sh.mu.Unlock()
+				return err
+			}
 		}
+		sh.commit(e.flush) // a mended gateway's rows
 		e.evict(sh)
 		sh.mu.Unlock()
 	}
@@ -482,6 +509,21 @@ func (e *Engine) settleTotals(u *userState, old, cur session.State, existed bool
 			b.total(r)
 		}
 	})
+}
+
+// mendGateway sets a sub-business's gateway session, just read, to its
+// list's unread total where they differ; the caller holds u's shard lock.
+// In memory they never differ (every change of the list's total refreshes
+// the gateway, and a gateway is read again only once written), so a
+// difference is a cut: a backend that writes a session and its gateway
+// as two items (DynamoDB) can be killed between them, and its total, the
+// sum of the list's sessions, then runs ahead of the gateway.
+func (e *Engine) mendGateway(u *userState, conv string) error {
+	biz, ok := protocol.IsGateway(conv)
+	if ent := u.sessions[conv]; !ok || !ent.exists || ent.st.UnreadCount == u.totals[biz] {
+		return nil
+	}
+	return e.refreshGateway(u, e.nowMS(), session.State{SubBiz: biz}, false, false)
 }
 
 // refreshGateway brings the gateway session of member's sub-business up to

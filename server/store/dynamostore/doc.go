@@ -136,12 +136,11 @@
 // whatever was cut. A conversation's derived_seq is written last: killed
 // before, the conversation stays behind and the repair of its next owner,
 // or of an engine at start, derives its messages again (every row is a
-// merge: what was written already changes nothing). What a cut can leave
-// until the user's next change in that list: a sub-business gateway's
-// unread count (a session of its own) behind the sum of the sessions
-// filed under it, when the member's session was written and the
-// gateway's not; the gateway is set again from that sum at the next
-// change of any session of the sub-business.
+// merge: what was written already changes nothing). A cut can also leave
+// a sub-business gateway's unread count (a session of its own) behind the
+// sum of the sessions filed under it, when the member's session was
+// written and the gateway's not: the engine's next owner of the user sets
+// the gateway to that sum as it reads it (engine.mendGateway).
 //
 // # Reads
 //

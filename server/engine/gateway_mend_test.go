@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/store"
+	"github.com/imcore/im/server/store/memstore"
+	"github.com/imcore/im/session"
+)
+
+// gatewayCut is a backend that, once cut is set, drops every gateway
+// session from what it is asked to write, as DynamoDB does when a process
+// dies between a session and its gateway (two items); and whose totals,
+// as DynamoDB's, are the sums of the sessions stored.
+type gatewayCut struct {
+	seqLog
+	cut atomic.Bool
+}
+
+func (b *gatewayCut) Apply(ctx context.Context, d store.Derived) error {
+	if b.cut.Load() {
+		var kept []session.State
+		for _, st := range d.Sessions {
+			if _, gw := protocol.IsGateway(st.Conv); !gw {
+				kept = append(kept, st)
+			}
+		}
+		d.Sessions = kept
+	}
+	return b.seqLog.Apply(ctx, d)
+}
+
+func (b *gatewayCut) User(ctx context.Context, user string) (store.UserRecord, error) {
+	rec, err := b.seqLog.User(ctx, user)
+	if err != nil {
+		return rec, err
+	}
+	sums := map[string]int64{}
+	for list := range rec.Totals {
+		rows, _, err := b.seqLog.SessionPage(ctx, user, store.SyncQuery{SubBiz: list, Limit: 1000})
+		if err != nil {
+			return rec, err
+		}
+		for _, r := range rows {
+			sums[list] += r.State.UnreadContribution()
+		}
+	}
+	rec.Totals = sums
+	return rec, nil
+}
+
+// Close leaves the store open: the test starts a second engine on it.
+func (b *gatewayCut) Close() error { return nil }
+
+// A sub-business's gateway left behind its list by a cut write is set
+// right by the next owner as soon as it reads the user, before it shows a
+// page: the gateway's unread count is its list's total again.
+func TestNewOwnerMendsAGatewayLeftBehindItsSubBusiness(t *testing.T) {
+	be := &gatewayCut{seqLog: seqLog{memstore.New()}}
+	owners := ownerOfAll{newOtherNode()}
+	close(owners.written)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := be.SetAccount(ctx, "shop-orders", "", "shop"); err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := protocol.DirectConv("shop-orders", "bob")
+	gateway := protocol.GatewayConv("shop")
+	newEngine := func() *Engine {
+		e, err := New(ctx, be, Options{Owners: owners, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	send := func(e *Engine, id string) {
+		t.Helper()
+		if _, err := e.Append(ctx, store.AppendRequest{Msg: protocol.Message{Conv: conv, MsgID: id, From: "shop-orders", Body: id}, Members: []string{"shop-orders", "bob"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func(conv string) session.State {
+		t.Helper()
+		got, err := be.Sessions(ctx, conv, []string{"bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got["bob"]
+	}
+
+	first := newEngine()
+	send(first, "o1")
+	if err := first.flush.barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	be.cut.Store(true)
+	send(first, "o2")
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	be.cut.Store(false)
+	if member, gw := stored(conv), stored(gateway); member.UnreadCount != 2 || gw.UnreadCount != 1 {
+		t.Fatalf("the cut left bob's session at %d unread and the gateway at %d; the test needs 2 and 1", member.UnreadCount, gw.UnreadCount)
+	}
+
+	second := newEngine()
+	t.Cleanup(func() { second.Close() })
+	page, err := second.Sync(ctx, "bob", store.SyncQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown *protocol.Session
+	for i, s := range page.Sessions {
+		if s.Conv == gateway {
+			shown = &page.Sessions[i]
+		}
+	}
+	switch {
+	case shown == nil:
+		t.Fatalf("bob's main list has no gateway of shop: %+v", page.Sessions)
+	case shown.UnreadCount != 2:
+		t.Errorf("the page shows the gateway of shop at %d unread; its list holds 2", shown.UnreadCount)
+	}
+	if page.TotalUnread != 2 {
+		t.Errorf("bob's main list's total_unread is %d, want 2 (the gateway's count)", page.TotalUnread)
+	}
+	if err := second.flush.barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if gw := stored(gateway); gw.UnreadCount != 2 {
+		t.Errorf("the gateway stored after the mend holds %d unread, want 2", gw.UnreadCount)
+	}
+}
