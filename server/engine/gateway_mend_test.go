@@ -137,3 +137,50 @@ func TestNewOwnerMendsAGatewayLeftBehindItsSubBusiness(t *testing.T) {
 		t.Errorf("the gateway stored after the mend holds %d unread, want 2", gw.UnreadCount)
 	}
 }
+
+// A gateway its user deleted holds no unread count while its list still
+// does: that is the delete, not a cut, and the next owner leaves it so.
+func TestNewOwnerLeavesADeletedGatewayAlone(t *testing.T) {
+	be := &gatewayCut{seqLog: seqLog{memstore.New()}}
+	owners := ownerOfAll{newOtherNode()}
+	close(owners.written)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := be.SetAccount(ctx, "shop-orders", "", "shop"); err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := protocol.DirectConv("shop-orders", "bob")
+	gateway := protocol.GatewayConv("shop")
+	newEngine := func() *Engine {
+		e, err := New(ctx, be, Options{Owners: owners, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first := newEngine()
+	if _, err := first.Append(ctx, store.AppendRequest{Msg: protocol.Message{Conv: conv, MsgID: "o1", From: "shop-orders", Body: "o1"}, Members: []string{"shop-orders", "bob"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.SessionOp(ctx, "bob", gateway, session.OpDelete, session.OpArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := newEngine()
+	t.Cleanup(func() { second.Close() })
+	if _, err := second.Sync(ctx, "bob", store.SyncQuery{Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.flush.barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := be.Sessions(ctx, gateway, []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gw := got["bob"]; !gw.Deleted || gw.UnreadCount != 0 {
+		t.Errorf("the deleted gateway is stored as deleted=%v with %d unread after the new owner read bob; want deleted with 0", gw.Deleted, gw.UnreadCount)
+	}
+}

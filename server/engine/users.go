@@ -513,14 +513,16 @@ func (e *Engine) settleTotals(u *userState, old, cur session.State, existed bool
 
 // mendGateway sets a sub-business's gateway session, just read, to its
 // list's unread total where they differ; the caller holds u's shard lock.
-// In memory they never differ (every change of the list's total refreshes
-// the gateway, and a gateway is read again only once written), so a
-// difference is a cut: a backend that writes a session and its gateway
-// as two items (DynamoDB) can be killed between them, and its total, the
-// sum of the list's sessions, then runs ahead of the gateway.
+// In memory they differ only while the user has the gateway deleted (a
+// delete clears its count; the next change in the list sets it again),
+// since every change of the list's total refreshes the gateway and a
+// gateway is read again only once written. So a gateway not deleted that
+// differs is a cut: a backend that writes a session and its gateway as
+// two items (DynamoDB) can be killed between them, and its total, the sum
+// of the list's sessions, then runs ahead of the gateway.
 func (e *Engine) mendGateway(u *userState, conv string) error {
 	biz, ok := protocol.IsGateway(conv)
-	if ent := u.sessions[conv]; !ok || !ent.exists || ent.st.UnreadCount == u.totals[biz] {
+	if ent := u.sessions[conv]; !ok || !ent.exists || ent.st.Deleted || ent.st.UnreadCount == u.totals[biz] {
 		return nil
 	}
 	return e.refreshGateway(u, e.nowMS(), session.State{SubBiz: biz}, false, false)
