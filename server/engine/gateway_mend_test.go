@@ -55,69 +55,86 @@ func (b *gatewayCut) User(ctx context.Context, user string) (store.UserRecord, e
 	return rec, nil
 }
 
-// Close leaves the store open: the test starts a second engine on it.
+// Close leaves the store open: the tests start a second engine on it.
 func (b *gatewayCut) Close() error { return nil }
+
+// gatewayRig is bob's direct chat with shop-orders, an account filed
+// under the sub-business shop, on a gatewayCut, with engines that own
+// every conversation and user.
+type gatewayRig struct {
+	be            *gatewayCut
+	ctx           context.Context
+	conv, gateway string
+	owners        ownerOfAll
+}
+
+func newGatewayRig(t *testing.T) *gatewayRig {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	r := &gatewayRig{be: &gatewayCut{seqLog: seqLog{memstore.New()}}, ctx: ctx, gateway: protocol.GatewayConv("shop"), owners: ownerOfAll{newOtherNode()}}
+	close(r.owners.written)
+	r.conv, _ = protocol.DirectConv("shop-orders", "bob")
+	if err := r.be.SetAccount(ctx, "shop-orders", "", "shop"); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *gatewayRig) engine(t *testing.T) *Engine {
+	t.Helper()
+	e, err := New(r.ctx, r.be, Options{Owners: r.owners, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (r *gatewayRig) send(t *testing.T, e *Engine, id string) {
+	t.Helper()
+	if _, err := e.Append(r.ctx, store.AppendRequest{Msg: protocol.Message{Conv: r.conv, MsgID: id, From: "shop-orders", Body: id}, Members: []string{"shop-orders", "bob"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stored returns bob's session of conv as the backend holds it.
+func (r *gatewayRig) stored(t *testing.T, conv string) session.State {
+	t.Helper()
+	got, err := r.be.Sessions(r.ctx, conv, []string{"bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got["bob"]
+}
 
 // A sub-business's gateway left behind its list by a cut write is set
 // right by the next owner as soon as it reads the user, before it shows a
 // page: the gateway's unread count is its list's total again.
 func TestNewOwnerMendsAGatewayLeftBehindItsSubBusiness(t *testing.T) {
-	be := &gatewayCut{seqLog: seqLog{memstore.New()}}
-	owners := ownerOfAll{newOtherNode()}
-	close(owners.written)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := be.SetAccount(ctx, "shop-orders", "", "shop"); err != nil {
+	r := newGatewayRig(t)
+	first := r.engine(t)
+	r.send(t, first, "o1")
+	if err := first.flush.barrier(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	conv, _ := protocol.DirectConv("shop-orders", "bob")
-	gateway := protocol.GatewayConv("shop")
-	newEngine := func() *Engine {
-		e, err := New(ctx, be, Options{Owners: owners, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	send := func(e *Engine, id string) {
-		t.Helper()
-		if _, err := e.Append(ctx, store.AppendRequest{Msg: protocol.Message{Conv: conv, MsgID: id, From: "shop-orders", Body: id}, Members: []string{"shop-orders", "bob"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stored := func(conv string) session.State {
-		t.Helper()
-		got, err := be.Sessions(ctx, conv, []string{"bob"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got["bob"]
-	}
-
-	first := newEngine()
-	send(first, "o1")
-	if err := first.flush.barrier(ctx); err != nil {
-		t.Fatal(err)
-	}
-	be.cut.Store(true)
-	send(first, "o2")
+	r.be.cut.Store(true)
+	r.send(t, first, "o2")
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	be.cut.Store(false)
-	if member, gw := stored(conv), stored(gateway); member.UnreadCount != 2 || gw.UnreadCount != 1 {
+	r.be.cut.Store(false)
+	if member, gw := r.stored(t, r.conv), r.stored(t, r.gateway); member.UnreadCount != 2 || gw.UnreadCount != 1 {
 		t.Fatalf("the cut left bob's session at %d unread and the gateway at %d; the test needs 2 and 1", member.UnreadCount, gw.UnreadCount)
 	}
 
-	second := newEngine()
+	second := r.engine(t)
 	t.Cleanup(func() { second.Close() })
-	page, err := second.Sync(ctx, "bob", store.SyncQuery{Limit: 10})
+	page, err := second.Sync(r.ctx, "bob", store.SyncQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var shown *protocol.Session
 	for i, s := range page.Sessions {
-		if s.Conv == gateway {
+		if s.Conv == r.gateway {
 			shown = &page.Sessions[i]
 		}
 	}
@@ -130,10 +147,10 @@ func TestNewOwnerMendsAGatewayLeftBehindItsSubBusiness(t *testing.T) {
 	if page.TotalUnread != 2 {
 		t.Errorf("bob's main list's total_unread is %d, want 2 (the gateway's count)", page.TotalUnread)
 	}
-	if err := second.flush.barrier(ctx); err != nil {
+	if err := second.flush.barrier(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if gw := stored(gateway); gw.UnreadCount != 2 {
+	if gw := r.stored(t, r.gateway); gw.UnreadCount != 2 {
 		t.Errorf("the gateway stored after the mend holds %d unread, want 2", gw.UnreadCount)
 	}
 }
@@ -141,46 +158,24 @@ func TestNewOwnerMendsAGatewayLeftBehindItsSubBusiness(t *testing.T) {
 // A gateway its user deleted holds no unread count while its list still
 // does: that is the delete, not a cut, and the next owner leaves it so.
 func TestNewOwnerLeavesADeletedGatewayAlone(t *testing.T) {
-	be := &gatewayCut{seqLog: seqLog{memstore.New()}}
-	owners := ownerOfAll{newOtherNode()}
-	close(owners.written)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := be.SetAccount(ctx, "shop-orders", "", "shop"); err != nil {
-		t.Fatal(err)
-	}
-	conv, _ := protocol.DirectConv("shop-orders", "bob")
-	gateway := protocol.GatewayConv("shop")
-	newEngine := func() *Engine {
-		e, err := New(ctx, be, Options{Owners: owners, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	first := newEngine()
-	if _, err := first.Append(ctx, store.AppendRequest{Msg: protocol.Message{Conv: conv, MsgID: "o1", From: "shop-orders", Body: "o1"}, Members: []string{"shop-orders", "bob"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := first.SessionOp(ctx, "bob", gateway, session.OpDelete, session.OpArgs{}); err != nil {
+	r := newGatewayRig(t)
+	first := r.engine(t)
+	r.send(t, first, "o1")
+	if _, err := first.SessionOp(r.ctx, "bob", r.gateway, session.OpDelete, session.OpArgs{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	second := newEngine()
+	second := r.engine(t)
 	t.Cleanup(func() { second.Close() })
-	if _, err := second.Sync(ctx, "bob", store.SyncQuery{Limit: 10}); err != nil {
+	if _, err := second.Sync(r.ctx, "bob", store.SyncQuery{Limit: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if err := second.flush.barrier(ctx); err != nil {
+	if err := second.flush.barrier(r.ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := be.Sessions(ctx, gateway, []string{"bob"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gw := got["bob"]; !gw.Deleted || gw.UnreadCount != 0 {
+	if gw := r.stored(t, r.gateway); !gw.Deleted || gw.UnreadCount != 0 {
 		t.Errorf("the deleted gateway is stored as deleted=%v with %d unread after the new owner read bob; want deleted with 0", gw.Deleted, gw.UnreadCount)
 	}
 }
