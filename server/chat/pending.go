@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/hub"
@@ -90,6 +91,10 @@ func (r Replayed) skipSent(conv string, after int64) int64 {
 // done and skips what done already holds, so that a second pass, or a live
 // push of the same message, sends nothing twice.
 //
+// A seq missing below the newest (a cluster owner writes a conversation's
+// appends side by side, so a later one can be stored first) is waited for,
+// within gapWait, before anything after it is pushed.
+//
 // The rows stay until the user's delivered marks reach each conversation's
 // newest seq, so a replay cut short — or a push lost with its socket — is
 // done again on the next hello.
@@ -98,24 +103,30 @@ func (s *Service) Replay(ctx context.Context, user string, to ReplayTarget, done
 	if err != nil {
 		return fmt.Errorf("replay for %s: %w", user, err)
 	}
+	gaps := &gapWaiter{deadline: time.Now().Add(s.gapWait)}
 	for _, row := range rows {
-		if err := s.replayConversation(ctx, user, row, to, done); err != nil {
+		if err := s.replayConversation(ctx, user, row, to, done, gaps); err != nil {
 			return fmt.Errorf("replay %s for %s: %w", row.Conv, user, err)
 		}
 	}
 	return nil
 }
 
-func (s *Service) replayConversation(ctx context.Context, user string, row store.PendingDelivery, to ReplayTarget, done Replayed) error {
+func (s *Service) replayConversation(ctx context.Context, user string, row store.PendingDelivery, to ReplayTarget, done Replayed, gaps *gapWaiter) error {
 	after := done.skipSent(row.Conv, row.ReplayFrom()-1)
 	for {
 		msgs, hasMore, err := s.store.History(ctx, row.Conv, store.HistoryQuery{After: true, AfterSeq: after, Limit: replayPage, MaxBytes: s.limits.MaxPageBytes})
 		if err != nil {
 			return err
 		}
+		missing := false
 		for _, m := range msgs {
 			if m.Seq > row.NewestSeq {
 				return nil
+			}
+			if m.Seq > after+1 && !gaps.over() {
+				missing = true
+				break
 			}
 			after = m.Seq
 			// A user's own message is never pending for them: storing it
@@ -131,8 +142,56 @@ func (s *Service) replayConversation(ctx context.Context, user string, row store
 			}
 			done.Add(m.Conv, m.Seq)
 		}
-		if !hasMore || len(msgs) == 0 || after >= row.NewestSeq {
+		switch {
+		case after >= row.NewestSeq:
 			return nil
+		case !missing && hasMore && len(msgs) > 0:
+			continue
+		case !missing && gaps.over():
+			return nil // the rest below the newest seq never came
+		}
+		// Seqs below the newest are not in the log (yet): wait for them
+		// before sending anything after them, so that the device gets the
+		// conversation oldest first.
+		if err := gaps.wait(ctx, row.Conv, after); err != nil {
+			return err
 		}
 	}
+}
+
+// gapWait bounds how long one replay pass waits for seqs missing below the
+// newest seqs it read. A conversation's owner writes its appends side by
+// side, so a message can be in the log before one given a lower seq, whose
+// write ends a moment later (milliseconds; seconds under a saturated
+// store). A seq still missing once the pass has waited gapWait in all is
+// one its append left unused (the owner gives it to its next message), and
+// the pass goes on past it and every later gap.
+const gapWait = 2 * time.Second
+
+// gapWaiter paces one replay pass's waits for missing seqs.
+type gapWaiter struct {
+	deadline time.Time
+	conv     string
+	at       int64 // the seq after which the gap waited for is
+	pause    time.Duration
+}
+
+// over reports whether the pass has used its time for gaps.
+func (g *gapWaiter) over() bool { return !time.Now().Before(g.deadline) }
+
+// wait pauses before conv's log is read again for the gap after seq after,
+// a little longer each time it waits at the same gap.
+func (g *gapWaiter) wait(ctx context.Context, conv string, after int64) error {
+	if g.conv != conv || g.at != after {
+		g.conv, g.at, g.pause = conv, after, 2*time.Millisecond
+	}
+	t := time.NewTimer(min(g.pause, time.Until(g.deadline)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	g.pause = min(2*g.pause, 100*time.Millisecond)
+	return nil
 }

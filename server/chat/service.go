@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/hub"
@@ -39,6 +40,9 @@ type Service struct {
 	limits protocol.Limits
 	quotas quotaSets
 	log    *slog.Logger
+	// gapWait bounds a replay pass's waits for seqs missing in the log
+	// (see the const gapWait).
+	gapWait time.Duration
 }
 
 // New returns a Service storing in st (which keeps each user's state
@@ -50,7 +54,7 @@ func New(st store.Store, p Pusher, limits protocol.Limits, log *slog.Logger) *Se
 	if limits.MaxPageBytes <= 0 {
 		limits.MaxPageBytes = protocol.DefaultMaxPageBytes
 	}
-	return &Service{store: st, push: p, limits: limits, quotas: newQuotaSets(DefaultQuotas), log: log}
+	return &Service{store: st, push: p, limits: limits, quotas: newQuotaSets(DefaultQuotas), log: log, gapWait: gapWait}
 }
 
 // members returns the members of conv after checking that user is one of
