@@ -321,6 +321,7 @@ func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) e
 	// Installed shard by shard: every missing user comes with a session
 	// need (missing lists both).
 	for sh, ns := range e.users.byShard(sessions) {
+		var err error
 		e.users.lock(sh)
 		for _, n := range ns {
 			u := sh.m[n.user]
@@ -342,15 +343,16 @@ func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) e
 			ent.used = sh.uses
 			u.sessions[n.conv] = ent
 			sh.cached++
-			if err := e.mendGateway(u, n.conv); err != nil {
-				sh.commit(e.flush)
-				sh.mu.Unlock()
-				return err
+			if err = e.mendGateway(u, n.conv); err != nil {
+				break
 			}
 		}
 		sh.commit(e.flush) // a mended gateway's rows
 		e.evict(sh)
 		sh.mu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
