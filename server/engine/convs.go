@@ -67,10 +67,11 @@ type convState struct {
 	assigned int64
 	holes    []int64
 	// recent maps the msg_ids of the conversation's latest messages to
-	// their seqs (an owner's, filled from the log on first use): a send
-	// repeated takes no seq.
-	recent     recentIDs
-	recentOnce sync.Once
+	// their seqs (an owner's, filled from the log before its first seq
+	// is given, under recentLoad): a send repeated takes no seq.
+	recent       recentIDs
+	recentLoad   sync.Mutex
+	recentLoaded bool // guarded by mu
 	// events are the seqs of the latest messages that do not count as
 	// unread (events.go), for the session effects computed here.
 	events convEvents

@@ -57,7 +57,10 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 			return fail(store.ErrStaleMembers)
 		}
 	}
-	e.loadRecent(ctx, cs)
+	if err := e.loadRecent(ctx, cs); err != nil {
+		release()
+		return fail(err)
+	}
 	msg := e.stamped(req.Msg)
 	cs.mu.Lock()
 	repeat := cs.recent.has(msg.MsgID)
@@ -134,12 +137,10 @@ func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convSta
 		res, err := sa.AppendAt(ctx, msg)
 		<-e.appendSlots
 		if errors.Is(err, store.ErrSeqTaken) {
-			newest, nerr := sa.NewestSeq(ctx, cs.conv)
-			if nerr != nil {
-				return store.AppendResult{}, nerr
+			if err := e.catchUp(ctx, sa, cs); err != nil {
+				return store.AppendResult{}, err
 			}
 			cs.mu.Lock()
-			cs.assigned = max(cs.assigned, newest)
 			cs.events.note(msg.Seq, false, cs.assigned)
 			msg.Seq = cs.takeSeqAbove(pointsAt(msg))
 			cs.events.note(msg.Seq, !session.CountsAsUnread(msg), cs.assigned)
@@ -153,7 +154,56 @@ func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convSta
 		}
 		return res, err
 	}
+	// The seq of the last try was never written to.
+	cs.mu.Lock()
+	cs.giveBack(msg.Seq)
+	cs.mu.Unlock()
 	return store.AppendResult{}, fmt.Errorf("no free seq after %d tries", maxSeqTries)
+}
+
+// catchUp moves the seqs cs gives past those another writer stored or
+// promised (a node that lost the conversation, a repeat placed by the
+// backend, a group change): its next seq is above the newest the log
+// holds or has promised, and the seqs it passes over that hold no message
+// become holes. Passed over unseen, a seq promised and never written (a
+// max seq raised by a node that lost the conversation before its write)
+// would stay a gap for good.
+func (e *Engine) catchUp(ctx context.Context, sa store.SeqAppender, cs *convState) error {
+	cs.mu.Lock()
+	from := cs.assigned
+	cs.mu.Unlock()
+	newest, err := sa.NewestSeq(ctx, cs.conv)
+	if err != nil {
+		return err
+	}
+	if newest <= from {
+		return nil
+	}
+	page, _, err := e.be.History(ctx, cs.conv, store.HistoryQuery{After: true, AfterSeq: from, Limit: protocol.MaxHistoryLimit})
+	if err != nil {
+		return err
+	}
+	// The page says which seqs above from hold a message, up to its last
+	// one, or up to newest when it is not full.
+	seen := newest
+	if len(page) == protocol.MaxHistoryLimit {
+		seen = page[len(page)-1].Seq
+	}
+	stored := make(map[int64]bool, len(page))
+	for _, m := range page {
+		stored[m.Seq] = true
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	// Seqs up to cs.assigned are this owner's (given while the page was
+	// read): their appends write them or give them back.
+	for seq := cs.assigned + 1; seq <= min(newest, seen); seq++ {
+		if !stored[seq] && !slices.Contains(cs.holes, seq) {
+			cs.holes = append(cs.holes, seq)
+		}
+	}
+	cs.assigned = max(cs.assigned, newest)
+	return nil
 }
 
 // ErrConvMoved refuses an append whose conversation this node stopped
@@ -176,23 +226,34 @@ const maxSeqTries = 8
 // its own; 0 for none): the lowest one above floor an append left unused,
 // else the one after the newest given; the caller holds mu.
 func (cs *convState) takeSeqAbove(floor int64) int64 {
+	// A max seq above the newest seq given was moved there by another
+	// writer (a message the backend placed, a group change): the seqs it
+	// passed over are tried as holes, since one promised and never
+	// written would otherwise stay a gap (a taken one sends its message
+	// on: catchUp).
+	for seq := cs.assigned + 1; seq < cs.maxSeq; seq++ {
+		if !slices.Contains(cs.holes, seq) {
+			cs.holes = append(cs.holes, seq)
+		}
+	}
+	cs.assigned = max(cs.assigned, cs.maxSeq)
 	slices.Sort(cs.holes)
 	if i, _ := slices.BinarySearch(cs.holes, floor+1); i < len(cs.holes) {
 		seq := cs.holes[i]
 		cs.holes = slices.Delete(cs.holes, i, i+1)
 		return seq
 	}
-	cs.assigned = max(cs.assigned, cs.maxSeq) + 1
+	cs.assigned++
 	return cs.assigned
 }
 
-// giveBack returns a seq its message did not take; the caller holds mu.
+// giveBack returns a seq its message did not take, to be given first to
+// the next message; the caller holds mu. It goes to the holes even when
+// it is the newest given: lowering assigned instead would lose it for
+// good once the max seq moved past it (a message the backend placed above
+// it, a group change), since the next seq is taken above both.
 func (cs *convState) giveBack(seq int64) {
 	cs.events.note(seq, false, cs.assigned)
-	if seq > cs.maxSeq && seq == cs.assigned {
-		cs.assigned--
-		return
-	}
 	cs.holes = append(cs.holes, seq)
 }
 
@@ -253,38 +314,53 @@ func (r *recentIDs) has(msgID string) bool {
 }
 
 // loadRecent fills the conversation's recent msg_ids from the newest page
-// of its log, once, and takes the seqs that page skips as holes to give
-// to the next messages: an owner that died or lost the conversation
-// between giving a seq and writing its message left it empty, and the
-// holes it knew of died with it.
-func (e *Engine) loadRecent(ctx context.Context, cs *convState) {
-	cs.recentOnce.Do(func() {
-		page, _, err := e.be.History(ctx, cs.conv, store.HistoryQuery{Limit: protocol.MaxHistoryLimit})
-		if err != nil {
-			// Without them a repeat of an older send is still found by
-			// the backend; it only costs a seq given back.
-			e.log.Warn("reading a conversation's latest msg_ids", "conv", cs.conv, "err", err)
-			return
+// of its log, and takes the seqs that page skips as holes to give to the
+// next messages: an owner that died or lost the conversation between
+// giving a seq and writing its message left it empty, and the holes it
+// knew of died with it. It succeeds once per convState before any seq is
+// given; until then every append fails with its error, for a seq given
+// without the holes would leave them empty for good.
+func (e *Engine) loadRecent(ctx context.Context, cs *convState) error {
+	cs.mu.Lock()
+	loaded := cs.recentLoaded
+	cs.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	cs.recentLoad.Lock()
+	defer cs.recentLoad.Unlock()
+	cs.mu.Lock()
+	loaded = cs.recentLoaded
+	cs.mu.Unlock()
+	if loaded {
+		return nil // loaded meanwhile by another append
+	}
+	page, _, err := e.be.History(ctx, cs.conv, store.HistoryQuery{Limit: protocol.MaxHistoryLimit})
+	if err != nil {
+		return fmt.Errorf("read the latest messages before giving a seq: %w", err)
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, m := range page {
+		cs.recent.add(m.MsgID, m.Seq)
+	}
+	cs.holes = append(cs.holes, skipped(page, len(page) < protocol.MaxHistoryLimit, cs.holes)...)
+	// Seqs above the newest message, up to the conversation's max seq,
+	// are holes too: an owner raises the max seq beside the message's
+	// write, and died before the write.
+	newest := int64(0)
+	if len(page) > 0 {
+		newest = page[len(page)-1].Seq
+	}
+	for seq := newest + 1; seq <= cs.maxSeq; seq++ {
+		if !slices.Contains(cs.holes, seq) {
+			cs.holes = append(cs.holes, seq)
 		}
-		cs.mu.Lock()
-		defer cs.mu.Unlock()
-		for _, m := range page {
-			cs.recent.add(m.MsgID, m.Seq)
-		}
-		cs.holes = append(cs.holes, skipped(page, len(page) < protocol.MaxHistoryLimit, cs.holes)...)
-		// Seqs above the newest message, up to the conversation's max
-		// seq, are holes too: an owner raises the max seq beside the
-		// message's write, and died before the write.
-		newest := int64(0)
-		if len(page) > 0 {
-			newest = page[len(page)-1].Seq
-		}
-		for seq := newest + 1; seq <= cs.maxSeq; seq++ {
-			if !slices.Contains(cs.holes, seq) {
-				cs.holes = append(cs.holes, seq)
-			}
-		}
-	})
+	}
+	// Every seq up to the max seq is stored or a hole now.
+	cs.assigned = max(cs.assigned, cs.maxSeq)
+	cs.recentLoaded = true
+	return nil
 }
 
 // skipped returns the seqs that page, a conversation's newest messages in

@@ -20,6 +20,21 @@ import (
 type seqLog struct{ *memstore.Store }
 
 func (s seqLog) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+	// A seq at or below the newest is taken (the log keeps no gap below
+	// its newest); one past the next would leave a gap memstore cannot
+	// hold.
+	page, _, err := s.History(ctx, m.Conv, store.HistoryQuery{Limit: protocol.MaxHistoryLimit})
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if len(page) > 0 && m.Seq <= page[len(page)-1].Seq {
+		for _, stored := range page {
+			if stored.MsgID == m.MsgID {
+				return store.AppendResult{Msg: stored, Duplicate: true}, nil
+			}
+		}
+		return store.AppendResult{}, store.ErrSeqTaken
+	}
 	res, err := s.Append(ctx, m)
 	if err == nil && !res.Duplicate && res.Msg.Seq != m.Seq {
 		return res, fmt.Errorf("stored at %d, not at %d", res.Msg.Seq, m.Seq)
@@ -46,7 +61,9 @@ func (o *elsewhere) OwnsConv(string) bool                       { return true }
 func (o *elsewhere) HoldUser(string) (func(), bool)             { return nil, false }
 func (o *elsewhere) Confirm(context.Context, WriteTicket) error { return nil }
 func (o *elsewhere) UserFence(string) (int64, bool)             { return 1, true }
-func (o *elsewhere) HoldWrite(string) (func(), bool)            { return func() {}, true }
+func (o *elsewhere) HoldWrite(string) (func(), time.Time, bool) {
+	return func() {}, time.Time{}, true
+}
 func (o *elsewhere) Apply(_ context.Context, effects []Effect) ([]EffectResult, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
