@@ -28,9 +28,9 @@ func (l *leases) UserFence(user string) (int64, bool) {
 }
 
 // HoldWrite holds the users with an epoch; seal takes one's away.
-func (l *leases) HoldWrite(user string) (func(), bool) {
+func (l *leases) HoldWrite(user string) (func(), time.Time, bool) {
 	_, ok := l.UserFence(user)
-	return func() {}, ok
+	return func() {}, time.Time{}, ok
 }
 
 func (l *leases) seal(user string) {
@@ -194,7 +194,7 @@ func (h *holdingRows) Apply(_ context.Context, d store.Derived) error {
 		h.before = nil
 	}
 	for _, st := range d.Sessions {
-		release, ok := d.Hold(st.User)
+		release, _, ok := d.Hold(st.User)
 		if ok {
 			h.written[st.User] = true
 			release()

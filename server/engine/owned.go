@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/session"
@@ -43,8 +44,10 @@ type Owners interface {
 	// HoldWrite reports whether user's rows are still this node's to
 	// write and, when they are, keeps them so until release (a shard is
 	// not handed over with a write of its rows in flight): asked by the
-	// backend right before it writes them (store.Derived.Hold).
-	HoldWrite(user string) (release func(), ok bool)
+	// backend right before it writes them (store.Derived.Hold). The
+	// write must be done by until (zero: no bound), when this node stops
+	// trusting its lease of the user's shard unless it is refreshed.
+	HoldWrite(user string) (release func(), until time.Time, ok bool)
 }
 
 // Effect is a session effect on one user, as it travels to the user's
@@ -116,8 +119,8 @@ func (e *Engine) fenceRows(d *store.Derived) {
 	}
 	d.Sessions, d.Totals = sessions, totals
 	var ended sync.Once
-	d.Hold = func(user string) (func(), bool) {
-		release, ok := e.owners.HoldWrite(user)
+	d.Hold = func(user string) (func(), time.Time, bool) {
+		release, until, ok := e.owners.HoldWrite(user)
 		if !ok {
 			// Sealed since the batch was cut: skipped by the backend.
 			ended.Do(func() {
@@ -125,7 +128,7 @@ func (e *Engine) fenceRows(d *store.Derived) {
 				e.log.Warn("dropped rows of users whose shards were handed over during the write; their effects are applied again at their owners", "user", user)
 			})
 		}
-		return release, ok
+		return release, until, ok
 	}
 }
 

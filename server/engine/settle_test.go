@@ -30,10 +30,12 @@ func newOtherNode() *otherNode {
 	return &otherNode{boot: "life-1", written: make(chan struct{})}
 }
 
-func (o *otherNode) OwnsConv(string) bool            { return true }
-func (o *otherNode) HoldUser(string) (func(), bool)  { return nil, false }
-func (o *otherNode) UserFence(string) (int64, bool)  { return 1, true }
-func (o *otherNode) HoldWrite(string) (func(), bool) { return func() {}, true }
+func (o *otherNode) OwnsConv(string) bool           { return true }
+func (o *otherNode) HoldUser(string) (func(), bool) { return nil, false }
+func (o *otherNode) UserFence(string) (int64, bool) { return 1, true }
+func (o *otherNode) HoldWrite(string) (func(), time.Time, bool) {
+	return func() {}, time.Time{}, true
+}
 
 func (o *otherNode) Apply(_ context.Context, effects []Effect) ([]EffectResult, error) {
 	o.mu.Lock()

@@ -72,6 +72,12 @@ func monotonic(t time.Time) int64 { return int64(t.Sub(processStart)) }
 // Valid reports whether the lease may still be trusted at now.
 func (l *Lease) Valid(now time.Time) bool { return l != nil && monotonic(now) < l.validUntil.Load() }
 
+// TrustedUntil is when the holder stops trusting the lease (a time on the
+// monotonic clock: a deadline for what the holder writes under it).
+func (l *Lease) TrustedUntil() time.Time {
+	return processStart.Add(time.Duration(l.validUntil.Load()))
+}
+
 func (l *Lease) trustUntil(t time.Time) { l.validUntil.Store(monotonic(t)) }
 
 // Fence is the lease's fencing token.

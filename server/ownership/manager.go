@@ -145,6 +145,19 @@ func (m *Manager) Held(shard Shard) (Fence, bool) {
 	return l.Fence(), true
 }
 
+// TrustedUntil returns when this node stops trusting its lease of shard
+// unless it is refreshed first: the deadline of a write of the shard's
+// rows (false: it holds no valid lease of the shard).
+func (m *Manager) TrustedUntil(shard Shard) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.held[shard]
+	if !l.Valid(time.Now()) {
+		return time.Time{}, false
+	}
+	return l.TrustedUntil(), true
+}
+
 // Epoch returns the epoch this node last took shard at, whether it still
 // holds it or not (false: it never took it). It is the fence of the rows
 // the node writes of the shard: rows put while the node held the shard

@@ -41,13 +41,26 @@ func (o owners) UserFence(user string) (int64, bool) {
 }
 
 // HoldWrite keeps user's rows this node's to write until release, if
-// they still are (see gate.sealWithin).
-func (o owners) HoldWrite(user string) (func(), bool) {
-	g := &o.r.gates[ownership.ShardOfUser(user)]
-	if !g.holdWrite() {
-		return nil, false
+// they still are (see gate.sealWithin) and its lease of the user's shard
+// is still trusted; the write must be done by until, when the lease stops
+// being trusted unless refreshed: a write that lands later could land
+// after a successor read the tables, where no fence shows it stale.
+func (o owners) HoldWrite(user string) (release func(), until time.Time, ok bool) {
+	shard := ownership.ShardOfUser(user)
+	s := o.r.ownership()
+	if s == nil {
+		return nil, time.Time{}, false
 	}
-	return g.releaseWrite, true
+	g := &o.r.gates[shard]
+	if !g.holdWrite() {
+		return nil, time.Time{}, false
+	}
+	until, ok = s.TrustedUntil(shard)
+	if !ok {
+		g.releaseWrite()
+		return nil, time.Time{}, false
+	}
+	return g.releaseWrite, until, true
 }
 
 // Apply sends effects to the owners of their users, one request per node,

@@ -31,6 +31,9 @@ type Shards interface {
 	Wake()
 	// Epoch returns the epoch this node last took a shard at.
 	Epoch(shard ownership.Shard) (int64, bool)
+	// TrustedUntil returns when this node stops trusting its lease of a
+	// shard unless it is refreshed first (false: it holds none).
+	TrustedUntil(shard ownership.Shard) (time.Time, bool)
 }
 
 // Router is a node's store.Store in a deployment where conversations and

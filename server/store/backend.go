@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/session"
@@ -268,8 +269,10 @@ type Derived struct {
 	// are no longer the writer's to write (the user's shard was handed
 	// over since the batch was cut) and the backend skips them, without
 	// error; else the backend calls release once they are written. A
-	// handover waits for the rows held, not for the whole batch.
-	Hold func(user string) (release func(), ok bool)
+	// handover waits for the rows held, not for the whole batch. A write
+	// held is not attempted past until (zero: no bound): the moment the
+	// writer stops trusting its lease of the user's shard.
+	Hold func(user string) (release func(), until time.Time, ok bool)
 }
 
 // Empty reports whether d holds no row.

@@ -42,14 +42,22 @@ func (s *Store) Apply(ctx context.Context, d store.Derived) error {
 	err := s.phase(ctx, func(g *errgroup.Group, ctx context.Context) {
 		for _, w := range writes {
 			g.Go(func() error {
+				wctx := ctx
 				if d.Hold != nil {
-					release, ok := d.Hold(w.user)
+					release, until, ok := d.Hold(w.user)
 					if !ok {
 						return nil
 					}
 					defer release()
+					if !until.IsZero() {
+						// Not one attempt after the holder stops
+						// trusting its lease.
+						var cancel context.CancelFunc
+						wctx, cancel = context.WithDeadline(ctx, until)
+						defer cancel()
+					}
 				}
-				return s.writeUser(ctx, w)
+				return s.writeUser(wctx, w)
 			})
 		}
 	}, func(g *errgroup.Group, ctx context.Context) {

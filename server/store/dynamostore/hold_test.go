@@ -1,8 +1,12 @@
 package dynamostore
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
@@ -23,11 +27,11 @@ func TestApplySkipsTheRowsOfAUserNotHeld(t *testing.T) {
 		},
 		Totals: []store.TotalRow{{User: "alice", Total: 1, At: 100}, {User: "bob", Total: 1, At: 100}},
 		Fences: map[string]int64{"alice": 3, "bob": 3},
-		Hold: func(user string) (func(), bool) {
+		Hold: func(user string) (func(), time.Time, bool) {
 			if user == "bob" {
-				return nil, false
+				return nil, time.Time{}, false
 			}
-			return func() { released.Add(1) }, true
+			return func() { released.Add(1) }, time.Time{}, true
 		},
 	}
 	if err := s.Apply(t.Context(), d); err != nil {
@@ -54,5 +58,64 @@ func TestApplySkipsTheRowsOfAUserNotHeld(t *testing.T) {
 	}
 	if released.Load() != 1 {
 		t.Errorf("%d holds released, want alice's 1", released.Load())
+	}
+}
+
+// A user's rows are not attempted past the deadline of their hold (when
+// the writer stops trusting its lease of the user's shard): a write that
+// landed later could land after a successor read the tables.
+func TestApplyWritesNothingOfAUserPastItsHold(t *testing.T) {
+	s, _ := openFresh(t, nil)
+	conv, _ := protocol.DirectConv("alice", "bob")
+	d := store.Derived{
+		Sessions: []session.State{
+			{User: "alice", Conv: conv, ActiveTS: 100, WriteTS: 100, UnreadCount: 1},
+		},
+		Fences: map[string]int64{"alice": 3},
+		Hold: func(user string) (func(), time.Time, bool) {
+			return func() {}, time.Now().Add(-time.Millisecond), true
+		},
+	}
+	if err := s.Apply(t.Context(), d); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Apply past alice's hold's deadline: %v, want context.DeadlineExceeded", err)
+	}
+	got, err := s.Sessions(t.Context(), conv, []string{"alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["alice"]; ok {
+		t.Errorf("alice's session was written past her hold's deadline")
+	}
+}
+
+// Each user's hold bounds that user's write alone: users written side by
+// side under deadlines to spare are all written.
+func TestApplyBoundsEachUsersWriteByItsOwnHold(t *testing.T) {
+	s, _ := openFresh(t, nil)
+	var users []string
+	var d store.Derived
+	d.Fences = map[string]int64{}
+	for i := range 2 * applyWorkers {
+		u := fmt.Sprintf("user%02d", i)
+		users = append(users, u)
+		conv, _ := protocol.DirectConv("alice", u)
+		d.Sessions = append(d.Sessions, session.State{User: u, Conv: conv, ActiveTS: 100, WriteTS: 100, UnreadCount: 1})
+		d.Fences[u] = 3
+	}
+	d.Hold = func(string) (func(), time.Time, bool) {
+		return func() {}, time.Now().Add(time.Minute), true
+	}
+	if err := s.Apply(t.Context(), d); err != nil {
+		t.Fatalf("Apply with every hold's deadline a minute away: %v", err)
+	}
+	for _, u := range users {
+		conv, _ := protocol.DirectConv("alice", u)
+		got, err := s.Sessions(t.Context(), conv, []string{u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got[u]; !ok {
+			t.Errorf("%s's session was not written", u)
+		}
 	}
 }
