@@ -41,10 +41,15 @@ func (o owners) UserFence(user string) (int64, bool) {
 }
 
 // HoldWrite keeps user's rows this node's to write until release, if
-// they still are (see gate.sealWithin) and its lease of the user's shard
-// is still trusted; the write must be done by until, when the lease stops
-// being trusted unless refreshed: a write that lands later could land
-// after a successor read the tables, where no fence shows it stale.
+// they still are (see gate.sealWithin). The write must be done by until,
+// when this node stops trusting its lease of the user's shard unless it
+// is refreshed: a write that lands later could land after a successor
+// read the tables, where no fence shows it stale. A lease not trusted
+// right now (a refresh late) gives a deadline already past: the write
+// fails and is tried again, once the lease is refreshed, or dropped once
+// the lease is lost (Router.lost stops the shard's writing at once). It
+// is not dropped here: the node still serves the shard from memory, and
+// its rows would be lost from the tables for good.
 func (o owners) HoldWrite(user string) (release func(), until time.Time, ok bool) {
 	shard := ownership.ShardOfUser(user)
 	s := o.r.ownership()
@@ -57,8 +62,7 @@ func (o owners) HoldWrite(user string) (release func(), until time.Time, ok bool
 	}
 	until, ok = s.TrustedUntil(shard)
 	if !ok {
-		g.releaseWrite()
-		return nil, time.Time{}, false
+		until = time.Now()
 	}
 	return g.releaseWrite, until, true
 }

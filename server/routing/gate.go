@@ -79,6 +79,15 @@ func (g *gate) sealWithin(ctx context.Context) bool {
 	return g.writes == 0
 }
 
+// stopWriting stops the writing of the shard's rows here at once, without
+// waiting for the writes in flight (sealWithin waits for them): for a
+// shard whose lease is gone. A shard taken again (open) is writable again.
+func (g *gate) stopWriting() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writable = false
+}
+
 // holdWrite admits a write of the shard's rows if they are still this
 // node's to write; the caller calls releaseWrite once it has landed.
 func (g *gate) holdWrite() bool {

@@ -1,10 +1,13 @@
 package routing
 
 import (
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/imcore/im/server/ownership"
+	"github.com/imcore/im/server/store/memstore"
 )
 
 // trustedShards is a node's ownership whose leases are trusted until
@@ -22,15 +25,22 @@ func (s *trustedShards) TrustedUntil(ownership.Shard) (time.Time, bool) {
 	return s.until, true
 }
 
-// A write of a user's rows is held only while the node trusts its lease
-// of the user's shard, and must be done when that trust ends: a node that
-// lost the lease writes nothing more of the shard, even before the drain
-// that follows the loss has sealed it.
-func TestHoldWriteNeedsTheLeaseStillTrusted(t *testing.T) {
+// A write of a user's rows must be done when the node stops trusting its
+// lease of the user's shard. A lease not trusted right now (a refresh
+// late) gives a deadline already past, so that the write fails and is
+// tried again, rather than dropped while the node still serves the shard
+// from memory; a lease lost stops the shard's writing at once, before the
+// drain that follows has sealed it.
+func TestHoldWriteEndsWithTheLeasesTrust(t *testing.T) {
 	shards := &trustedShards{until: time.Now().Add(3 * time.Second)}
-	r := &Router{}
+	r, err := New(t.Context(), Config{Backend: memstore.New(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
 	r.Attach(shards)
-	g := &r.gates[ownership.ShardOfUser("alice")]
+	shard := ownership.ShardOfUser("alice")
+	g := &r.gates[shard]
 	g.open()
 	o := owners{r}
 
@@ -43,11 +53,23 @@ func TestHoldWriteNeedsTheLeaseStillTrusted(t *testing.T) {
 	}
 	release()
 
-	shards.lost = true // writable still: the drain has not sealed it yet
-	if _, _, ok := o.HoldWrite("alice"); ok {
-		t.Fatal("a write was held for a shard whose lease is no longer trusted")
+	shards.lost = true // a refresh late
+	release, until, ok = o.HoldWrite("alice")
+	if !ok {
+		t.Fatal("a write was refused, and its rows dropped, while the shard is still served")
 	}
+	if until.IsZero() || time.Until(until) > 0 {
+		t.Errorf("the write's deadline with the lease not trusted is %v, want one already past", until)
+	}
+	release()
+
+	r.lost(shard) // drains in the background
+	if _, _, ok := o.HoldWrite("alice"); ok {
+		t.Fatal("a write was held for a shard whose lease is lost")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.writes != 0 {
-		t.Errorf("%d writes left held after a refused hold; a seal would wait for them", g.writes)
+		t.Errorf("%d writes left held; a seal would wait for them", g.writes)
 	}
 }

@@ -251,8 +251,13 @@ func (r *Router) wake(node ownership.Node) {
 	}()
 }
 
-// lost stops serving a shard whose lease is gone.
+// lost stops serving a shard whose lease is gone. Its rows stop being
+// written at once, not once its operations in flight have drained: a
+// successor may take the shard from now on, and a row written after it
+// read the tables could pass the epoch fence (the writer drops them and
+// their effects are applied again where their users are now).
 func (r *Router) lost(shard ownership.Shard) {
+	r.gates[shard].stopWriting()
 	go r.releasing(context.Background(), shard)
 }
 
