@@ -169,7 +169,7 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		appendSlots: make(chan struct{}, appendWriters),
 	}
 	e.stopCtx, e.stop = context.WithCancel(context.Background())
-	var fence func(*store.Derived)
+	var fence func(*store.Derived, *batch)
 	if opts.Owners != nil {
 		fence = e.fenceRows
 	}

@@ -86,9 +86,9 @@ func TestRowsCarryTheirUsersLeaseEpochsAndOthersAreDropped(t *testing.T) {
 
 	before := WriteTicket{Boot: e.life()}
 	before.Gen = f.put(func(b *batch) {
-		for _, u := range []string{"alice", "bob", "carol"} { // carol's shard not this node's
-			b.session(session.State{User: u, Conv: "c1", ActiveTS: 100})
-			b.total(store.TotalRow{User: u, Total: 1, At: 100})
+		for u, epoch := range map[string]int64{"alice": 7, "bob": 9, "carol": 3} { // carol's shard not this node's
+			b.sessionAt(session.State{User: u, Conv: "c1", ActiveTS: 100}, epoch)
+			b.totalAt(store.TotalRow{User: u, Total: 1, At: 100}, epoch)
 		}
 	})
 	if err := f.barrier(ctx); err != nil {
@@ -121,7 +121,7 @@ func TestRowsCarryTheirUsersLeaseEpochsAndOthersAreDropped(t *testing.T) {
 
 	// Rows put after the drop are confirmed as usual.
 	after := WriteTicket{Boot: e.life()}
-	after.Gen = f.put(func(b *batch) { b.session(session.State{User: "alice", Conv: "c1", ActiveTS: 101}) })
+	after.Gen = f.put(func(b *batch) { b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 101}, 7) })
 	if err := e.WaitWritten(ctx, after); err != nil {
 		t.Errorf("a ticket after the drop: %v", err)
 	}
@@ -216,8 +216,98 @@ func TestRowsOfAUserSealedDuringTheWriteAreSkipped(t *testing.T) {
 
 	ticket := WriteTicket{Boot: e.life()}
 	ticket.Gen = f.put(func(b *batch) {
-		b.session(session.State{User: "alice", Conv: "c1", ActiveTS: 100})
-		b.session(session.State{User: "bob", Conv: "c1", ActiveTS: 100})
+		b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 100}, 7)
+		b.sessionAt(session.State{User: "bob", Conv: "c1", ActiveTS: 100}, 9)
+	})
+	if err := e.WaitWritten(ctx, ticket); !errors.Is(err, errNotThisLife) {
+		t.Errorf("the ticket of rows skipped confirmed: %v, want errNotThisLife", err)
+	}
+	if !be.written["alice"] || be.written["bob"] {
+		t.Errorf("written %v, want alice's rows only", be.written)
+	}
+}
+
+// Rows computed from a user's state of an earlier time here (an operation
+// of that time put them after the shard was taken again, or a write
+// carried them across the taking) are never written under the later
+// epoch: the node read the tables again when it took the shard, and a
+// row of the earlier time landing after that read would leave its memory
+// behind the tables (a total above the sum of the sessions). The rows of
+// the current epoch are written; the drop ends the writer's life.
+func TestRowsOfAnEarlierTimeHereAreDropped(t *testing.T) {
+	owners := &leases{epochs: map[string]int64{"alice": 8}} // taken again: 7, then 8
+	be := &appliedRows{}
+	e, f := fencedWriter(owners, be)
+	defer f.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	ticket := WriteTicket{Boot: e.life()}
+	ticket.Gen = f.put(func(b *batch) {
+		b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 200, UnreadCount: 5}, 7)
+		b.totalAt(store.TotalRow{User: "alice", Total: 5, At: 200}, 7)
+		b.sessionAt(session.State{User: "alice", Conv: "c2", ActiveTS: 100, UnreadCount: 1}, 8)
+	})
+	if err := e.WaitWritten(ctx, ticket); !errors.Is(err, errNotThisLife) {
+		t.Errorf("the ticket of rows dropped confirmed: %v, want errNotThisLife", err)
+	}
+	var sessions []session.State
+	var totals []store.TotalRow
+	for _, d := range be.take() {
+		sessions = append(sessions, d.Sessions...)
+		totals = append(totals, d.Totals...)
+		if len(d.Sessions) > 0 && d.Fences["alice"] != 8 {
+			t.Errorf("alice's rows fenced at %d, want 8", d.Fences["alice"])
+		}
+	}
+	if len(sessions) != 1 || sessions[0].Conv != "c2" || len(totals) != 0 {
+		t.Errorf("wrote sessions %v and totals %v, want only alice's c2 session of epoch 8", sessions, totals)
+	}
+}
+
+// Within a batch a row of a later epoch replaces one of an earlier,
+// whatever their clocks; one of an earlier epoch never replaces a later.
+func TestABatchKeepsTheRowOfTheLaterEpoch(t *testing.T) {
+	b := newBatch()
+	k := store.MemberKey{User: "alice", Conv: "c1"}
+	b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 300}, 7)
+	b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 100}, 8)
+	if b.sessions[k].ActiveTS != 100 || b.sessionEpochs[k] != 8 {
+		t.Errorf("after a row of epoch 8: active_ts %d at epoch %d, want 100 at 8", b.sessions[k].ActiveTS, b.sessionEpochs[k])
+	}
+	b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 400}, 7)
+	if b.sessions[k].ActiveTS != 100 || b.sessionEpochs[k] != 8 {
+		t.Errorf("a row of epoch 7 replaced one of 8: active_ts %d at epoch %d", b.sessions[k].ActiveTS, b.sessionEpochs[k])
+	}
+	older := newBatch()
+	older.totalAt(store.TotalRow{User: "alice", Total: 5, At: 300}, 7)
+	newer := newBatch()
+	newer.totalAt(store.TotalRow{User: "alice", Total: 2, At: 100}, 8)
+	older.merge(newer)
+	if got := older.totals[[2]string{"alice", ""}]; got.Total != 2 || older.totalEpochs[[2]string{"alice", ""}] != 8 {
+		t.Errorf("merged total %d at epoch %d, want 2 at 8", got.Total, older.totalEpochs[[2]string{"alice", ""}])
+	}
+}
+
+// A user whose shard this node took again between the cut of the batch
+// holding its rows and their write: the backend skips them (Hold), since
+// they were computed before the taking.
+func TestRowsOfAUserTakenAgainDuringTheWriteAreSkipped(t *testing.T) {
+	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
+	be := &holdingRows{written: map[string]bool{}, before: func() {
+		owners.mu.Lock()
+		owners.epochs["bob"] = 10
+		owners.mu.Unlock()
+	}}
+	e, f := fencedWriter(owners, be)
+	defer f.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	ticket := WriteTicket{Boot: e.life()}
+	ticket.Gen = f.put(func(b *batch) {
+		b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 100}, 7)
+		b.sessionAt(session.State{User: "bob", Conv: "c1", ActiveTS: 100}, 9)
 	})
 	if err := e.WaitWritten(ctx, ticket); !errors.Is(err, errNotThisLife) {
 		t.Errorf("the ticket of rows skipped confirmed: %v, want errNotThisLife", err)

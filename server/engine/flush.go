@@ -28,7 +28,7 @@ type flusher struct {
 	gather time.Duration // see Options.FlushGather
 	// fence, when set, fences each batch's rows before they are written
 	// (Engine.fenceRows).
-	fence func(d *store.Derived)
+	fence func(d *store.Derived, staged *batch)
 
 	mu      sync.Mutex
 	cur     *batch
@@ -44,7 +44,7 @@ type flusher struct {
 	closed  bool
 }
 
-func newFlusher(be store.Backend, log *slog.Logger, gather time.Duration, fence func(*store.Derived)) *flusher {
+func newFlusher(be store.Backend, log *slog.Logger, gather time.Duration, fence func(*store.Derived, *batch)) *flusher {
 	f := &flusher{
 		be:      be,
 		log:     log,
@@ -110,7 +110,7 @@ func (f *flusher) barrierOf(ctx context.Context, conv func(string) bool, user fu
 	if !part.empty() {
 		d := part.derived()
 		if f.fence != nil {
-			f.fence(&d)
+			f.fence(&d, part)
 		}
 		if err := f.be.Apply(ctx, d); err != nil {
 			f.mu.Lock()
@@ -230,7 +230,7 @@ func (f *flusher) writeOne() bool {
 
 	d := b.derived()
 	if f.fence != nil {
-		f.fence(&d)
+		f.fence(&d, b)
 	}
 	err := f.be.Apply(context.Background(), d)
 
@@ -285,6 +285,13 @@ type batch struct {
 	totals   map[[2]string]store.TotalRow
 	convs    map[string]store.ConvDerived
 	former   map[store.MemberKey]store.FormerRow
+	// sessionEpochs and totalEpochs hold, for the sessions and totals of
+	// an owner's users, the epoch of the user's shard the rows were
+	// computed under (userState.epoch): a row computed from memory of an
+	// earlier time here is never written under a later one (fenceRows).
+	// A row without one (the embedded engine's) is at 0.
+	sessionEpochs map[store.MemberKey]int64
+	totalEpochs   map[[2]string]int64
 }
 
 // pendingOp is what a batch does to one pending row. fresh: the batch
@@ -311,6 +318,9 @@ func newBatch() *batch {
 		totals:   map[[2]string]store.TotalRow{},
 		convs:    map[string]store.ConvDerived{},
 		former:   map[store.MemberKey]store.FormerRow{},
+
+		sessionEpochs: map[store.MemberKey]int64{},
+		totalEpochs:   map[[2]string]int64{},
 	}
 }
 
@@ -375,25 +385,36 @@ func (b *batch) clearPending(user, conv string, upTo int64) {
 	}
 }
 
-func (b *batch) session(st session.State) {
+func (b *batch) session(st session.State) { b.sessionAt(st, 0) }
+
+// sessionAt puts st, computed under epoch (see batch.sessionEpochs): a row
+// of a later epoch replaces one of an earlier whatever their clocks.
+func (b *batch) sessionAt(st session.State, epoch int64) {
 	k := store.MemberKey{User: st.User, Conv: st.Conv}
 	if old, ok := b.sessions[k]; ok {
-		if old.ActiveTS > st.ActiveTS {
+		switch oldEpoch := b.sessionEpochs[k]; {
+		case oldEpoch > epoch, oldEpoch == epoch && old.ActiveTS > st.ActiveTS:
 			return
-		}
-		if old.ActiveTS == st.ActiveTS {
+		case oldEpoch == epoch && old.ActiveTS == st.ActiveTS:
 			st.Ticks = st.Ticks.Merge(old.Ticks) // a rise written in place
 		}
 	}
 	b.sessions[k] = st
+	b.sessionEpochs[k] = epoch
 }
 
-func (b *batch) total(r store.TotalRow) {
+func (b *batch) total(r store.TotalRow) { b.totalAt(r, 0) }
+
+// totalAt puts r, computed under epoch, as sessionAt does.
+func (b *batch) totalAt(r store.TotalRow, epoch int64) {
 	k := [2]string{r.User, r.List}
-	if old, ok := b.totals[k]; ok && old.At > r.At {
-		return
+	if old, ok := b.totals[k]; ok {
+		if oldEpoch := b.totalEpochs[k]; oldEpoch > epoch || oldEpoch == epoch && old.At > r.At {
+			return
+		}
 	}
 	b.totals[k] = r
+	b.totalEpochs[k] = epoch
 }
 
 func (b *batch) conv(c store.ConvDerived) {
@@ -426,14 +447,16 @@ func (b *batch) split(conv func(string) bool, user func(string) bool) *batch {
 	}
 	for k, st := range b.sessions {
 		if picked(k) {
-			out.sessions[k] = st
+			out.sessions[k], out.sessionEpochs[k] = st, b.sessionEpochs[k]
 			delete(b.sessions, k)
+			delete(b.sessionEpochs, k)
 		}
 	}
 	for k, t := range b.totals {
 		if user(k[0]) {
-			out.totals[k] = t
+			out.totals[k], out.totalEpochs[k] = t, b.totalEpochs[k]
 			delete(b.totals, k)
+			delete(b.totalEpochs, k)
 		}
 	}
 	for k, c := range b.convs {
@@ -477,11 +500,11 @@ func (b *batch) merge(newer *batch) {
 			b.putPending(p.row.User, p.row.Conv, p.row.FirstUndelivered)
 		}
 	}
-	for _, st := range newer.sessions {
-		b.session(st)
+	for k, st := range newer.sessions {
+		b.sessionAt(st, newer.sessionEpochs[k])
 	}
-	for _, t := range newer.totals {
-		b.total(t)
+	for k, t := range newer.totals {
+		b.totalAt(t, newer.totalEpochs[k])
 	}
 	for _, c := range newer.convs {
 		b.conv(c)
@@ -528,12 +551,14 @@ func (f *flusher) dropUsers(user func(string) bool) int {
 	for k := range f.cur.sessions {
 		if user(k.User) {
 			delete(f.cur.sessions, k)
+			delete(f.cur.sessionEpochs, k)
 			n++
 		}
 	}
 	for k := range f.cur.totals {
 		if user(k[0]) {
 			delete(f.cur.totals, k)
+			delete(f.cur.totalEpochs, k)
 			n++
 		}
 	}

@@ -87,40 +87,62 @@ type applied struct {
 // fenceRows fences the sessions and totals of d by the epochs of their
 // users' leases, and drops those of users whose rows are no longer this
 // node's to write (Owners.UserFence: the shard was handed over and
-// sealed). Written, such a row would land after the successor read the
-// tables — a session it never learns of, beside a total it keeps — and the
-// tables refuse only rows the successor wrote since. Dropped, the rows'
-// tickets stop confirming (a new life of the writer), so every effect not
-// yet confirmed is applied again where its user is now (effects are
-// idempotent).
-func (e *Engine) fenceRows(d *store.Derived) {
+// sealed, or its lease lost), and those computed under another epoch than
+// the current one (staged: the rows of an earlier time here, which an
+// operation of that time put after the shard was taken again, or which a
+// write in flight across the taking carried back). Written, such a row
+// would land after the successor (or this node's next time) read the
+// tables — a session it never learns of, beside a total it keeps — and
+// the tables refuse only rows written since. Dropped, the rows' tickets
+// stop confirming (a new life of the writer), so every effect not yet
+// confirmed is applied again where its user is now (effects are
+// idempotent). The same check is made again right before each user's
+// rows are written (Derived.Hold): the batch may be written, or retried,
+// well after it was cut.
+func (e *Engine) fenceRows(d *store.Derived, staged *batch) {
 	fences := map[string]int64{}
-	fence := func(user string) {
-		if _, ok := fences[user]; ok {
-			return
+	current := func(user string) (int64, bool) {
+		if epoch, ok := fences[user]; ok {
+			return epoch, true
 		}
-		if epoch, ok := e.owners.UserFence(user); ok {
+		epoch, ok := e.owners.UserFence(user)
+		if ok {
 			fences[user] = epoch
 		}
+		return epoch, ok
 	}
-	for _, st := range d.Sessions {
-		fence(st.User)
-	}
-	for _, t := range d.Totals {
-		fence(t.User)
-	}
-	d.Fences = fences
-	sessions := slices.DeleteFunc(d.Sessions, func(st session.State) bool { _, ok := fences[st.User]; return !ok })
-	totals := slices.DeleteFunc(d.Totals, func(t store.TotalRow) bool { _, ok := fences[t.User]; return !ok })
+	sessions := slices.DeleteFunc(d.Sessions, func(st session.State) bool {
+		epoch, ok := current(st.User)
+		return !ok || staged.sessionEpochs[store.MemberKey{User: st.User, Conv: st.Conv}] != epoch
+	})
+	totals := slices.DeleteFunc(d.Totals, func(t store.TotalRow) bool {
+		epoch, ok := current(t.User)
+		return !ok || staged.totalEpochs[[2]string{t.User, t.List}] != epoch
+	})
 	if dropped := len(d.Sessions) - len(sessions) + len(d.Totals) - len(totals); dropped > 0 {
 		e.newLife()
-		e.log.Warn("dropped rows of users whose shards this node no longer owns; their effects are applied again at their owners",
+		e.log.Warn("dropped rows of users whose shards this node no longer owns, or computed before it took them again; their effects are applied again at their owners",
 			"rows", dropped)
 	}
 	d.Sessions, d.Totals = sessions, totals
+	d.Fences = map[string]int64{}
+	for _, st := range d.Sessions {
+		d.Fences[st.User] = fences[st.User]
+	}
+	for _, t := range d.Totals {
+		d.Fences[t.User] = fences[t.User]
+	}
 	var ended sync.Once
 	d.Hold = func(user string) (func(), time.Time, bool) {
 		release, until, ok := e.owners.HoldWrite(user)
+		if ok {
+			if epoch, held := e.owners.UserFence(user); !held || epoch != d.Fences[user] {
+				// Taken again since the batch was cut: its rows are of
+				// the earlier time.
+				release()
+				ok = false
+			}
+		}
 		if !ok {
 			// Sealed since the batch was cut: skipped by the backend.
 			ended.Do(func() {

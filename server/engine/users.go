@@ -88,17 +88,33 @@ type userState struct {
 	// known absent.
 	sessions map[string]*sessEntry
 	gen      uint64 // flusher generation of the last total written
-	stamp    uint64 // the shard's stamps at the user's last change
+	// epoch is the epoch of the user's shard this node held when it read
+	// the user (an owner's): the rows computed from this state carry it,
+	// and are written only while it is still the shard's epoch here
+	// (fenceRows).
+	epoch int64
+	stamp uint64 // the shard's stamps at the user's last change
 }
 
 // newUserState is user's state as rec, the backend's, says, with no
 // session loaded.
-func newUserState(sh *userShard, user string, rec store.UserRecord) *userState {
+func newUserState(sh *userShard, user string, rec store.UserRecord, epoch int64) *userState {
 	totals := rec.Totals
 	if totals == nil {
 		totals = map[string]int64{}
 	}
-	return &userState{shard: sh, user: user, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}}
+	return &userState{shard: sh, user: user, clock: rec.Clock, totals: totals, sessions: map[string]*sessEntry{}, epoch: epoch}
+}
+
+// userEpoch returns the epoch of user's shard as this node holds it now,
+// read before the user's state is (see userState.epoch); 0 on an engine
+// that owns everything, or for a shard not this node's to write.
+func (e *Engine) userEpoch(user string) int64 {
+	if !e.owned() {
+		return 0
+	}
+	epoch, _ := e.owners.UserFence(user)
+	return epoch
 }
 
 // sessEntry is one cached session, or the knowledge that it does not exist
@@ -164,13 +180,14 @@ func (e *Engine) loadUser(ctx context.Context, user string) error {
 	_, held := sh.m[user]
 	sh.mu.Unlock()
 	if !held {
+		epoch := e.userEpoch(user)
 		rec, err := e.be.User(ctx, user)
 		if err != nil {
 			return fmt.Errorf("unread totals of %s: %w", user, err)
 		}
 		e.users.lock(sh)
 		if sh.m[user] == nil {
-			sh.m[user] = newUserState(sh, user, rec)
+			sh.m[user] = newUserState(sh, user, rec, epoch)
 		}
 		sh.mu.Unlock()
 	}
@@ -285,7 +302,9 @@ func (t *userTable) missing(needs []need) (users []string, sessions []need) {
 // still missing once read.
 func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) error {
 	records := map[string]store.UserRecord{}
+	epochs := map[string]int64{}
 	for _, u := range users {
+		epochs[u] = e.userEpoch(u)
 		rec, err := e.be.User(ctx, u)
 		if err != nil {
 			return err
@@ -326,7 +345,7 @@ func (e *Engine) hydrate(ctx context.Context, users []string, sessions []need) e
 		for _, n := range ns {
 			u := sh.m[n.user]
 			if rec, read := records[n.user]; u == nil && read {
-				u = newUserState(sh, n.user, rec)
+				u = newUserState(sh, n.user, rec, epochs[n.user])
 				sh.m[n.user] = u
 			}
 			if u == nil || u.sessions[n.conv] != nil {
@@ -457,7 +476,7 @@ func (e *Engine) changeSession(u *userState, now int64, conv string, ticks proto
 	if !moves.Changed() && !expired && ent.exists {
 		if ticksRose {
 			ent.st = st
-			u.shard.stage(&ent.gen, func(b *batch) { b.session(st) })
+			u.shard.stage(&ent.gen, func(b *batch) { b.sessionAt(st, u.epoch) })
 			u.stamp = u.shard.stamps
 		}
 		return st, false, nil
@@ -470,7 +489,7 @@ func (e *Engine) changeSession(u *userState, now int64, conv string, ticks proto
 	}
 	existed := ent.exists
 	ent.st, ent.exists = st, true
-	u.shard.stage(&ent.gen, func(b *batch) { b.session(st) })
+	u.shard.stage(&ent.gen, func(b *batch) { b.sessionAt(st, u.epoch) })
 	u.stamp = u.shard.stamps
 	e.settleTotals(u, old, st, existed, ts)
 	if st.SubBiz != "" {
@@ -508,7 +527,7 @@ func (e *Engine) settleTotals(u *userState, old, cur session.State, existed bool
 	}
 	u.shard.stage(&u.gen, func(b *batch) {
 		for _, r := range rows {
-			b.total(r)
+			b.totalAt(r, u.epoch)
 		}
 	})
 }
