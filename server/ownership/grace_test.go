@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -15,13 +16,17 @@ import (
 // durableFlag is what a deployment records outside Redis: whether its
 // leases were ever used (Config.FirstUse).
 type durableFlag struct {
-	mu   sync.Mutex
-	used bool
+	mu      sync.Mutex
+	used    bool
+	failing bool // the store that keeps it refuses (a DynamoDB outage)
 }
 
 func (d *durableFlag) firstUse(context.Context) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.failing {
+		return false, errors.New("injected: the first-use record is unreadable")
+	}
 	first := !d.used
 	d.used = true
 	return first, nil
@@ -144,5 +149,53 @@ func TestFreshDeploymentHasNoGrace(t *testing.T) {
 	}
 	if a.InGrace() {
 		t.Fatal("a fresh deployment in grace")
+	}
+}
+
+// TestRedisLosingTheLeasesWhileTheFirstUseIsUnreadableKeepsTheirHolders:
+// a FLUSHALL during a DynamoDB outage, where the deployment's first-use
+// record lives. The nodes learnt at their start that the deployment had
+// used its leases, so the grace still opens and nobody loses a shard; it
+// used to need the record's answer, and without it every holder lost
+// every lease at once (the cluster fault run showed a node serving
+// nothing for 7 s).
+func TestRedisLosingTheLeasesWhileTheFirstUseIsUnreadableKeepsTheirHolders(t *testing.T) {
+	rdb, prefix := testengines.RedisClient(t)
+	ttl := 3 * time.Second
+	flag := &durableFlag{}
+	var ha hookLog
+	a := startNodeUsing(t, rdb, prefix, "a", ttl, flag, ha.hooks())
+	settled(t, 10*time.Second, a)
+	held := len(a.HeldShards())
+
+	flag.mu.Lock()
+	flag.failing = true
+	flag.mu.Unlock()
+	forgetAll(t, rdb, prefix)
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		back := 0
+		for s := range Shard(Shards) {
+			if node, _, err := a.Leases().Holder(ctx, s); err == nil && node == "a" {
+				back++
+			}
+		}
+		if back == held {
+			break
+		}
+		if n := ha.count("lost"); n != 0 {
+			t.Fatalf("%d shards lost by their holder after Redis lost its data", n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the loss: %d of %d leases back", back, held)
+		}
+		select {
+		case <-a.Changed():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if n := ha.count("lost"); n != 0 {
+		t.Fatalf("%d shards lost by their holder after Redis lost its data", n)
 	}
 }

@@ -34,6 +34,11 @@ type Leases struct {
 	node   string
 	ttl    time.Duration
 	margin time.Duration
+	// usedBefore records that the deployment's first use of leases is
+	// known to be past (a first-use check answered once: it records the
+	// use): the grace after a loss of Redis's data then needs no answer
+	// from outside Redis, which may be refusing just then.
+	usedBefore atomic.Bool
 }
 
 // NewLeases returns the leases of node on rdb, keys under prefix, each
@@ -216,7 +221,10 @@ return left`)
 // its sentinel gone: unless firstUse says the deployment never held a
 // lease, a grace of one lease TTL starts then — the holders of the leases
 // Redis lost still trust them for up to a TTL, and put them back meanwhile
-// (Refresh). firstUse nil counts as a first use.
+// (Refresh). firstUse nil counts as a first use. Once firstUse has
+// answered it is not asked again (its answer recorded the use): a loss
+// while it cannot answer (DynamoDB refusing as Redis is flushed) still
+// opens the grace, where every holder would otherwise lose its leases.
 func (l *Leases) Grace(ctx context.Context, firstUse func(context.Context) (bool, error)) (time.Duration, error) {
 	keys := []string{l.prefix + "owners/sentinel", l.graceKey()}
 	ms, err := graceLeft.Run(ctx, l.rdb, keys).Int64()
@@ -227,10 +235,14 @@ func (l *Leases) Grace(ctx context.Context, firstUse func(context.Context) (bool
 		return time.Duration(ms) * time.Millisecond, nil
 	}
 	first := true
-	if firstUse != nil {
+	switch {
+	case l.usedBefore.Load():
+		first = false
+	case firstUse != nil:
 		if first, err = firstUse(ctx); err != nil {
 			return 0, err
 		}
+		l.usedBefore.Store(true)
 	}
 	lost := "1"
 	if first {
