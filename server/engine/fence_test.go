@@ -203,27 +203,44 @@ func (h *holdingRows) Apply(_ context.Context, d store.Derived) error {
 	return nil
 }
 
-// A user sealed while the batch holding its rows is being written: the
-// backend skips them (Hold), and the writer's life ends, so that the
-// tickets of those rows no longer confirm.
-func TestRowsOfAUserSealedDuringTheWriteAreSkipped(t *testing.T) {
-	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
-	be := &holdingRows{written: map[string]bool{}, before: func() { owners.seal("bob") }}
-	e, f := fencedWriter(owners, be)
-	defer f.close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+// A user sealed while the batch holding its rows is being written, or
+// whose shard this node took again between the cut of the batch and its
+// write: the backend skips the user's rows (Hold), since they are no
+// longer this node's to write, or were computed before the taking; and
+// the writer's life ends, so that the tickets of those rows no longer
+// confirm.
+func TestRowsOfAUserSealedOrTakenAgainDuringTheWriteAreSkipped(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(l *leases)
+	}{
+		{"sealed", func(l *leases) { l.seal("bob") }},
+		{"taken again", func(l *leases) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.epochs["bob"] = 10
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
+			be := &holdingRows{written: map[string]bool{}, before: func() { c.change(owners) }}
+			e, f := fencedWriter(owners, be)
+			defer f.close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
 
-	ticket := WriteTicket{Boot: e.life()}
-	ticket.Gen = f.put(func(b *batch) {
-		b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 100}, 7)
-		b.sessionAt(session.State{User: "bob", Conv: "c1", ActiveTS: 100}, 9)
-	})
-	if err := e.WaitWritten(ctx, ticket); !errors.Is(err, errNotThisLife) {
-		t.Errorf("the ticket of rows skipped confirmed: %v, want errNotThisLife", err)
-	}
-	if !be.written["alice"] || be.written["bob"] {
-		t.Errorf("written %v, want alice's rows only", be.written)
+			ticket := WriteTicket{Boot: e.life()}
+			ticket.Gen = f.put(func(b *batch) {
+				b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 100}, 7)
+				b.sessionAt(session.State{User: "bob", Conv: "c1", ActiveTS: 100}, 9)
+			})
+			if err := e.WaitWritten(ctx, ticket); !errors.Is(err, errNotThisLife) {
+				t.Errorf("the ticket of rows skipped confirmed: %v, want errNotThisLife", err)
+			}
+			if !be.written["alice"] || be.written["bob"] {
+				t.Errorf("written %v, want alice's rows only", be.written)
+			}
+		})
 	}
 }
 
@@ -286,33 +303,5 @@ func TestABatchKeepsTheRowOfTheLaterEpoch(t *testing.T) {
 	older.merge(newer)
 	if got := older.totals[[2]string{"alice", ""}]; got.Total != 2 || older.totalEpochs[[2]string{"alice", ""}] != 8 {
 		t.Errorf("merged total %d at epoch %d, want 2 at 8", got.Total, older.totalEpochs[[2]string{"alice", ""}])
-	}
-}
-
-// A user whose shard this node took again between the cut of the batch
-// holding its rows and their write: the backend skips them (Hold), since
-// they were computed before the taking.
-func TestRowsOfAUserTakenAgainDuringTheWriteAreSkipped(t *testing.T) {
-	owners := &leases{epochs: map[string]int64{"alice": 7, "bob": 9}}
-	be := &holdingRows{written: map[string]bool{}, before: func() {
-		owners.mu.Lock()
-		owners.epochs["bob"] = 10
-		owners.mu.Unlock()
-	}}
-	e, f := fencedWriter(owners, be)
-	defer f.close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-
-	ticket := WriteTicket{Boot: e.life()}
-	ticket.Gen = f.put(func(b *batch) {
-		b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 100}, 7)
-		b.sessionAt(session.State{User: "bob", Conv: "c1", ActiveTS: 100}, 9)
-	})
-	if err := e.WaitWritten(ctx, ticket); !errors.Is(err, errNotThisLife) {
-		t.Errorf("the ticket of rows skipped confirmed: %v, want errNotThisLife", err)
-	}
-	if !be.written["alice"] || be.written["bob"] {
-		t.Errorf("written %v, want alice's rows only", be.written)
 	}
 }
