@@ -136,12 +136,12 @@ func TestDiscardDropsOnlyThePickedUsersRows(t *testing.T) {
 	defer func() { close(be.release); f.close() }()
 	life := e.life()
 	// A first write holds the writer, so the next rows wait in the batch.
-	f.put(func(b *batch) { b.session(session.State{User: "alice", Conv: "c0", ActiveTS: 99}) })
+	f.put(func(b *batch) { b.sessionAt(session.State{User: "alice", Conv: "c0", ActiveTS: 99}, 7) })
 	<-be.entered()
 	f.put(func(b *batch) {
-		b.session(session.State{User: "alice", Conv: "c1", ActiveTS: 100})
-		b.session(session.State{User: "bob", Conv: "c1", ActiveTS: 100})
-		b.total(store.TotalRow{User: "bob", Total: 1, At: 100})
+		b.sessionAt(session.State{User: "alice", Conv: "c1", ActiveTS: 100}, 7)
+		b.sessionAt(session.State{User: "bob", Conv: "c1", ActiveTS: 100}, 9)
+		b.totalAt(store.TotalRow{User: "bob", Total: 1, At: 100}, 9)
 	})
 	e.Discard(func(u string) bool { return u == "bob" })
 	if e.life() == life {

@@ -289,7 +289,7 @@ type batch struct {
 	// an owner's users, the epoch of the user's shard the rows were
 	// computed under (userState.epoch): a row computed from memory of an
 	// earlier time here is never written under a later one (fenceRows).
-	// A row without one (the embedded engine's) is at 0.
+	// The embedded engine's rows are at 0.
 	sessionEpochs map[store.MemberKey]int64
 	totalEpochs   map[[2]string]int64
 }
@@ -385,8 +385,6 @@ func (b *batch) clearPending(user, conv string, upTo int64) {
 	}
 }
 
-func (b *batch) session(st session.State) { b.sessionAt(st, 0) }
-
 // sessionAt puts st, computed under epoch (see batch.sessionEpochs): a row
 // of a later epoch replaces one of an earlier whatever their clocks.
 func (b *batch) sessionAt(st session.State, epoch int64) {
@@ -402,8 +400,6 @@ func (b *batch) sessionAt(st session.State, epoch int64) {
 	b.sessions[k] = st
 	b.sessionEpochs[k] = epoch
 }
-
-func (b *batch) total(r store.TotalRow) { b.totalAt(r, 0) }
 
 // totalAt puts r, computed under epoch, as sessionAt does.
 func (b *batch) totalAt(r store.TotalRow, epoch int64) {

@@ -125,18 +125,12 @@ func (e *Engine) fenceRows(d *store.Derived, staged *batch) {
 			"rows", dropped)
 	}
 	d.Sessions, d.Totals = sessions, totals
-	d.Fences = map[string]int64{}
-	for _, st := range d.Sessions {
-		d.Fences[st.User] = fences[st.User]
-	}
-	for _, t := range d.Totals {
-		d.Fences[t.User] = fences[t.User]
-	}
+	d.Fences = fences
 	var ended sync.Once
 	d.Hold = func(user string) (func(), time.Time, bool) {
 		release, until, ok := e.owners.HoldWrite(user)
 		if ok {
-			if epoch, held := e.owners.UserFence(user); !held || epoch != d.Fences[user] {
+			if epoch, held := e.owners.UserFence(user); !held || epoch != fences[user] {
 				// Taken again since the batch was cut: its rows are of
 				// the earlier time.
 				release()
@@ -144,10 +138,11 @@ func (e *Engine) fenceRows(d *store.Derived, staged *batch) {
 			}
 		}
 		if !ok {
-			// Sealed since the batch was cut: skipped by the backend.
+			// Sealed, or taken again, since the batch was cut: skipped
+			// by the backend.
 			ended.Do(func() {
 				e.newLife()
-				e.log.Warn("dropped rows of users whose shards were handed over during the write; their effects are applied again at their owners", "user", user)
+				e.log.Warn("dropped rows of users whose shards were handed over, or taken again, during the write; their effects are applied again at their owners", "user", user)
 			})
 		}
 		return release, until, ok
