@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 var secret = []byte("the deployment's secret")
@@ -25,7 +28,7 @@ func owner(t *testing.T, h Handler) string {
 }
 
 func pool(t *testing.T) *Pool {
-	p := NewPool(secret, "/")
+	p := NewPool(secret, "/", 0)
 	t.Cleanup(p.Close)
 	return p
 }
@@ -154,7 +157,7 @@ func TestStreamsKeepTheirOrder(t *testing.T) {
 
 func TestALinkWithoutTheSecretIsRefused(t *testing.T) {
 	addr := owner(t, echo)
-	p := NewPool([]byte("not the secret"), "/")
+	p := NewPool([]byte("not the secret"), "/", 0)
 	defer p.Close()
 	_, err := p.Forward(ctxT(t), addr, Request{Frame: json.RawMessage(`{}`)})
 	if err == nil || !strings.Contains(err.Error(), "401") {
@@ -228,5 +231,45 @@ func TestForwardGivesUpWithItsContext(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Forward after its context ended = %v", err)
+	}
+}
+
+// TestASilentOwnersLinkIsDropped: a node that accepted the link and then
+// answers nothing, not even pings (a process stopped by SIGSTOP), fails
+// the requests in flight with ErrLinkDown once the silence bound passed,
+// so that the caller can ask whoever owns the shard by then.
+func TestASilentOwnersLinkIsDropped(t *testing.T) {
+	frozen := make(chan struct{})
+	t.Cleanup(func() { close(frozen) })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		<-frozen // reads nothing: no answer, no pong
+	}))
+	t.Cleanup(srv.Close)
+	p := NewPool(secret, "/", 200*time.Millisecond)
+	t.Cleanup(p.Close)
+	_, err := p.Forward(ctxT(t), strings.TrimPrefix(srv.URL, "http://"), Request{Frame: json.RawMessage(`{}`)})
+	if !errors.Is(err, ErrLinkDown) {
+		t.Fatalf("Forward to a silent node = %v, want ErrLinkDown", err)
+	}
+}
+
+// TestASlowButLiveOwnerKeepsItsLink: an owner that takes longer than the
+// silence bound to answer, but answers pings meanwhile, is waited for.
+func TestASlowButLiveOwnerKeepsItsLink(t *testing.T) {
+	const silence = 100 * time.Millisecond
+	addr := owner(t, HandlerFunc(func(_ context.Context, r Request) (json.RawMessage, error) {
+		time.Sleep(5 * silence) // the scenario: an answer five bounds late
+		return r.Frame, nil
+	}))
+	p := NewPool(secret, "/", silence)
+	t.Cleanup(p.Close)
+	answer, err := p.Forward(ctxT(t), addr, Request{Frame: json.RawMessage(`"late"`)})
+	if err != nil || string(answer) != `"late"` {
+		t.Fatalf("Forward to a slow, live node = %s, %v; want its answer", answer, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -17,6 +18,7 @@ import (
 type Pool struct {
 	secret    []byte
 	path      string
+	silence   time.Duration
 	forwarded prometheus.Counter
 
 	mu    sync.Mutex
@@ -24,10 +26,17 @@ type Pool struct {
 }
 
 // NewPool returns a pool whose links present secret and reach the other
-// nodes' endpoints at path (for example "/internal/link").
-func NewPool(secret []byte, path string) *Pool {
+// nodes' endpoints at path (for example "/internal/link"). A link from
+// which nothing was heard for silence (0: no bound) is dropped, failing
+// its requests in flight with ErrLinkDown; it is pinged meanwhile, so
+// that only a node that cannot answer at all (stopped, partitioned,
+// frozen by a long pause) stays silent. The nodes give it their lease:
+// a request waits no longer on an owner that cannot answer than the
+// owner's own lease lasts, and the caller then asks whoever owns the
+// shard by then.
+func NewPool(secret []byte, path string, silence time.Duration) *Pool {
 	return &Pool{
-		secret: secret, path: path, links: make(map[string]*link),
+		secret: secret, path: path, silence: silence, links: make(map[string]*link),
 		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "im_forwarded_frames_total",
 			Help: "Frames this node forwarded to the node that owns what they touch.",
@@ -73,7 +82,7 @@ func (p *Pool) Close() {
 	}
 }
 
-// dialTimeout bounds opening a link.
+// dialTimeout bounds opening a link when the pool has no silence bound.
 const dialTimeout = 5 * time.Second
 
 func (p *Pool) link(ctx context.Context, addr string) (*link, error) {
@@ -83,7 +92,13 @@ func (p *Pool) link(ctx context.Context, addr string) (*link, error) {
 		return l, nil
 	}
 	p.mu.Unlock()
-	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	// A node that cannot answer accepts the TCP connection (its kernel
+	// does) and never the upgrade: the dial is bounded like the silence.
+	limit := dialTimeout
+	if p.silence > 0 {
+		limit = p.silence
+	}
+	dctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	header := http.Header{secretHeader: []string{string(p.secret)}}
 	ws, resp, err := websocket.DefaultDialer.DialContext(dctx, "ws://"+addr+p.path, header)
@@ -93,7 +108,7 @@ func (p *Pool) link(ctx context.Context, addr string) (*link, error) {
 		}
 		return nil, fmt.Errorf("link to %s: %w", addr, err)
 	}
-	l := newLink(ws)
+	l := newLink(ws, p.silence)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if old := p.links[addr]; old != nil && !old.isDown() {
@@ -115,12 +130,46 @@ type link struct {
 	nextID  uint64
 	waiting map[uint64]chan envelope
 	down    bool
+	// heard is when the link last read anything (an answer, a pong), in
+	// Unix nanoseconds; closed is closed once the link is down.
+	heard  atomic.Int64
+	closed chan struct{}
 }
 
-func newLink(ws *websocket.Conn) *link {
-	l := &link{ws: ws, waiting: make(map[uint64]chan envelope)}
+func newLink(ws *websocket.Conn, silence time.Duration) *link {
+	l := &link{ws: ws, waiting: make(map[uint64]chan envelope), closed: make(chan struct{})}
+	l.heard.Store(time.Now().UnixNano())
+	ws.SetPongHandler(func(string) error {
+		l.heard.Store(time.Now().UnixNano())
+		return nil
+	})
 	go l.read()
+	if silence > 0 {
+		go l.watch(silence)
+	}
 	return l
+}
+
+// watch pings the link a few times per silence bound and drops it once
+// nothing was heard for that long.
+func (l *link) watch(silence time.Duration) {
+	t := time.NewTicker(silence / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.closed:
+			return
+		case now := <-t.C:
+			if now.Sub(time.Unix(0, l.heard.Load())) > silence {
+				l.drop()
+				return
+			}
+			if err := l.ws.WriteControl(websocket.PingMessage, nil, now.Add(silence/4)); err != nil {
+				l.drop()
+				return
+			}
+		}
+	}
 }
 
 func (l *link) isDown() bool {
@@ -188,6 +237,7 @@ func (l *link) read() {
 		if err := l.ws.ReadJSON(&env); err != nil {
 			return
 		}
+		l.heard.Store(time.Now().UnixNano())
 		l.mu.Lock()
 		reply := l.waiting[env.ID]
 		delete(l.waiting, env.ID)
@@ -208,6 +258,7 @@ func (l *link) drop() {
 	l.down = true
 	waiting := l.waiting
 	l.waiting = nil
+	close(l.closed)
 	l.mu.Unlock()
 	l.ws.Close()
 	for _, reply := range waiting {
