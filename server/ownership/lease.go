@@ -170,6 +170,38 @@ func (l *Leases) Release(ctx context.Context, lease *Lease) error {
 	return nil
 }
 
+// releaseOwn deletes each lease key of KEYS whose holder (the value past
+// its ARGV[2]-character token) is ARGV[1], and returns how many it
+// deleted.
+var releaseOwn = redis.NewScript(`
+local n = 0
+for _, k in ipairs(KEYS) do
+	local v = redis.call('GET', k)
+	if v and string.sub(v, tonumber(ARGV[2]) + 1) == ARGV[1] then
+		redis.call('DEL', k)
+		n = n + 1
+	end
+end
+return n`)
+
+// ReleaseEarlier gives back, at once, every lease held under this node's
+// id: a node starting under an id holds none yet, so those are its earlier
+// life's (a process killed, or stopped without handing over), and it need
+// not wait for them to expire to serve its shards. Its takings raise each
+// shard's epoch, which fences what that earlier life may still have in
+// flight. Two live processes must never share a node id.
+func (l *Leases) ReleaseEarlier(ctx context.Context) (int, error) {
+	keys := make([]string, Shards)
+	for s := range Shard(Shards) {
+		keys[s] = l.leaseKey(s)
+	}
+	n, err := releaseOwn.Run(ctx, l.rdb, keys, l.node, tokenLen).Int()
+	if err != nil {
+		return 0, fmt.Errorf("release the leases of node %s's earlier life: %w", l.node, err)
+	}
+	return n, nil
+}
+
 // Holder returns the node holding shard's lease ("" when none) and the
 // shard's epoch, as Redis has them now.
 func (l *Leases) Holder(ctx context.Context, shard Shard) (node string, epoch int64, err error) {

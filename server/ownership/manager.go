@@ -85,6 +85,7 @@ type Manager struct {
 	// the shards being drained, drains counts them, and stopDrains cuts
 	// them short (Stop, or a Leave past its deadline).
 	draining   map[Shard]bool
+	handing    map[Shard]*Lease // the leases of shards being drained, still refreshed
 	drains     sync.WaitGroup
 	drainCtx   context.Context
 	stopDrains context.CancelFunc
@@ -112,8 +113,17 @@ func Start(ctx context.Context, cfg Config) (*Manager, error) {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		draining: make(map[Shard]bool),
+		handing:  make(map[Shard]*Lease),
 	}
 	m.drainCtx, m.stopDrains = context.WithCancel(context.WithoutCancel(ctx))
+	released, err := m.leases.ReleaseEarlier(ctx)
+	if err != nil {
+		m.stopDrains()
+		return nil, err
+	}
+	if released > 0 {
+		m.log.Info("released the leases this node's earlier life held, to take its shards at once", "shards", released)
+	}
 	if err := m.runRound(ctx); err != nil {
 		m.stopDrains()
 		return nil, err
@@ -147,11 +157,15 @@ func (m *Manager) Held(shard Shard) (Fence, bool) {
 
 // TrustedUntil returns when this node stops trusting its lease of shard
 // unless it is refreshed first: the deadline of a write of the shard's
-// rows (false: it holds no valid lease of the shard).
+// rows (false: it holds no valid lease of the shard). A shard being
+// handed over keeps its lease, refreshed, until its drain is done.
 func (m *Manager) TrustedUntil(shard Shard) (time.Time, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.held[shard]
+	if l == nil {
+		l = m.handing[shard]
+	}
 	if !l.Valid(time.Now()) {
 		return time.Time{}, false
 	}
@@ -530,11 +544,19 @@ func (m *Manager) handOver(ctx context.Context, s Shard) {
 	m.mu.Lock()
 	l := m.held[s]
 	delete(m.held, s)
+	if l != nil {
+		m.handing[s] = l
+	}
 	m.notifyLocked()
 	m.mu.Unlock()
 	if l == nil {
 		return
 	}
+	defer func() {
+		m.mu.Lock()
+		delete(m.handing, s)
+		m.mu.Unlock()
+	}()
 	if m.cfg.Hooks.Releasing != nil {
 		// The lease is kept while its owner drains the shard: a successor
 		// must not take it before the rows of the operations in flight

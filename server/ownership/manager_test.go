@@ -314,3 +314,51 @@ func TestDrainIsBounded(t *testing.T) {
 		t.Fatalf("settled after %v, before the drains' bound of %v", took, bound)
 	}
 }
+
+// TestANodeRestartedUnderItsIdTakesItsShardsAtOnce: a node that died (its
+// rounds stopped, its leases left to expire) and starts again under its
+// id holds its shards after its first round, at higher epochs, rather
+// than after its earlier life's leases expire.
+func TestANodeRestartedUnderItsIdTakesItsShardsAtOnce(t *testing.T) {
+	rdb, prefix := testengines.RedisClient(t)
+	const ttl = time.Minute // far beyond the test: only a release frees them
+	first := startNode(t, rdb, prefix, "a", ttl, Hooks{})
+	epochs := map[Shard]int64{}
+	for _, s := range first.HeldShards() {
+		epochs[s], _ = first.Epoch(s)
+	}
+	first.Stop() // killed: nothing handed over, nothing released
+	again := startNode(t, rdb, prefix, "a", ttl, Hooks{})
+	held := again.HeldShards()
+	if len(held) != Shards {
+		t.Fatalf("restarted under its id, the node holds %d shards after its first round, want %d", len(held), Shards)
+	}
+	for _, s := range held {
+		if e, _ := again.Epoch(s); e <= epochs[s] {
+			t.Fatalf("shard %d taken back at epoch %d, not above its earlier life's %d", s, e, epochs[s])
+		}
+	}
+}
+
+// TestANodeReleasesOnlyItsOwnEarlierLeases: another node's leases stay
+// with it when a node starts.
+func TestANodeReleasesOnlyItsOwnEarlierLeases(t *testing.T) {
+	rdb, prefix := testengines.RedisClient(t)
+	const ttl = time.Minute
+	b := startNode(t, rdb, prefix, "b", ttl, Hooks{})
+	if len(b.HeldShards()) != Shards {
+		t.Fatalf("b holds %d shards alone", len(b.HeldShards()))
+	}
+	n, err := NewLeases(rdb, prefix, "a", ttl).ReleaseEarlier(context.Background())
+	if err != nil || n != 0 {
+		t.Fatalf("a's release of its earlier leases = %d, %v; want none of b's", n, err)
+	}
+	if len(b.HeldShards()) != Shards {
+		t.Fatalf("b holds %d shards after a's release", len(b.HeldShards()))
+	}
+	for s := range Shard(Shards) {
+		if node, _, err := b.Leases().Holder(context.Background(), s); err != nil || node != "b" {
+			t.Fatalf("shard %d's holder = %q, %v; want b", s, node, err)
+		}
+	}
+}
