@@ -15,15 +15,16 @@ type owners struct{ r *Router }
 var _ engine.Owners = owners{}
 
 func (o owners) OwnsConv(conv string) bool {
-	return o.r.gates[ownership.ShardOfConv(conv)].isServing()
+	shard := ownership.ShardOfConv(conv)
+	return o.r.gates[shard].isServing() && o.r.trusted(shard)
 }
 
 func (o owners) HoldUser(user string) (func(), bool) {
-	g := &o.r.gates[ownership.ShardOfUser(user)]
-	if !g.enterWithin() {
+	shard := ownership.ShardOfUser(user)
+	if !o.r.enterWithin(shard) {
 		return nil, false
 	}
-	return g.exit, true
+	return o.r.gates[shard].exit, true
 }
 
 // UserFence returns the epoch this node took user's shard at, while the
@@ -88,7 +89,7 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect) ([]engine.Ef
 		var entered []ownership.Shard
 		for _, i := range left {
 			shard := ownership.ShardOfUser(effects[i].User)
-			if r.gates[shard].enterWithin() {
+			if r.enterWithin(shard) {
 				// Served here by now (the shard was being taken).
 				entered = append(entered, shard)
 				here = append(here, i)

@@ -288,6 +288,42 @@ func (r *Router) unrepairedIn(ctx context.Context, shard ownership.Shard) ([]str
 	return out, nil
 }
 
+// enter admits an operation on shard while this node serves it and still
+// trusts its lease: a node that wakes from a pause longer than its lease
+// (SIGSTOP, a stalled VM) serves nothing of the shard, even before its
+// next round finds the lease lost. The caller calls the gate's exit.
+func (r *Router) enter(shard ownership.Shard) bool {
+	return r.admit(shard, (*gate).enter)
+}
+
+// enterWithin is enter for a step of an operation already in flight
+// (gate.enterWithin): also admitted while the shard drains.
+func (r *Router) enterWithin(shard ownership.Shard) bool {
+	return r.admit(shard, (*gate).enterWithin)
+}
+
+func (r *Router) admit(shard ownership.Shard, in func(*gate) bool) bool {
+	g := &r.gates[shard]
+	if !in(g) {
+		return false
+	}
+	if !r.trusted(shard) {
+		g.exit()
+		return false
+	}
+	return true
+}
+
+// trusted reports whether this node still trusts its lease of shard.
+func (r *Router) trusted(shard ownership.Shard) bool {
+	s := r.ownership()
+	if s == nil {
+		return false
+	}
+	_, ok := s.TrustedUntil(shard)
+	return ok
+}
+
 // Close closes the engine (the node has handed its shards over).
 func (r *Router) Close() error { return r.eng.Close() }
 
@@ -312,7 +348,7 @@ func (r *Router) routeNoting(ctx context.Context, shard ownership.Shard, stream,
 	deadline := time.Now().Add(routeWait)
 	backoff := 5 * time.Millisecond
 	for {
-		if r.gates[shard].enter() {
+		if r.enter(shard) {
 			err := local(ctx)
 			r.gates[shard].exit()
 			if !errors.Is(err, engine.ErrConvMoved) {

@@ -38,7 +38,7 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 	}
 	// onShard runs fn on shard if this node serves it.
 	onShard := func(shard ownership.Shard, fn func() (any, error)) func() (json.RawMessage, error) {
-		if !r.gates[shard].enter() {
+		if !r.enter(shard) {
 			return refused(fmt.Errorf("%s %d", notOwner, shard))
 		}
 		defer r.gates[shard].exit()
@@ -51,7 +51,7 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 			return answered(nil, err)
 		}
 		shard := ownership.ShardOfConv(a.Msg.Conv)
-		if !r.gates[shard].enter() {
+		if !r.enter(shard) {
 			return refused(fmt.Errorf("%s %d", notOwner, shard))
 		}
 		wait := r.eng.StartAppend(ctx, a)
@@ -158,7 +158,7 @@ func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect) func
 		// while the shard drains too, as the drains of both nodes would
 		// otherwise wait on each other (each for operations waiting on
 		// a shard the other is draining).
-		if !r.gates[s].enterWithin() {
+		if !r.enterWithin(s) {
 			for _, entered := range shards[:i] {
 				r.gates[entered].exit()
 			}

@@ -65,7 +65,7 @@ func (r *Router) StartAppend(ctx context.Context, req store.AppendRequest) func(
 	done := func(res store.AppendResult, err error) func() (store.AppendResult, error) {
 		return func() (store.AppendResult, error) { return res, err }
 	}
-	if r.gates[shard].enter() {
+	if r.enter(shard) {
 		wait := r.eng.StartAppend(ctx, req)
 		var res store.AppendResult
 		var err error
