@@ -37,6 +37,14 @@ type Owners struct {
 	LeaseTTL time.Duration
 }
 
+// leaseTTL is the shards' lease.
+func (o *Owners) leaseTTL() time.Duration {
+	if o.LeaseTTL > 0 {
+		return o.LeaseTTL
+	}
+	return ownership.DefaultLeaseTTL
+}
+
 // linkPath is the node link endpoint.
 const linkPath = "/internal/link"
 
@@ -51,7 +59,9 @@ type ownersState struct {
 // endpoint; the shards are taken once the server listens (startOwners).
 func (s *Server) buildOwners(ctx context.Context, o *Owners, engOpts engine.Options) (*routing.Router, []byte, error) {
 	secret := []byte(o.Secret)
-	pool := nodelink.NewPool(secret, linkPath)
+	// A link silent for a lease is dropped: no request waits on an owner
+	// that cannot answer for longer than its own lease lasts.
+	pool := nodelink.NewPool(secret, linkPath, o.leaseTTL())
 	router, err := routing.New(ctx, routing.Config{Backend: s.be, Engine: engOpts, Pool: pool, Logger: s.log})
 	if err != nil {
 		return nil, nil, err

@@ -41,6 +41,11 @@ type ScaleOut struct {
 	// nodes share in the tables); Advertise is where the other nodes
 	// reach this one (empty: the address it listens on).
 	NodeSecret, Advertise string
+	// LeaseTTL is how long a node's lease of its shards lasts unless
+	// renewed (ownership.DefaultLeaseTTL when zero): how long the shards
+	// of a node that died or froze wait for another owner, and how long
+	// a request waits on a node that cannot answer.
+	LeaseTTL time.Duration
 }
 
 // OpenBlobs opens the blob store so names (nil when Blob is empty).
@@ -139,7 +144,7 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 			return fail(err)
 		}
 	}
-	owners := &Owners{Redis: opsRedis, Prefix: so.TablePrefix, Secret: secret, Advertise: so.Advertise,
+	owners := &Owners{Redis: opsRedis, Prefix: so.TablePrefix, Secret: secret, Advertise: so.Advertise, LeaseTTL: so.LeaseTTL,
 		FirstUse: func(ctx context.Context) (bool, error) { return dyn.FirstUse(ctx, "shard-leases") }}
 	cluster := &Cluster{
 		NodeID:     nodeID,

@@ -21,6 +21,7 @@ import (
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/clientaddr"
 	"github.com/imcore/im/server/gateway"
+	"github.com/imcore/im/server/ownership"
 	"github.com/imcore/im/server/relay"
 )
 
@@ -69,6 +70,7 @@ func serve(args []string) error {
 	storage := addStoreFlags(fs)
 	redisURL := fs.String("redis", "", "Redis URL of the scaled-out deployment (redis://[user:pass@]host:port/db, rediss:// for TLS); -store dynamodb needs it")
 	coordination := fs.String("coordination", "owners", `how the nodes of the scaled-out deployment share the work: "owners", the only way (each conversation and user has one owner node, others forward to it; docs/SCALING.md); accepted for the command lines that name it`)
+	lease := fs.Duration("lease", ownership.DefaultLeaseTTL, "how long a node's hold on its conversations lasts unless renewed (scaled out): a node that dies or freezes gives them to the others after it, and a request waits on a silent node no longer")
 	advertise := fs.String("advertise", "", "host:port the other nodes reach this one at for forwarded requests (empty: the -listen address, which must then not be a wildcard)")
 	nodeID := fs.String("node-id", "", "this node's name in presence and in every log line (node=), unique per process (empty: host name, process id and a random suffix; the embedded server then logs no node); a node restarted with the same id takes over its presence")
 	fs.StringVar(&cfg.TokenSecretFile, "token-secret-file", "", "file holding the token signing secret every node shares (hex; -auth token); empty: kept in the data directory")
@@ -97,6 +99,9 @@ func serve(args []string) error {
 	}
 	if *shutdownGrace <= 0 {
 		return fmt.Errorf("-shutdown-grace must be positive")
+	}
+	if *lease < minLease {
+		return fmt.Errorf("-lease must be at least %v (the nodes renew it five times per lease)", minLease)
 	}
 	switch {
 	case *editWindow < 0:
@@ -128,7 +133,7 @@ func serve(args []string) error {
 	if storage.scaledOut() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		so := storage.scaleOut(*redisURL, *nodeID)
-		so.Advertise = *advertise
+		so.Advertise, so.LeaseTTL = *advertise, *lease
 		cfg.Backend, cfg.Cluster, err = server.OpenScaledOut(ctx, so, logger)
 		cancel()
 		if err != nil {
@@ -173,6 +178,10 @@ func serve(args []string) error {
 	logger.Info("stopped")
 	return nil
 }
+
+// minLease is the shortest -lease: renewed five times per lease, a
+// shorter one would be spent on Redis round trips.
+const minLease = 500 * time.Millisecond
 
 // checkLimits refuses limits that cannot work.
 func checkLimits(cfg *server.Config) error {
