@@ -111,8 +111,8 @@ fi
 # The DynamoDB pass is without -race: every operation there is several
 # round trips to the engines, and the race detector would triple a pass
 # that checks the same engine code the two other passes check with it
-# (the DynamoDB store, the Redis cache, locks and relay have their own
-# -race tests). It mostly waits on the engines, so it runs beside the
+# (the DynamoDB store, ownership, routing, the node links and the relay
+# have their own -race tests). It mostly waits on the engines, so it runs beside the
 # other two, which are mostly CPU and run one after the other. Started
 # in a process group of its own, which a ctrl-c or a failure ends.
 scripts/engines.sh start "$engines/dynamodb"
