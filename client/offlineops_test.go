@@ -6,7 +6,7 @@ import (
 	"github.com/imcore/im/server/servertest"
 )
 
-// TestOfflineSessionOpShowsAtOnce checks bug 6: a pin made offline shows
+// TestOfflineSessionOpShowsAtOnce checks that a pin made offline shows
 // in the list at once (and a SessionsChanged says so), instead of only
 // when the connection comes back; it then reaches the server, which the
 // user's other device shows.

@@ -21,7 +21,7 @@ func runUntil(p *profile, d time.Duration) (err error, ok bool) {
 	return err, ctx.Err() == nil
 }
 
-// TestWrongPathIsNotRetried checks bug 9: a URL the server answers with
+// TestWrongPathIsNotRetried checks that a URL the server answers with
 // HTTP 404 (no WebSocket endpoint there) is a mistake to report, not an
 // outage to wait out.
 func TestWrongPathIsNotRetried(t *testing.T) {
@@ -50,7 +50,7 @@ func TestServerErrorIsRetried(t *testing.T) {
 	}
 }
 
-// TestTokenOnADevServerSaysToGiveTheUser checks bug 9: a token-only hello
+// TestTokenOnADevServerSaysToGiveTheUser checks that a token-only hello
 // to a server that names users itself (dev auth) is refused because the
 // hello names no user; the error says so instead of repeating the
 // server's rule about user ids.

@@ -73,8 +73,8 @@
 //     node that stops at the end of imserver's shutdown grace (15 s,
 //     requests in flight still waiting for their shards' owners) is
 //     counted as such; one that fails to stop otherwise is a violation;
-//   - FLUSHALLs the run's Redis at random moments (sequence counters,
-//     cached sessions, locks and presence gone at once), and
+//   - FLUSHALLs the run's Redis at random moments (the shards' leases,
+//     the node set, presence and the sequence counters gone at once), and
 //   - has DynamoDB fail: the nodes reach it through a tcpproxy.Proxy
 //     that, for a random 0.5 to 3 s, either resets every connection, live
 //     or new, or delivers every byte it forwards a random latency late
@@ -88,7 +88,7 @@
 // which is how a node that answered sent for a write DynamoDB did not
 // take would show) is lost or duplicated, no seq was reused or skipped
 // across the flushes, sessions and unread counts hold (read back after
-// Redis lost its cache). Once the run converged, a push round has every
+// Redis lost its data). Once the run converged, a push round has every
 // device send one message with no chaos at all, and the run converges
 // again: a device that did not reconnect can only have got the others'
 // messages as pushes from either node (a reconnect during the round is a

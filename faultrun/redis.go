@@ -69,8 +69,8 @@ func StartRedis(ctx context.Context, bin string) (*RedisServer, error) {
 // URL returns the redis:// URL of database 0.
 func (s *RedisServer) URL() string { return "redis://" + s.addr + "/0" }
 
-// FlushAll empties every database: the sequence counters, the session
-// cache, the locks, presence.
+// FlushAll empties every database: the shards' leases, the node set,
+// presence and the sequence counters.
 func (s *RedisServer) FlushAll(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

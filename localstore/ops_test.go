@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// TestSessionOpShowsAtOnceUntilAnswered checks bug 6 in the store: a
+// TestSessionOpShowsAtOnceUntilAnswered checks in the store that a
 // session operation made offline shows at once, stays shown over the
 // server's copies that predate it, survives a restart, and gives way to
 // the server's answer.

@@ -119,7 +119,7 @@ func TestRemoveAndDropOutbox(t *testing.T) {
 // TestListShowsTheOutbox checks that a message waiting in the outbox is
 // its session's last message in the list (seq 0: not sent yet) and moves
 // the session up as a new message does, before the server answers and
-// after a restart (bug 2).
+// after a restart.
 func TestListShowsTheOutbox(t *testing.T) {
 	s, path := openTemp(t)
 	bobs := testSession(conv, 1, 100, 0)

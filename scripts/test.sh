@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the whole test suite on a fresh machine: checks the toolchain,
-# installs what the tests need, starts the engines of the scaled-out
-# deployment, then gofmt, go vet and go test -race.
+# Runs the whole test suite on a fresh machine: checks the toolchain and
+# the documents' links (internal/checkdocs), installs what the tests need,
+# starts the engines of the scaled-out deployment, then gofmt, go vet and
+# go test -race.
 #
 #   scripts/test.sh            the whole suite
 #   scripts/test.sh ./server/  only some packages (passed to go test)
@@ -25,6 +26,12 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 need_go
+
+# The documents first: a link or a backquoted repository path that leads
+# nowhere fails the run in seconds, before anything is installed.
+log "checking the documents' links and repository paths"
+go run ./internal/checkdocs
+
 if command -v apt-get >/dev/null 2>&1; then
 	# gcc: the race detector needs cgo.
 	command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
@@ -104,8 +111,8 @@ fi
 # The DynamoDB pass is without -race: every operation there is several
 # round trips to the engines, and the race detector would triple a pass
 # that checks the same engine code the two other passes check with it
-# (the DynamoDB store, the Redis cache, locks and relay have their own
-# -race tests). It mostly waits on the engines, so it runs beside the
+# (the DynamoDB store, ownership, routing, the node links and the relay
+# have their own -race tests). It mostly waits on the engines, so it runs beside the
 # other two, which are mostly CPU and run one after the other. Started
 # in a process group of its own, which a ctrl-c or a failure ends.
 scripts/engines.sh start "$engines/dynamodb"

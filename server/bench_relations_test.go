@@ -23,8 +23,8 @@ import (
 // The cost of what PROTOCOL.md, "Replies, edits, deletions and reactions",
 // adds to a message, measured end to end: a server on the backend
 // IM_TEST_STORE names (SQLite by default) and clients over real
-// WebSockets on loopback, in this process. The figures are in README.md,
-// "Performance".
+// WebSockets on loopback, in this process. The figures are in
+// docs/PERFORMANCE.md.
 
 // BenchmarkHistoryPage fetches one page of 20 messages of a group
 // conversation of 1,000, again and again, over a WebSocket: plain, the 20

@@ -1,7 +1,8 @@
 package server_test
 
-// End-to-end tests of pending deliveries (seed 001, PROTOCOL.md "Session
-// start"): no message is lost, whatever the recipient's connections do.
+// End-to-end tests of pending deliveries (the source design's
+// pending-deliveries table; PROTOCOL.md "Session start"): no message is
+// lost, whatever the recipient's connections do.
 
 import (
 	"context"

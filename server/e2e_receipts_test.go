@@ -1,7 +1,8 @@
 package server_test
 
-// End-to-end tests of PROTOCOL.md "Receipts and ticks" (seed 000: two
-// boundaries per user and conversation, the status minimum over members).
+// End-to-end tests of PROTOCOL.md "Receipts and ticks" (the source
+// design's status table: two tick boundaries per user and conversation,
+// and the status the minimum over members).
 
 import (
 	"strings"

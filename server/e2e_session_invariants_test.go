@@ -1,7 +1,8 @@
 package server_test
 
 // A randomised, concurrent end-to-end test of the session model
-// (PROTOCOL.md "Sessions" and "Receipts and ticks"; seed 003): two devices
+// (PROTOCOL.md "Sessions" and "Receipts and ticks"; the source design's
+// session model, a stored session per user and conversation): two devices
 // of bob and four other users, each device driven by its own goroutine with
 // its own fixed random seed, send, read, acknowledge and apply every
 // session operation at once. Every session any device is shown is checked

@@ -1,7 +1,8 @@
 package server_test
 
 // End-to-end tests of PROTOCOL.md "Sessions (the conversation list)",
-// "Sync" and "Session operations" (seed 003: the session model), over real
+// "Sync" and "Session operations" (the source design's session model),
+// over real
 // WebSockets against the in-process server. Time is a controllable clock
 // (server.Config.Now), never a sleep.
 

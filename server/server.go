@@ -1,6 +1,6 @@
 // Package server is the composition root of imserver: it opens the store,
-// builds the domain and the gateway, and serves /ws, /healthz, /readyz and
-// /metrics.
+// builds the domain and the gateway, and serves /ws, /healthz, /readyz,
+// /status and /metrics, and between nodes /internal/link.
 package server
 
 import (

@@ -2,8 +2,8 @@ package server
 
 import "github.com/imcore/im/server/store"
 
-// backendAs returns the first of be and the backends it wraps (a cache
-// in front of a store says what it wraps with Unwrap) that is a T: what
+// backendAs returns the first of be and the backends it wraps (a backend
+// wrapping another says which with Unwrap) that is a T: what
 // the server uses of a backend when it offers it (token epochs, archiving,
 // health, counts).
 func backendAs[T any](be store.Backend) (T, bool) {

@@ -3,8 +3,7 @@ package session
 // Merge is what a store keeps when a session write meets the stored
 // version of the same session, the one rule every backend's write of
 // sessions implements (memory in Go, SQLite in its upsert, DynamoDB in its
-// conditions, the Redis cache in its script; the backends' conformance
-// suite holds each to it):
+// conditions; the backends' conformance suite holds each to it):
 //
 //   - a newer active_ts wins whole;
 //   - at the same active_ts (a tick rise written in place, a replay, a

@@ -1,10 +1,11 @@
-// Package session is the session model (seed 003): one stored state per user
-// and conversation, and the rules that say how each event changes it and
-// which of its timestamps move. It performs no I/O; the server's storage
-// backends apply these rules inside their own atomic writes, and clients
-// apply them to their local copies of session objects (FromObject,
-// ToObject) to show a change before the server's copy arrives, so the rules
-// exist once.
+// Package session is the session model of the source design (the session
+// a first-class entity, not rebuilt from a message queue): one stored
+// state per user and conversation, and the rules that say how each event
+// changes it and which of its timestamps move. It performs no I/O; the
+// server's storage backends apply these rules inside their own atomic
+// writes, and clients apply them to their local copies of session
+// objects (FromObject, ToObject) to show a change before the server's copy
+// arrives, so the rules exist once.
 package session
 
 import (

@@ -489,7 +489,7 @@ func TestReceiptLines(t *testing.T) {
 	}
 }
 
-// TestMessageInfoLeavesTheSenderOut checks bug 5: the info of someone
+// TestMessageInfoLeavesTheSenderOut checks that the info of someone
 // else's message counts neither its sender (whose boundaries always cover
 // it) nor the user as readers.
 func TestMessageInfoLeavesTheSenderOut(t *testing.T) {

@@ -435,7 +435,7 @@ func TestFailedSendGivesTheTextBack(t *testing.T) {
 	}
 }
 
-// TestNarrowHeaderHasOneBackArrow checks bug 7: in the narrow layout the
+// TestNarrowHeaderHasOneBackArrow checks that in the narrow layout the
 // back arrow heads the title only; the line under it (what the chat is,
 // who is typing) lines up with the title, without an arrow.
 func TestNarrowHeaderHasOneBackArrow(t *testing.T) {

@@ -399,10 +399,10 @@ func TestLegendDropsLowRanksFirst(t *testing.T) {
 	}
 }
 
-// TestGroupCreatedLaterLeavesTheUserWhereTheyAre checks bug 1: a group
-// asked for offline is answered once the connection is back; by then the
-// user has gone to another chat and typed there. The answer must not take
-// them away nor wipe what they typed: it says the group is there.
+// TestGroupCreatedLaterLeavesTheUserWhereTheyAre checks a group asked for
+// offline and answered once the connection is back, when by then the user
+// has gone to another chat and typed there: the answer must not take them
+// away nor wipe what they typed; it says the group is there.
 func TestGroupCreatedLaterLeavesTheUserWhereTheyAre(t *testing.T) {
 	f := newFixture()
 	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(30 * time.Second)})

@@ -11,7 +11,7 @@ import (
 )
 
 // TestOverlongMessageIsRefusedWhole checks the one behaviour of the body
-// limit (bug 4): a message over 4,096 bytes, whether its characters take
+// limit: a message over 4,096 bytes, whether its characters take
 // one byte or two, is kept whole in the input and refused with its size,
 // and split into messages within the limit only if the user says so.
 func TestOverlongMessageIsRefusedWhole(t *testing.T) {

@@ -195,7 +195,7 @@ func TestSanitizeDropsEscapes(t *testing.T) {
 	}
 }
 
-// TestListLevelsCountTheirOwnUnread checks bug 8: inside a folder or a
+// TestListLevelsCountTheirOwnUnread checks that inside a folder or a
 // sub-business's list the header counts that level's unread messages, not
 // the main list's; and a folder takes its place among the chats by its
 // newest message, below the pinned ones.

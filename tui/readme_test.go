@@ -6,25 +6,31 @@ import (
 	"testing"
 )
 
-// TestReadmeShowsTheTicksDrawn checks bug 10: the glyphs the README
-// promises for each tick state are the ones the client draws.
+// TestReadmeShowsTheTicksDrawn checks that the glyphs the README and the
+// client's manual (docs/IMTUI.md) promise for each tick state are the
+// ones the client draws (the README once promised 🕓 for a message waiting
+// for the server, where the client draws ◷).
 func TestReadmeShowsTheTicksDrawn(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	re := regexp.MustCompile(`own messages carry their tick:\s+(\S+) waiting for the server,\s+(\S+) sent,\s+grey (\S+) delivered to every member,\s+blue (\S+) read by every member`)
-	m := re.FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("the README no longer lists the tick glyphs in the sentence this test reads")
-	}
-	for i, want := range []string{glyphPending, glyphSent, glyphDelivered, glyphRead} {
-		if got := string(m[i+1]); got != want {
-			t.Errorf("the README shows %q for the %s tick, the client draws %q", got, []string{"pending", "sent", "delivered", "read"}[i], want)
+	plainRe := regexp.MustCompile("without colours,\\s+`NO_COLOR`, read is (\\S+)\\)")
+	for _, doc := range []string{"../README.md", "../docs/IMTUI.md"} {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	plain := regexp.MustCompile("without colours,\\s+`NO_COLOR`, read is (\\S+)\\)").FindSubmatch(readme)
-	if plain == nil || string(plain[1]) != glyphReadPlain {
-		t.Errorf("the README should say that without colours read is %s: %q", glyphReadPlain, plain)
+		m := re.FindSubmatch(text)
+		if m == nil {
+			t.Errorf("%s no longer lists the tick glyphs in the sentence this test reads", doc)
+			continue
+		}
+		for i, want := range []string{glyphPending, glyphSent, glyphDelivered, glyphRead} {
+			if got := string(m[i+1]); got != want {
+				t.Errorf("%s shows %q for the %s tick, the client draws %q", doc, got, []string{"pending", "sent", "delivered", "read"}[i], want)
+			}
+		}
+		plain := plainRe.FindSubmatch(text)
+		if plain == nil || string(plain[1]) != glyphReadPlain {
+			t.Errorf("%s should say that without colours read is %s: %q", doc, glyphReadPlain, plain)
+		}
 	}
 }

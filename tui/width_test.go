@@ -40,7 +40,7 @@ func checkDrawnGeometry(h *harness, method ansi.Method) {
 // TestZWJEmojiKeepsTheTicks checks that the layout measures text as the
 // renderer draws it: by code point (wcwidth) unless the terminal reports
 // grapheme clustering (mode 2027). Measured otherwise, the line with the
-// emoji overflows and its end, the ticks, is cut (bug 3).
+// emoji overflows and its end, the ticks, is cut.
 func TestZWJEmojiKeepsTheTicks(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -183,14 +183,14 @@ func TestTokenRevokeCommand(t *testing.T) {
 	}
 }
 
-// Every flag of serve has its environment variable and is listed in the
-// README with its default.
+// Every flag of serve has its environment variable and is listed in
+// docs/OPERATIONS.md's flag table with its default.
 func TestEveryServeFlagIsDocumented(t *testing.T) {
 	out, errOut, code := runCommand(t, nil, "serve", "-help")
 	if code != 0 {
 		t.Fatalf("serve -help: exit %d", code)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,8 +202,8 @@ func TestEveryServeFlagIsDocumented(t *testing.T) {
 		if want := envName(f[1]); f[2] != want {
 			t.Errorf("-%s is read from %s, want %s", f[1], f[2], want)
 		}
-		if !strings.Contains(string(readme), "`-"+f[1]+"`") {
-			t.Errorf("-%s is not in the README's flag table", f[1])
+		if !strings.Contains(string(doc), "`-"+f[1]+"`") {
+			t.Errorf("-%s is not in docs/OPERATIONS.md's flag table", f[1])
 		}
 	}
 	// A limit set through its variable is checked like the flag.

@@ -10,7 +10,8 @@ import (
 )
 
 // TestEngineErrorsNameTheFlag checks that the reasons the engine stops for
-// good (bug 9) tell the user which flag to change.
+// good (a refused token, a token given to a dev server, a URL that is not
+// the WebSocket endpoint) tell the user which flag to change.
 func TestEngineErrorsNameTheFlag(t *testing.T) {
 	o := options{server: "ws://127.0.0.1:7070/wrong", token: "v1:alice:1:x"}
 	for _, tc := range []struct {

@@ -16,7 +16,7 @@ import (
 
 // TestOfflinePinShowsAtOnce runs imtui's model on the real engine and
 // store with the server down: p pins the selected chat, the 📌 shows at
-// once, and the notice says the server has yet to hear of it (bug 6).
+// once, and the notice says the server has yet to hear of it.
 func TestOfflinePinShowsAtOnce(t *testing.T) {
 	t.Parallel()
 	path := storedProfile(t)

@@ -9,8 +9,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// The second pass's bugs 1-4, each reproduced with the real binaries the
-// way a user met it.
+// Screens users found wrong, each reproduced with the real binaries the
+// way a user met it, and kept as a test of what the client now does.
 
 // newChat opens a new direct chat with peer from the list of p.
 func (r *rig) newChat(p pane, peer string) {
@@ -35,8 +35,9 @@ func (r *rig) send(p pane, text string) {
 	r.tm.waitFor(p, "the bubble of "+text, false, bubble.MatchString)
 }
 
-// Bug 1: a group created offline must not take the user away from the
-// chat they went to meanwhile, nor wipe what they typed there.
+// TestTmuxGroupCreatedOfflineKeepsFocusAndDraft: a group created offline
+// must not take the user away from the chat they went to meanwhile, nor
+// wipe what they typed there.
 func TestTmuxGroupCreatedOfflineKeepsFocusAndDraft(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -67,8 +68,9 @@ func TestTmuxGroupCreatedOfflineKeepsFocusAndDraft(t *testing.T) {
 	}
 }
 
-// Bug 3: after an emoji joined with zero-width joiners the line is as wide
-// as the terminal draws it, and the ticks stay on screen.
+// TestTmuxTicksAfterAZWJEmoji: after an emoji joined with zero-width
+// joiners the line is as wide as the terminal draws it, and the ticks stay
+// on screen.
 func TestTmuxTicksAfterAZWJEmoji(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -97,8 +99,9 @@ func TestTmuxTicksAfterAZWJEmoji(t *testing.T) {
 	})
 }
 
-// Bug 4: a body over the limit is refused whole, with its size, whether
-// its characters are one byte or two; the text stays to edit, or is split.
+// TestTmuxLongPasteIsRefusedWhole: a body over the limit is refused whole,
+// with its size, whether its characters are one byte or two; the text
+// stays to edit, or is split.
 func TestTmuxLongPasteIsRefusedWhole(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -140,8 +143,8 @@ func TestTmuxLongPasteIsRefusedWhole(t *testing.T) {
 	})
 }
 
-// Bug 2: a message waiting in the outbox is the list row's last message,
-// with its clock, also after a restart.
+// TestTmuxOutboxMessageShowsInTheList: a message waiting in the outbox is
+// the list row's last message, with its clock, also after a restart.
 func TestTmuxOutboxMessageShowsInTheList(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

@@ -11,8 +11,8 @@ import (
 	"github.com/imcore/im/localstore"
 )
 
-// The third pass's bugs, each reproduced with the real binaries the way a
-// user met it.
+// More screens users found wrong, each reproduced with the real binaries
+// the way a user met it, and kept as a test of what the client now does.
 
 // quit quits the client in p with ctrl+c and waits for it to exit, so
 // that its database can be read.
@@ -54,9 +54,9 @@ func (r *rig) stored(name, user, conv string) []string {
 	return out
 }
 
-// Bug 1: forty messages typed in one burst (each with its Enter, in one
-// write to the terminal) are stored in the order they were typed, on the
-// server and at the recipient.
+// TestTmuxBurstOfMessagesKeepsOrder: forty messages typed in one burst
+// (each with its Enter, in one write to the terminal) are stored in the
+// order they were typed, on the server and at the recipient.
 func TestTmuxBurstOfMessagesKeepsOrder(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -86,9 +86,9 @@ func TestTmuxBurstOfMessagesKeepsOrder(t *testing.T) {
 	}
 }
 
-// Bug 2: words typed while the list has the keys (the whole screen at 80
-// columns) delete no chat and do not quit: "daily" is not d then y, and
-// "quick note" is not q.
+// TestTmuxWordsOnTheListDeleteAndQuitNothing: words typed while the list
+// has the keys (the whole screen at 80 columns) delete no chat and do not
+// quit: "daily" is not d then y, and "quick note" is not q.
 func TestTmuxWordsOnTheListDeleteAndQuitNothing(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -125,9 +125,9 @@ func TestTmuxWordsOnTheListDeleteAndQuitNothing(t *testing.T) {
 	r.tm.waitFor(alice, "bob's chat in the list, still running", false, containsAll("👤 bob", "● online"))
 }
 
-// Bug 3: a folder name the server refuses ("Work Stuff") is not kept on
-// the device: the dialog says the rule and refuses it, and neither the
-// list nor a restart shows the folder.
+// TestTmuxRefusedFolderNameIsNotKept: a folder name the server refuses
+// ("Work Stuff") is not kept on the device: the dialog says the rule and
+// refuses it, and neither the list nor a restart shows the folder.
 func TestTmuxRefusedFolderNameIsNotKept(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -150,8 +150,9 @@ func TestTmuxRefusedFolderNameIsNotKept(t *testing.T) {
 	r.tm.waitFor(alice, "the list without the folder after a restart", false, noFolder)
 }
 
-// Bug 12: given two servers, a client whose server goes away comes back
-// online on the other at once, and the status bar names it.
+// TestTmuxFailsOverToTheNextServer: given two servers, a client whose
+// server goes away comes back online on the other at once, and the status
+// bar names it.
 func TestTmuxFailsOverToTheNextServer(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

@@ -1,5 +1,6 @@
-// Package blob is cold storage for message bodies (seed 002's s3_ref): a
-// directory when embedded, an S3 bucket when scaled out. A backend that
+// Package blob is cold storage for message bodies (the s3_ref of the
+// source design's messages table): a directory when embedded, an S3 bucket
+// when scaled out. A backend that
 // archives keeps a message's seq, sender and timestamps in its table and
 // its body here, under a key it records with the message.
 package blob

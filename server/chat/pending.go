@@ -82,8 +82,10 @@ func (r Replayed) skipSent(conv string, after int64) int64 {
 }
 
 // Replay pushes every message user has not had delivered, oldest first per
-// conversation, from its pending rows (seed 001), up to each conversation's
-// newest message when the rows were read. Anything newer was stored after
+// conversation, from its pending rows (the source design's
+// pending-deliveries table: the first undelivered seq per user and
+// conversation), up to each conversation's newest message when the rows
+// were read. Anything newer was stored after
 // the device registered, so it reaches the device as a live push (held
 // back until the replay ends); stopping there also keeps a user removed
 // from a group during its replay from being sent what came after its

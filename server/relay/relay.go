@@ -6,8 +6,9 @@
 // every other node presence lists for the user, which delivers it to its
 // own devices.
 //
-// Pushes are hints (DESIGN.md, principle 2): what a push fails to deliver
-// is still pending in the store and reaches the device by a pull path. So
+// Pushes are hints (the store is the truth; a push only hastens what a
+// pull path brings anyway): what a push fails to deliver is still pending
+// in the store and reaches the device by a pull path. So
 // the relay never makes a caller wait on Redis for a push: the remote part
 // goes through a bounded queue, and a full queue drops it and counts.
 //

@@ -13,7 +13,8 @@ import (
 	"github.com/imcore/im/session"
 )
 
-// sessionTests are the promises of the session model (seed 003).
+// sessionTests are the promises of the session model (package session,
+// after the source design's session model).
 var sessionTests = []storeTest{
 	{"SessionOpMovesTimestamps", testSessionOpMovesTimestamps},
 	{"SessionCreatedOnFirstMessage", testSessionCreatedOnFirstMessage},
