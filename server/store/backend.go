@@ -217,7 +217,8 @@ type SeqAppender interface {
 	// AppendAt stores msg (Append's fields, and Seq) at msg.Seq:
 	// ErrSeqTaken, changing nothing, when another message holds that seq;
 	// a (conv, msg_id) already stored is returned as Append returns it
-	// (Duplicate, or ErrMsgIDTaken).
+	// (Duplicate, or ErrMsgIDTaken). The owner checked that a group
+	// exists before it gave the seq: AppendAt need not read it again.
 	AppendAt(ctx context.Context, msg protocol.Message) (AppendResult, error)
 	// NewestSeq returns the newest seq conv's log holds or has promised
 	// (a group change's).

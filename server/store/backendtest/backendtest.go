@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T, blobs blob.Store) store.Backend) 
 		{"AppendSequences", testAppendSequences},
 		{"AppendIdempotent", testAppendIdempotent},
 		{"AppendConcurrent", testAppendConcurrent},
+		{"AppendAt", testAppendAt},
 		{"HistoryPages", testHistoryPages},
 		{"MessageAndSenders", testMessageAndSenders},
 		{"ConversationRecord", testConversationRecord},

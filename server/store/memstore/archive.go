@@ -65,6 +65,9 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 	var todo []protocol.Message
 	for _, c := range d.convs {
 		for _, m := range c.msgs {
+			if m.Seq == 0 {
+				continue // a hole
+			}
 			if _, done := c.archived[m.Seq]; !done && m.ServerTS < cutoff && !c.erased(m.Seq) {
 				todo = append(todo, m)
 			}

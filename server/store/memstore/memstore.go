@@ -52,7 +52,9 @@ type conv struct {
 	version int64
 	derived int64
 	ticks   protocol.Ticks
-	msgs    []protocol.Message // msgs[i].Seq == i+1
+	// msgs[i] is the message at seq i+1, or a hole (Seq 0) where the
+	// owner gave a seq no message took (yet): len(msgs) is the max seq.
+	msgs []protocol.Message
 	// archived maps the seq of each message whose body was archived
 	// (its Body in msgs emptied) to the body's blob key.
 	archived map[int64]string
@@ -107,6 +109,12 @@ func (s *Store) lock() (*data, error) {
 
 // Append implements store.Backend.
 func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+	m.Seq = 0
+	return s.appendMsg(ctx, m)
+}
+
+// appendMsg stores m at m.Seq, or at the next seq when it is 0.
+func (s *Store) appendMsg(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.AppendResult{}, err
@@ -158,10 +166,43 @@ func (d *data) append(m protocol.Message, system bool) (store.AppendResult, erro
 		c = &conv{kind: parsed.Kind}
 		d.convs[m.Conv] = c
 	}
-	m.Seq = int64(len(c.msgs)) + 1
-	c.msgs = append(c.msgs, m)
+	if m.Seq == 0 {
+		m.Seq = int64(len(c.msgs)) + 1
+	} else if c.has(m.Seq) {
+		return store.AppendResult{}, store.ErrSeqTaken
+	}
+	for int64(len(c.msgs)) < m.Seq {
+		c.msgs = append(c.msgs, protocol.Message{})
+	}
+	c.msgs[m.Seq-1] = m
 	d.msgIDs[[2]string{m.Conv, m.MsgID}] = m.Seq
 	return store.AppendResult{Msg: m}, nil
+}
+
+// has reports whether a message holds seq.
+func (c *conv) has(seq int64) bool {
+	return seq >= 1 && seq <= int64(len(c.msgs)) && c.msgs[seq-1].Seq != 0
+}
+
+// AppendAt implements store.SeqAppender: Append, at the seq m carries.
+func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+	if m.Seq <= 0 {
+		return store.AppendResult{}, fmt.Errorf("append to %s: seq %d is not a seq", m.Conv, m.Seq)
+	}
+	return s.appendMsg(ctx, m)
+}
+
+// NewestSeq implements store.SeqAppender.
+func (s *Store) NewestSeq(_ context.Context, convID string) (int64, error) {
+	d, err := s.lock()
+	if err != nil {
+		return 0, err
+	}
+	defer d.mu.Unlock()
+	if c := d.convs[convID]; c != nil {
+		return int64(len(c.msgs)), nil
+	}
+	return 0, nil
 }
 
 // History implements store.Backend.
@@ -183,6 +224,9 @@ func (s *Store) History(ctx context.Context, convID string, q store.HistoryQuery
 	var cands []protocol.Message
 	if q.After {
 		for i := max(q.AfterSeq, q.MinSeq-1); i < int64(len(c.msgs)); i++ {
+			if !c.has(i + 1) {
+				continue
+			}
 			cands = append(cands, c.view(i+1))
 			if len(cands) > q.Limit {
 				break
@@ -194,6 +238,9 @@ func (s *Store) History(ctx context.Context, convID string, q store.HistoryQuery
 			top = min(top, q.BeforeSeq-1)
 		}
 		for seq := top; seq >= max(1, q.MinSeq); seq-- {
+			if !c.has(seq) {
+				continue
+			}
 			cands = append(cands, c.view(seq))
 			if len(cands) > q.Limit {
 				break
@@ -226,7 +273,7 @@ func (s *Store) Message(ctx context.Context, convID string, seq int64) (protocol
 		return protocol.Message{}, err
 	}
 	c := d.convs[convID]
-	if c == nil || seq < 1 || seq > int64(len(c.msgs)) {
+	if c == nil || !c.has(seq) {
 		d.mu.Unlock()
 		return protocol.Message{}, store.ErrNotFound
 	}
@@ -252,7 +299,9 @@ func (s *Store) Senders(_ context.Context, convID string, after, upTo int64) ([]
 		return out, nil
 	}
 	for seq := max(after+1, 1); seq <= min(upTo, int64(len(c.msgs))); seq++ {
-		out = append(out, c.msgs[seq-1].From)
+		if c.has(seq) {
+			out = append(out, c.msgs[seq-1].From)
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
@@ -549,7 +598,7 @@ func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery)
 func (d *data) row(st session.State) store.SessionRow {
 	row := store.SessionRow{State: st}
 	if st.LastSeq > 0 {
-		if c := d.convs[st.LastConv]; c != nil && st.LastSeq <= int64(len(c.msgs)) {
+		if c := d.convs[st.LastConv]; c != nil && c.has(st.LastSeq) {
 			m := c.view(st.LastSeq)
 			row.LastMsg = &m
 		}

@@ -29,7 +29,7 @@ func (d *data) hasMsgID(m protocol.Message) bool {
 // stored. Called under the lock.
 func (d *data) targetExists(m protocol.Message) error {
 	c := d.convs[m.Conv]
-	if c == nil || m.RefSeq < 1 || m.RefSeq > int64(len(c.msgs)) {
+	if c == nil || !c.has(m.RefSeq) {
 		return fmt.Errorf("target %s/%d: %w", m.Conv, m.RefSeq, store.ErrNotFound)
 	}
 	return nil

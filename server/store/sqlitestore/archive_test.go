@@ -27,7 +27,7 @@ func appendMany(t *testing.T, s *Store, conv string, n int, ts int64, prefix str
 	waits := make([]func() (store.AppendResult, error), 0, n)
 	for i := range n {
 		id := fmt.Sprintf("%s%d", prefix, i)
-		wait, err := s.QueueAppend(t.Context(), protocol.Message{Conv: conv, MsgID: id, From: "alice", Body: "body of " + id, ClientTS: 1, ServerTS: ts})
+		wait, err := s.queueAppend(t.Context(), protocol.Message{Conv: conv, MsgID: id, From: "alice", Body: "body of " + id, ClientTS: 1, ServerTS: ts})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,18 +12,52 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// Append implements store.Backend: one write of the writer's next batch.
+// Append implements store.Backend: one write of the writer's next batch,
+// at the conversation's next seq.
 func (s *Store) Append(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
-	wait, err := s.QueueAppend(ctx, msg)
+	msg.Seq = 0
+	return s.appendQueued(ctx, msg)
+}
+
+// AppendAt implements store.SeqAppender: one write of the writer's next
+// batch, at msg.Seq, which the conversation's owner gave it.
+func (s *Store) AppendAt(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+	if msg.Seq <= 0 {
+		return store.AppendResult{}, fmt.Errorf("append to %s: seq %d is not a seq", msg.Conv, msg.Seq)
+	}
+	return s.appendQueued(ctx, msg)
+}
+
+// NewestSeq implements store.SeqAppender.
+func (s *Store) NewestSeq(ctx context.Context, conv string) (int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	st, err := s.readStmts.get(ctx, qMaxSeq)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	err = st.QueryRowContext(ctx, conv).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}
+
+// appendQueued stores msg at msg.Seq, or at the next seq when it is 0,
+// in the writer's next batch, and waits for it.
+func (s *Store) appendQueued(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+	wait, err := s.queueAppend(ctx, msg)
 	if err != nil {
 		return store.AppendResult{}, err
 	}
 	return wait()
 }
 
-// QueueAppend implements store.QueuedAppender: the writer takes appends in
-// the order they are queued, so their seqs follow it.
-func (s *Store) QueueAppend(ctx context.Context, msg protocol.Message) (func() (store.AppendResult, error), error) {
+// queueAppend hands the append of msg to the writer and returns a wait for
+// its result: the writer takes appends in the order they are queued.
+func (s *Store) queueAppend(ctx context.Context, msg protocol.Message) (func() (store.AppendResult, error), error) {
 	var res store.AppendResult
 	var erased []string // archived bodies the entry erased
 	op, err := s.queueProof(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -58,10 +92,11 @@ func (s *Store) QueueAppend(ctx context.Context, msg protocol.Message) (func() (
 	}), nil
 }
 
-// appendTx stores msg at its conversation's next seq inside the writer's
-// transaction. A group must exist; a direct chat is created on its first
-// message. system says the message tells of a group change (whose
-// msg_id is the server's: a duplicate is an error, not an answer).
+// appendTx stores msg inside the writer's transaction: at m.Seq when it is
+// set (ErrSeqTaken when another message holds it), else at its
+// conversation's next seq. A group must exist; a direct chat is created
+// on its first message. system says the message tells of a group change
+// (whose msg_id is the server's: a duplicate is an error, not an answer).
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, system bool) (store.AppendResult, error) {
 	var seq int64
 	err := s.queryRowTx(ctx, tx, qSeqOfMsgID, m.Conv, m.MsgID).Scan(&seq)
@@ -99,14 +134,25 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, sy
 	case err != nil:
 		return store.AppendResult{}, err
 	}
-	m.Seq = maxSeq + 1
+	if m.Seq == 0 {
+		m.Seq = maxSeq + 1
+	} else {
+		var taken int
+		err := s.queryRowTx(ctx, tx, qSeqTaken, m.Conv, m.Seq).Scan(&taken)
+		switch {
+		case err == nil:
+			return store.AppendResult{}, store.ErrSeqTaken
+		case !errors.Is(err, sql.ErrNoRows):
+			return store.AppendResult{}, err
+		}
+	}
 	for _, st := range []struct {
 		query string
 		args  []any
 	}{
 		{qInsertMessage, []any{m.Conv, m.Seq, m.MsgID, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind, m.ReplyTo, m.RefSeq}},
 		{qInsertMsgID, []any{m.Conv, m.MsgID, m.Seq}},
-		{qSetMaxSeq, []any{m.Seq, m.Conv}},
+		{qRaiseMaxSeq, []any{m.Seq, m.Conv}},
 	} {
 		if _, err := s.execTx(ctx, tx, st.query, st.args...); err != nil {
 			return store.AppendResult{}, err

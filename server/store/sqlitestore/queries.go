@@ -26,7 +26,9 @@ const (
 	qSenders       = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
 	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertMsgID   = `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`
-	qSetMaxSeq     = `UPDATE conversations SET max_seq = ? WHERE conv = ?`
+	qRaiseMaxSeq   = `UPDATE conversations SET max_seq = max(max_seq, ?) WHERE conv = ?`
+	qSeqTaken      = `SELECT 1 FROM messages WHERE conv = ? AND seq = ?`
+	qMaxSeq        = `SELECT max_seq FROM conversations WHERE conv = ?`
 	qConvHead      = `SELECT kind, max_seq, members_version FROM conversations WHERE conv = ?`
 	qInsertConv    = `INSERT INTO conversations (conv, kind, created_ts) VALUES (?, ?, ?)`
 	qHistoryAfter  = `SELECT ` + messageReadColumns + ` FROM messages WHERE conv = ? AND seq > ? ORDER BY seq ASC LIMIT ?`
@@ -185,7 +187,7 @@ const (
 // writerQueries are prepared on the writer's connection at open.
 var writerQueries = []string{
 	qSavepoint, qRollbackTo, qReleaseSave,
-	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qSetMaxSeq, qConvHead, qInsertConv,
+	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qRaiseMaxSeq, qSeqTaken, qConvHead, qInsertConv,
 	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qGroupOf, qGroupJoined, qSetGroupState,
 	qJoinGroup, qLeaveGroup, qRecordChange, qIsMember,
 	qBoundaryMerge, qBoundaryJoin, qBoundaryGone, qPendingPut, qPendingClear,
@@ -196,7 +198,7 @@ var writerQueries = []string{
 
 // readerQueries are prepared on the reader pool at open.
 var readerQueries = []string{
-	qMessageAt, qHistoryAfter, qHistoryBefore, qSenders,
+	qMessageAt, qHistoryAfter, qHistoryBefore, qSenders, qMaxSeq,
 	qConversation, qGroupMembers, qDirectMember, qUnrepaired, qChangeAt,
 	qLastActive, qTotalsOf, qTotalGet, qAccountGet, qExpiredMutes, qPendingOf, qFormerOf, qMemberNames,
 	qSyncPage, qOneSession,
