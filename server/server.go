@@ -26,6 +26,7 @@ import (
 	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/netlimit"
 	"github.com/imcore/im/server/nodelink"
+	"github.com/imcore/im/server/routing"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/sqlitestore"
 )
@@ -232,6 +233,9 @@ func (s *Server) build() error {
 			s.metrics.Register(c)
 		}
 	}
+	// One path: the server runs the Router whatever the deployment. A
+	// server alone owns every shard at once (routing.Solo); a node of
+	// several takes its shards once it listens (startOwners).
 	var linkSecret []byte
 	if cfg.Cluster != nil {
 		router, secret, err := s.buildOwners(context.Background(), cfg.Cluster.Owners, engOpts)
@@ -241,11 +245,14 @@ func (s *Server) build() error {
 		s.store, linkSecret = router, secret
 		cfg.Cluster.Ownership = s.owners
 	} else {
-		eng, err := engine.New(context.Background(), s.be, engOpts)
+		router, err := routing.New(context.Background(), routing.Config{Backend: s.be, Engine: engOpts, Logger: cfg.Logger})
 		if err != nil {
 			return err
 		}
-		s.store = eng
+		s.store = router
+		if err := router.ServeAlone(context.Background(), routing.Solo{ID: cfg.NodeID}); err != nil {
+			return err
+		}
 	}
 	eng := s.store
 	var authn auth.Authenticator = auth.Dev{}

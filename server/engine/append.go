@@ -23,87 +23,19 @@ func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.App
 
 // appendMessage is Append of a message whose rules the caller checked.
 func (e *Engine) appendMessage(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
-	if sa, ok := e.seqAppender(); ok {
-		return e.startOwnedAppend(ctx, sa, req)()
-	}
-	dctx, err := e.begin(ctx)
-	if err != nil {
-		return store.AppendResult{}, err
-	}
-	cs, err := e.convs.get(ctx, e.be, req.Msg.Conv)
-	if err != nil {
-		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
-	}
-	if cs.isGroup() {
-		// Shared with other sends, exclusive of membership changes: the
-		// members checked here are the members when the message is stored.
-		cs.gate.RLock()
-		defer cs.gate.RUnlock()
-		cs.mu.Lock()
-		exists, version := cs.exists, cs.version
-		cs.mu.Unlock()
-		switch {
-		case !exists:
-			return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, store.ErrNotFound)
-		case version != req.MembersVersion:
-			return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, store.ErrStaleMembers)
-		}
-	}
-	res, err := e.be.Append(ctx, e.stamped(req.Msg))
-	if err != nil {
-		return store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
-	}
-	return e.afterAppend(dctx, cs, res)
+	return e.startAppend(ctx, req)()
 }
 
-// StartAppend implements store.Store. On a backend that queues appends
-// (store.QueuedAppender) a direct chat's message is queued now and derived
-// by a goroutine of its own once durable, so the caller's next append is
-// queued behind it while this one is written. A group's message is
-// appended before StartAppend returns: its membership gate is held across
-// the append.
+// StartAppend implements store.Store: the message takes its seq now, in
+// the order of the calls, and is written behind (ownedappend.go); wait
+// returns once it is durable and derived. A reply or a relation entry is
+// checked against its target and stored before StartAppend returns.
 func (e *Engine) StartAppend(ctx context.Context, req store.AppendRequest) func() (store.AppendResult, error) {
-	done := func(res store.AppendResult, err error) func() (store.AppendResult, error) {
+	if related(req.Msg) {
+		res, err := e.appendRelated(ctx, req)
 		return func() (store.AppendResult, error) { return res, err }
 	}
-	if related(req.Msg) {
-		// Checked against its target and stored before the next send
-		// starts.
-		return done(e.appendRelated(ctx, req))
-	}
-	if sa, ok := e.seqAppender(); ok {
-		return e.startOwnedAppend(ctx, sa, req)
-	}
-	qa, queues := e.be.(store.QueuedAppender)
-	if conv, _ := protocol.ParseConv(req.Msg.Conv); !queues || conv.Kind != protocol.ConvDirect {
-		return done(e.appendMessage(ctx, req))
-	}
-	dctx, err := e.begin(ctx)
-	if err != nil {
-		return done(store.AppendResult{}, err)
-	}
-	cs, err := e.convs.get(ctx, e.be, req.Msg.Conv)
-	if err != nil {
-		return done(store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err))
-	}
-	wait, err := qa.QueueAppend(ctx, e.stamped(req.Msg))
-	if err != nil {
-		return done(store.AppendResult{}, fmt.Errorf("append to %s: %w", req.Msg.Conv, err))
-	}
-	var res store.AppendResult
-	finished := make(chan struct{})
-	go func() {
-		// Queued: the append happens, so its derivation must too, whether
-		// or not anyone waits for it.
-		defer close(finished)
-		if res, err = wait(); err == nil {
-			res, err = e.afterAppend(dctx, cs, res)
-		}
-	}()
-	return func() (store.AppendResult, error) {
-		<-finished
-		return res, err
-	}
+	return e.startAppend(ctx, req)
 }
 
 // stamped is m with the server's timestamp.

@@ -69,8 +69,12 @@ type convState struct {
 	// recent maps the msg_ids of the conversation's latest messages to
 	// their seqs (an owner's, filled from the log before its first seq
 	// is given, under recentLoad): a send repeated takes no seq.
-	recent       recentIDs
-	recentLoad   sync.Mutex
+	recent     recentIDs
+	recentLoad sync.Mutex
+	// inflight holds, by msg_id, the appends given a seq here whose write
+	// and derivation are not done: closed when they are. A repeat waits
+	// for its first attempt rather than race it to the backend.
+	inflight     map[string]chan struct{}
 	recentLoaded bool // guarded by mu
 	// events are the seqs of the latest messages that do not count as
 	// unread (events.go), for the session effects computed here.

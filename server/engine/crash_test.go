@@ -159,6 +159,9 @@ func runScenario(t *testing.T, kind backendKind, crash bool) state {
 		}
 		// The restart: a new engine on the same data repairs, then serves.
 		e, err = engine.New(ctx, reopen(), opts)
+		if err == nil {
+			err = e.Repair(ctx)
+		}
 		if err != nil {
 			t.Fatalf("restart: %v", err)
 		}

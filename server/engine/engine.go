@@ -20,14 +20,15 @@
 // totals and sessions. In one process this cache is the truth and the
 // backend its durable copy; nothing in the hot path reads the backend.
 //
-// # Several nodes over one backend
+// # Owners
 //
-// The nodes of a scaled-out deployment share one backend, and each
-// conversation and each user has one owner node at a time (Options.Owners,
-// owned.go): a node's engine keeps in memory, as the truth, only what the
-// node owns, gives the seqs of the conversations it owns
-// (ownedappend.go), and sends what an operation does to a member owned
-// elsewhere to that member's owner. A node that takes a shard derives
+// Each conversation and each user has one owner at a time (Options.Owners,
+// owned.go): the engine keeps in memory, as the truth, what its node owns,
+// gives the seqs of the conversations it owns (ownedappend.go), and has
+// what an operation does to a member's session applied by that member's
+// owner — itself, or another node of a scaled-out deployment. The
+// embedded server owns everything, a node of several the shards it holds;
+// the engine runs the same way on both. A node that takes a shard derives
 // again what its previous owner stored but did not derive (RepairConvs).
 //
 // # Locks
@@ -60,11 +61,11 @@
 // Each conversation's derived watermark (ConvRecord.DerivedSeq) says up to
 // which seq every message's derived rows are written; it is written with
 // those rows, never ahead of them. A crash between an append and the write
-// of its derived rows leaves the watermark behind the newest seq. New runs
-// Repair before serving: for every such conversation (Backend.Unrepaired)
-// it derives each message after the watermark again from the log — group
-// changes from the change recorded with their system message — and writes
-// the rows. Every derived row is idempotent (max-merges, put-if-absent,
+// of its derived rows leaves the watermark behind the newest seq. The
+// owner of a conversation's shard repairs it as it takes the shard
+// (RepairConvs): it derives each message after the watermark again from
+// the log — group changes from the change recorded with their system
+// message — and writes the rows. Every derived row is idempotent (max-merges, put-if-absent,
 // newer-wins), so deriving a message twice changes nothing the first time
 // did not.
 package engine
@@ -92,7 +93,7 @@ type Engine struct {
 	users  *userTable
 	convs  *convTable
 	flush  *flusher
-	owners Owners // nil but on a node owning shards
+	owners Owners
 	// editWindow bounds edits and deletions (Options.EditWindow).
 	editWindow time.Duration
 	// appendSlots bounds the owner's appends in flight (ownedappend.go).
@@ -120,29 +121,31 @@ type Options struct {
 	// MaxSessions bounds the sessions kept in memory (clean ones beyond it
 	// are forgotten, least recently used first); 200,000 when zero.
 	MaxSessions int
-	// SkipRepair leaves Repair to the caller (tests that inspect the state
-	// a crash left).
-	SkipRepair bool
 	// FlushGather is how long the writer of derived rows waits, once woken
 	// after being idle, for more rows to join the first: under light load
 	// a message's rows and its receipts' rows then share one write. 0
 	// means DefaultFlushGather; below 0, no wait.
 	FlushGather time.Duration
-	// Owners, when set, makes the engine the owner of some of the
-	// conversations and users of a deployment of several nodes (see
-	// Owners); with it, New repairs nothing (each shard is repaired as
-	// it is taken: RepairConvs).
+	// Owners says which conversations and users the engine owns and
+	// reaches the owners of the others (see Owners); nil: the engine owns
+	// every one, alone (a tool, a test). The server runs its engine under
+	// routing.Router, which repairs each shard as it takes it
+	// (RepairConvs).
 	Owners Owners
 	// EditWindow, when positive, bounds how long after its server_ts a
 	// message can be edited or deleted for everyone; 0 means no bound.
 	EditWindow time.Duration
 }
 
+// closeSettle bounds how long Close lets derivations settle.
+const closeSettle = 5 * time.Second
+
 // DefaultFlushGather is the default Options.FlushGather.
 const DefaultFlushGather = time.Millisecond
 
-// New returns an engine over be, after repairing what a crash may have
-// cut short (see Repair).
+// New returns an engine over be. It repairs nothing: the owner of a
+// shard repairs it as it takes it (RepairConvs), and an engine alone on a
+// backend repairs it all with Repair.
 func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -166,30 +169,39 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 
 		editWindow: opts.EditWindow,
 
-		appendSlots: make(chan struct{}, appendWriters),
+		appendSlots: make(chan struct{}, appendWriters(be)),
+	}
+	if e.owners == nil {
+		e.owners = alone{e}
 	}
 	e.stopCtx, e.stop = context.WithCancel(context.Background())
-	var fence func(*store.Derived, *batch)
-	if opts.Owners != nil {
-		fence = e.fenceRows
-	}
 	e.newLife()
-	e.flush = newFlusher(be, opts.Logger, opts.FlushGather, fence)
-	if !opts.SkipRepair && opts.Owners == nil {
-		if err := e.Repair(ctx); err != nil {
-			e.stop()
-			e.flush.close()
-			return nil, err
-		}
-	}
+	e.flush = newFlusher(be, opts.Logger, opts.FlushGather, e.fenceRows)
 	return e, nil
 }
 
-// Close writes what is not written yet and closes the backend.
+// Close writes what is not written yet and closes the backend. The
+// derivations waiting for rows settle first, for a while: those waiting
+// on this engine's own rows finish once the rows put so far are written,
+// and a conversation is left behind its log (to be derived again by its
+// next owner) only where other nodes cannot confirm theirs in time.
 func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeSettle)
+	if err := e.flush.barrier(ctx); err == nil {
+		settled := make(chan struct{})
+		go func() {
+			e.settling.Wait()
+			close(settled)
+		}()
+		select {
+		case <-settled:
+		case <-ctx.Done():
+		}
+	}
+	cancel()
 	e.stop()
 	e.settling.Wait()
 	errFlush := e.flush.close()
@@ -213,6 +225,14 @@ func (e *Engine) begin(ctx context.Context) (context.Context, error) {
 
 // Backend returns the engine's backend (for tools that inspect it).
 func (e *Engine) Backend() store.Backend { return e.be }
+
+// appendWriters is how many appends the engine writes at once on be.
+func appendWriters(be store.Backend) int {
+	if w, ok := be.(store.AppendWriters); ok {
+		return w.AppendWriters()
+	}
+	return defaultAppendWriters
+}
 
 // nowMS is the clock in Unix milliseconds.
 func (e *Engine) nowMS() int64 { return e.now().UnixMilli() }

@@ -42,6 +42,15 @@ type flusher struct {
 	closing chan struct{}
 	stopped chan struct{}
 	closed  bool
+	// after are the functions to run once their generation is written
+	// (afterDone), in the writer's goroutine.
+	after []afterWrite
+}
+
+// afterWrite is a function to run once generation gen is written.
+type afterWrite struct {
+	gen uint64
+	fn  func()
 }
 
 func newFlusher(be store.Backend, log *slog.Logger, gather time.Duration, fence func(*store.Derived, *batch)) *flusher {
@@ -185,6 +194,45 @@ func (f *flusher) waitDone(ctx context.Context, g uint64) error {
 	}
 }
 
+// afterDone runs fn in the writer's goroutine once generation g is
+// written (at once, here, when it is already): what a derivation does
+// once its rows are written, without a goroutine waiting for each.
+func (f *flusher) afterDone(g uint64, fn func()) {
+	f.mu.Lock()
+	if f.done >= g {
+		f.mu.Unlock()
+		fn()
+		return
+	}
+	f.after = append(f.after, afterWrite{gen: g, fn: fn})
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// runDue runs the functions whose generation is written; the caller does
+// not hold mu.
+func (f *flusher) runDue() {
+	f.mu.Lock()
+	var due []func()
+	keep := f.after[:0]
+	for _, a := range f.after {
+		if a.gen <= f.done {
+			due = append(due, a.fn)
+		} else {
+			keep = append(keep, a)
+		}
+	}
+	clear(f.after[len(keep):])
+	f.after = keep
+	f.mu.Unlock()
+	for _, fn := range due {
+		fn()
+	}
+}
+
 // loop writes batches until closed, then writes what is left.
 func (f *flusher) loop() {
 	defer close(f.stopped)
@@ -217,12 +265,21 @@ func (f *flusher) writeOne() bool {
 	if b.empty() {
 		// Nothing put since: this generation is written as it is; what is
 		// put from now on belongs to the next.
-		if f.done < g {
+		moved := f.done < g
+		if moved {
 			f.done, f.gen = g, g+1
 			close(f.changed)
 			f.changed = make(chan struct{})
 		}
 		f.mu.Unlock()
+		if moved {
+			f.runDue()
+			// What they put is written next.
+			f.mu.Lock()
+			more := !f.cur.empty()
+			f.mu.Unlock()
+			return more
+		}
 		return false
 	}
 	f.cur, f.gen = newBatch(), g+1
@@ -252,7 +309,9 @@ func (f *flusher) writeOne() bool {
 		case <-f.closing:
 			return false
 		}
+		return true
 	}
+	f.runDue()
 	return true
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/imcore/im/protocol"
@@ -97,7 +98,7 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 	if err := store.CheckGroupChange(cur, change); err != nil {
 		return store.GroupResult{}, err
 	}
-	rec, err := e.be.ChangeGroup(ctx, change)
+	rec, err := e.recordChange(ctx, cs, change)
 	if err != nil {
 		return store.GroupResult{}, err
 	}
@@ -118,6 +119,41 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 		res.Cursors[u] = clock
 	}
 	return res, nil
+}
+
+// recordChange records change at the seq this owner gives its system
+// message, as it gives a message's (a create's is seq 1), with every
+// append of the group held back by the caller: a seq another message
+// holds (a node that lost the conversation wrote there) sends it to one
+// above the newest stored, and a seq its write leaves unused goes to the
+// next message.
+func (e *Engine) recordChange(ctx context.Context, cs *convState, change store.GroupRecordChange) (store.GroupRecordResult, error) {
+	if change.Create {
+		change.Msg.Seq = 1
+		return e.be.ChangeGroup(ctx, change)
+	}
+	if err := e.loadRecent(ctx, cs); err != nil {
+		return store.GroupRecordResult{}, err
+	}
+	for range maxSeqTries {
+		cs.mu.Lock()
+		change.Msg.Seq = cs.takeSeqAbove(0)
+		cs.mu.Unlock()
+		rec, err := e.be.ChangeGroup(ctx, change)
+		if errors.Is(err, store.ErrSeqTaken) {
+			if err := e.catchUp(ctx, cs); err != nil {
+				return store.GroupRecordResult{}, err
+			}
+			continue
+		}
+		if err != nil || rec.Existing {
+			cs.mu.Lock()
+			cs.giveBack(change.Msg.Seq)
+			cs.mu.Unlock()
+		}
+		return rec, err
+	}
+	return store.GroupRecordResult{}, fmt.Errorf("no free seq after %d tries", maxSeqTries)
 }
 
 // deriveChange applies a recorded group change — the members it removes

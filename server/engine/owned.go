@@ -149,15 +149,28 @@ func (e *Engine) fenceRows(d *store.Derived, staged *batch) {
 	}
 }
 
-// owned reports whether the engine runs as one owner among several.
-func (e *Engine) owned() bool { return e.owners != nil }
+// alone is the ownership of an engine that owns every conversation and
+// user, with nobody to share them with: an engine built without Owners
+// (a tool, a test). The server's engine runs under routing.Router.
+type alone struct{ e *Engine }
+
+func (alone) OwnsConv(string) bool           { return true }
+func (alone) HoldUser(string) (func(), bool) { return func() {}, true }
+func (a alone) Apply(ctx context.Context, effects []Effect) ([]EffectResult, error) {
+	return a.e.ApplyEffects(ctx, effects)
+}
+func (a alone) Confirm(ctx context.Context, t WriteTicket) error { return a.e.WaitWritten(ctx, t) }
+func (alone) UserFence(string) (int64, bool)                     { return 0, true }
+func (alone) HoldWrite(string) (func(), time.Time, bool) {
+	return func() {}, time.Time{}, true
+}
 
 // peekConv returns conv's state for an operation that only reads it: the
-// engine's own for a conversation this node serves (or any, in one
-// process), else read from the backend and not kept (session operations
-// read the ticks of conversations owned elsewhere).
+// engine's own for a conversation this node serves, else read from the
+// backend and not kept (session operations read the ticks of
+// conversations owned elsewhere).
 func (e *Engine) peekConv(ctx context.Context, conv string) (*convState, error) {
-	if e.owned() && !e.owners.OwnsConv(conv) {
+	if !e.owners.OwnsConv(conv) {
 		return e.convs.read(ctx, e.be, conv)
 	}
 	return e.convs.get(ctx, e.be, conv)
@@ -166,9 +179,6 @@ func (e *Engine) peekConv(ctx context.Context, conv string) (*convState, error) 
 // holdUser reports whether user's state is this engine's to change, and
 // keeps it so until release.
 func (e *Engine) holdUser(user string) (release func(), ok bool) {
-	if e.owners == nil {
-		return func() {}, true
-	}
 	return e.owners.HoldUser(user)
 }
 
@@ -178,43 +188,40 @@ func (e *Engine) holdUser(user string) (release func(), ok bool) {
 // changed) and the effects applied on other nodes, whose rows are written
 // behind there (confirm waits for them).
 func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]EffectResult, []applied, error) {
-	local := effects
+	local := make([]Effect, 0, len(effects))
 	var remote []Effect
-	if e.owned() {
-		local = nil
-		held := map[string]bool{}
-		for _, ef := range effects {
-			ok, seen := held[ef.User]
-			if !seen {
-				var release func()
-				if release, ok = e.owners.HoldUser(ef.User); ok {
-					defer release()
-				}
-				held[ef.User] = ok
+	// Whether each user is held here, asked once per user: a message's
+	// effects name a few users, a group's hundreds (a map then).
+	held := heldUsers{}
+	for _, ef := range effects {
+		ok, seen := held.get(ef.User)
+		if !seen {
+			var release func()
+			if release, ok = e.owners.HoldUser(ef.User); ok {
+				defer release()
 			}
-			if ok {
-				local = append(local, ef)
-			} else {
-				remote = append(remote, ef)
-			}
+			held.set(ef.User, ok)
+		}
+		if ok {
+			local = append(local, ef)
+		} else {
+			remote = append(remote, ef)
 		}
 	}
 	results := make(map[string]EffectResult, len(effects))
-	var pending []applied
+	pending := make([]applied, 0, len(effects))
 	if len(local) > 0 {
 		life := e.life()
 		if err := e.affectLocal(ctx, local, results); err != nil {
 			return nil, nil, err
 		}
-		if e.owned() {
-			// Written behind here, and confirmed like those of other
-			// nodes: the shard of a user may be handed over before its
-			// rows are written, and the writer then drops them
-			// (fenceRows) — the effect is applied again at its new owner.
-			ticket := WriteTicket{Boot: life, Gen: e.flush.current()}
-			for _, ef := range local {
-				pending = append(pending, applied{Effect: ef, Ticket: ticket})
-			}
+		// Written behind here, and confirmed like those of other nodes:
+		// the shard of a user may be handed over before its rows are
+		// written, and the writer then drops them (fenceRows) — the
+		// effect is applied again at its new owner.
+		ticket := WriteTicket{Boot: life, Gen: e.flush.current()}
+		for _, ef := range local {
+			pending = append(pending, applied{Effect: ef, Ticket: ticket})
 		}
 	}
 	if len(remote) > 0 {
@@ -233,6 +240,48 @@ func (e *Engine) affect(ctx context.Context, effects []Effect) (map[string]Effec
 		}
 	}
 	return results, pending, nil
+}
+
+// heldUsers records whether users are held here: in a slice while they
+// are few, in a map past that.
+type heldUsers struct {
+	few  []heldUser
+	many map[string]bool
+}
+
+type heldUser struct {
+	user string
+	ok   bool
+}
+
+// fewUsers is how many users heldUsers keeps in its slice.
+const fewUsers = 8
+
+func (h *heldUsers) get(user string) (ok, seen bool) {
+	if h.many != nil {
+		ok, seen = h.many[user]
+		return ok, seen
+	}
+	for _, u := range h.few {
+		if u.user == user {
+			return u.ok, true
+		}
+	}
+	return false, false
+}
+
+func (h *heldUsers) set(user string, ok bool) {
+	if h.many == nil && len(h.few) < fewUsers {
+		h.few = append(h.few, heldUser{user, ok})
+		return
+	}
+	if h.many == nil {
+		h.many = make(map[string]bool, 2*fewUsers)
+		for _, u := range h.few {
+			h.many[u.user] = u.ok
+		}
+	}
+	h.many[user] = ok
 }
 
 // mergeResult folds a later result of one user into an earlier one.

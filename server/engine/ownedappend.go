@@ -11,22 +11,14 @@ import (
 	"github.com/imcore/im/session"
 )
 
-// seqAppender returns the backend as a store.SeqAppender when the engine
-// gives seqs itself: on a node that owns its conversations (Options.Owners)
-// the engine's memory of a conversation's newest seq is the truth, so a
-// message takes its seq here, at once and in the order of the sends, and
-// the writes of several overlap.
-func (e *Engine) seqAppender() (store.SeqAppender, bool) {
-	if !e.owned() {
-		return nil, false
-	}
-	sa, ok := e.be.(store.SeqAppender)
-	return sa, ok
-}
+// The owner of a conversation gives its seqs: its memory of the
+// conversation's newest seq is the truth, so a message takes its seq here,
+// at once and in the order of the sends, and the writes of several
+// overlap (store.Backend.AppendAt).
 
-// startOwnedAppend gives req's message the conversation's next seq now and
+// startAppend gives req's message the conversation's next seq now and
 // writes it behind; wait returns once it is durable and derived.
-func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req store.AppendRequest) func() (store.AppendResult, error) {
+func (e *Engine) startAppend(ctx context.Context, req store.AppendRequest) func() (store.AppendResult, error) {
 	fail := func(err error) func() (store.AppendResult, error) {
 		err = fmt.Errorf("append to %s: %w", req.Msg.Conv, err)
 		return func() (store.AppendResult, error) { return store.AppendResult{}, err }
@@ -64,14 +56,30 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 	msg := e.stamped(req.Msg)
 	cs.mu.Lock()
 	repeat := cs.recent.has(msg.MsgID)
+	first := cs.inflight[msg.MsgID]
+	done := make(chan struct{})
 	if !repeat {
 		msg.Seq = cs.takeSeqAbove(pointsAt(msg))
 		cs.recent.add(msg.MsgID, msg.Seq)
+		if cs.inflight == nil {
+			cs.inflight = map[string]chan struct{}{}
+		}
+		cs.inflight[msg.MsgID] = done
 		// Noted at once: a later message derived before this one counts
 		// by it.
 		cs.events.note(msg.Seq, !session.CountsAsUnread(msg), cs.assigned)
 	}
 	cs.mu.Unlock()
+	if repeat && first != nil {
+		// Its first attempt is still being written here: the repeat is
+		// answered once it is, as a repeat of a stored message or, if it
+		// failed, as the send it then is.
+		release()
+		return func() (store.AppendResult, error) {
+			<-first
+			return e.startAppend(ctx, req)()
+		}
+	}
 	if repeat {
 		// A send repeated: the backend finds it (stored, or its first
 		// attempt cut short, which it finishes) and takes no seq.
@@ -94,12 +102,16 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 		return func() (store.AppendResult, error) { return res, nil }
 	}
 	var res store.AppendResult
-	done := make(chan struct{})
 	go func() {
 		// Its seq is given: the write and the derivation go to their end
 		// whatever becomes of the caller.
-		defer close(done)
-		res, err = e.appendAt(dctx, sa, cs, msg)
+		defer func() {
+			cs.mu.Lock()
+			delete(cs.inflight, msg.MsgID)
+			cs.mu.Unlock()
+			close(done)
+		}()
+		res, err = e.appendAt(dctx, cs, msg)
 		release()
 		if err == nil {
 			res, err = e.afterAppend(dctx, cs, res)
@@ -120,7 +132,7 @@ func (e *Engine) startOwnedAppend(ctx context.Context, sa store.SeqAppender, req
 // appendAt writes msg at its seq. A seq another message holds (a node
 // that lost the conversation wrote there) sends it to a seq above the
 // newest stored; a seq its write leaves unused goes to the next message.
-func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convState, msg protocol.Message) (store.AppendResult, error) {
+func (e *Engine) appendAt(ctx context.Context, cs *convState, msg protocol.Message) (store.AppendResult, error) {
 	for range maxSeqTries {
 		e.appendSlots <- struct{}{}
 		if !e.owners.OwnsConv(cs.conv) {
@@ -134,10 +146,10 @@ func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convSta
 			cs.mu.Unlock()
 			return store.AppendResult{}, ErrConvMoved
 		}
-		res, err := sa.AppendAt(ctx, msg)
+		res, err := e.be.AppendAt(ctx, msg)
 		<-e.appendSlots
 		if errors.Is(err, store.ErrSeqTaken) {
-			if err := e.catchUp(ctx, sa, cs); err != nil {
+			if err := e.catchUp(ctx, cs); err != nil {
 				return store.AppendResult{}, err
 			}
 			cs.mu.Lock()
@@ -168,11 +180,11 @@ func (e *Engine) appendAt(ctx context.Context, sa store.SeqAppender, cs *convSta
 // become holes. Passed over unseen, a seq promised and never written (a
 // max seq raised by a node that lost the conversation before its write)
 // would stay a gap for good.
-func (e *Engine) catchUp(ctx context.Context, sa store.SeqAppender, cs *convState) error {
+func (e *Engine) catchUp(ctx context.Context, cs *convState) error {
 	cs.mu.Lock()
 	from := cs.assigned
 	cs.mu.Unlock()
-	newest, err := sa.NewestSeq(ctx, cs.conv)
+	newest, err := e.be.NewestSeq(ctx, cs.conv)
 	if err != nil {
 		return err
 	}
@@ -211,12 +223,13 @@ func (e *Engine) catchUp(ctx context.Context, sa store.SeqAppender, cs *convStat
 // conversation's new owner.
 var ErrConvMoved = errors.New("engine: the conversation moved to another owner before the append was written")
 
-// appendWriters bounds the appends an owner writes at once. The writes
-// behind (sessions, boundaries, receipts) share the backend with them: a
-// node whose senders kept hundreds of appends in flight would leave the
-// writer of derived rows a sliver of the backend, and receipts would fall
-// behind sends for good. Senders wait instead.
-const appendWriters = 16
+// defaultAppendWriters bounds the appends an owner writes at once, unless
+// the backend says otherwise (store.AppendWriters). The writes behind
+// (sessions, boundaries, receipts) share the backend with them: a node
+// whose senders kept hundreds of appends in flight would leave the writer
+// of derived rows a sliver of the backend, and receipts would fall behind
+// sends for good. Senders wait instead.
+const defaultAppendWriters = 16
 
 // maxSeqTries bounds how often one message moves to another seq.
 const maxSeqTries = 8

@@ -10,10 +10,11 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// Repair derives again what a crash may have cut short: every message
-// after its conversation's derived watermark, in seq order (see the
-// package doc), and waits until the rows are written. New runs it before
-// the engine serves; it must not run while the engine serves.
+// Repair derives again what a crash may have cut short in every
+// conversation: every message after its derived watermark, in seq order
+// (see the package doc), and waits until the rows are written. It is for
+// an engine alone on its backend (a tool, a test); a server repairs each
+// shard as it takes it (RepairConvs).
 func (e *Engine) Repair(ctx context.Context) error {
 	convs, err := e.be.Unrepaired(ctx)
 	if err != nil {
@@ -99,8 +100,8 @@ func (e *Engine) repairConv(ctx context.Context, conv string) error {
 			return err
 		}
 	}
-	// Seqs the log skipped (none in one process) hold the watermark back
-	// no longer.
+	// Seqs the log skipped (an owner died between giving one and writing
+	// its message) hold the watermark back no longer.
 	cs.mu.Lock()
 	present := make(map[int64]bool, len(msgs))
 	for _, m := range msgs {
@@ -108,7 +109,7 @@ func (e *Engine) repairConv(ctx context.Context, conv string) error {
 	}
 	for seq := from + 1; seq <= to; seq++ {
 		cs.markDerived(seq)
-		if e.owned() && !present[seq] {
+		if !present[seq] {
 			// An owner gives it to its next message (ownedappend.go).
 			cs.holes = append(cs.holes, seq)
 		}

@@ -156,7 +156,7 @@ const pageRereads = 8
 func (e *Engine) readPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
 	for try := 0; ; try++ {
 		last := try == pageRereads
-		q.SkipTotal = e.owned() && !last
+		q.SkipTotal = !last
 		if q.SkipTotal {
 			if err := e.loadUser(ctx, user); err != nil {
 				return nil, 0, err
@@ -169,7 +169,7 @@ func (e *Engine) readPage(ctx context.Context, user string, q store.SyncQuery) (
 		}
 		rows, total, err := e.be.SessionPage(ctx, user, q)
 		switch {
-		case err != nil || !e.owned():
+		case err != nil:
 			return rows, total, err
 		case last && q.Conv == "" && q.Since == 0 && len(rows) <= q.Limit:
 			return rows, contributions(rows), nil

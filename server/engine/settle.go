@@ -52,6 +52,40 @@ func (e *Engine) derivedOnceWritten(cs *convState, seq int64, pending []applied)
 		e.derived(cs, seq)
 		return
 	}
+	if gen, boot, ok := ownRows(pending); ok {
+		// Rows of this engine's own writer, the common case (and the
+		// only one in one process): the watermark moves once they are
+		// written, from the writer itself, unless the writer dropped
+		// rows meanwhile (a new life), when they are confirmed as
+		// another node's would be.
+		e.flush.afterDone(gen, func() {
+			if e.life() == boot {
+				e.derived(cs, seq)
+				return
+			}
+			e.settleElsewhere(cs, seq, pending)
+		})
+		return
+	}
+	e.settleElsewhere(cs, seq, pending)
+}
+
+// ownRows reports whether every ticket of pending names this engine's
+// writer in one life (Node empty), with the newest generation among them
+// and that life.
+func ownRows(pending []applied) (gen uint64, boot string, ok bool) {
+	for i, p := range pending {
+		if p.Ticket.Node != "" || (i > 0 && p.Ticket.Boot != boot) {
+			return 0, "", false
+		}
+		boot, gen = p.Ticket.Boot, max(gen, p.Ticket.Gen)
+	}
+	return gen, boot, true
+}
+
+// settleElsewhere moves cs's watermark past seq once the rows of pending
+// are confirmed written, in the background (see confirm).
+func (e *Engine) settleElsewhere(cs *convState, seq int64, pending []applied) {
 	e.settling.Add(1)
 	go func() {
 		defer e.settling.Done()
@@ -70,6 +104,15 @@ func (e *Engine) derivedOnceWritten(cs *convState, seq int64, pending []applied)
 // node cannot confirm them are applied again where their users are now,
 // and those confirmed in turn.
 func (e *Engine) confirm(ctx context.Context, pending []applied) error {
+	if gen, boot, ok := ownRows(pending); ok && len(pending) > 0 {
+		// This engine's own rows: one wait, no request.
+		if err := e.flush.waitDone(ctx, gen); err != nil {
+			return err
+		}
+		if e.life() == boot {
+			return nil
+		}
+	}
 	for len(pending) > 0 {
 		type node struct{ addr, boot string }
 		latest := map[node]WriteTicket{}

@@ -107,12 +107,9 @@ func newUserState(sh *userShard, user string, rec store.UserRecord, epoch int64)
 }
 
 // userEpoch returns the epoch of user's shard as this node holds it now,
-// read before the user's state is (see userState.epoch); 0 on an engine
-// that owns everything, or for a shard not this node's to write.
+// read before the user's state is (see userState.epoch); 0 for a shard
+// not this node's to write.
 func (e *Engine) userEpoch(user string) int64 {
-	if !e.owned() {
-		return 0
-	}
 	epoch, _ := e.owners.UserFence(user)
 	return epoch
 }

@@ -13,7 +13,7 @@ import (
 // trustedShards is a node's ownership whose leases are trusted until
 // until, or not at all when lost is set.
 type trustedShards struct {
-	Shards
+	Placement
 	until time.Time
 	lost  bool
 }

@@ -14,9 +14,11 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// Shards is what a Router needs of the node's ownership: which node owns
-// a shard and whether it is this one (*ownership.Manager).
-type Shards interface {
+// Placement is where each shard lives, as a Router needs to know it:
+// which node owns a shard, and whether this node serves it now and until
+// when it trusts that. A node of several follows its leases in Redis
+// (*ownership.Manager); a server alone owns every shard (Solo).
+type Placement interface {
 	// NodeID is this node's id.
 	NodeID() string
 	// NodeAddr is where other nodes reach this one.
@@ -46,7 +48,7 @@ type Router struct {
 	log  *slog.Logger
 
 	mu     sync.Mutex
-	shards Shards // set by Attach
+	shards Placement // set by Attach
 
 	gates [ownership.Shards]gate
 
@@ -93,13 +95,13 @@ func New(ctx context.Context, cfg Config) (*Router, error) {
 }
 
 // Attach gives the Router the node's ownership, once it is started.
-func (r *Router) Attach(s Shards) {
+func (r *Router) Attach(s Placement) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.shards = s
 }
 
-func (r *Router) ownership() Shards {
+func (r *Router) ownership() Placement {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.shards

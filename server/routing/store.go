@@ -120,6 +120,13 @@ func (r *Router) History(ctx context.Context, conv string, q store.HistoryQuery)
 // its owner, in this call's order; Written waits for the rows of every
 // owner involved.
 func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, error) {
+	if s, ok := oneShard(marks); ok {
+		got, written, err := r.markAt(ctx, user, kind, s, marks)
+		if err != nil {
+			return store.MarkResult{}, err
+		}
+		return store.MarkResult{Ticks: got.Ticks, SessionsChanged: got.SessionsChanged, Cursor: got.Cursor, Written: written}, nil
+	}
 	byShard := map[ownership.Shard][]protocol.Mark{}
 	var order []ownership.Shard
 	for _, m := range marks {
@@ -150,6 +157,21 @@ func (r *Router) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 		return nil
 	}
 	return res, nil
+}
+
+// oneShard returns the shard of marks' conversations when they share one
+// (a frame's marks most often name one conversation).
+func oneShard(marks []protocol.Mark) (ownership.Shard, bool) {
+	if len(marks) == 0 {
+		return 0, false
+	}
+	s := ownership.ShardOfConv(marks[0].Conv)
+	for _, m := range marks[1:] {
+		if ownership.ShardOfConv(m.Conv) != s {
+			return 0, false
+		}
+	}
+	return s, true
 }
 
 // markAt applies marks, all of conversations of shard s, at the shard's
@@ -188,6 +210,11 @@ func (r *Router) markAt(ctx context.Context, user string, kind store.MarkKind, s
 	got, written, err := apply(ctx)
 	if err != nil {
 		return markAnswer{}, nil, err
+	}
+	if got.Tickets == nil {
+		// Applied here: the engine's own wait confirms every row, and
+		// applies again what another node lost.
+		return got, written, nil
 	}
 	return got, func(ctx context.Context) error {
 		err := written(ctx)
@@ -330,3 +357,7 @@ func (r *Router) ChangeGroup(ctx context.Context, req store.GroupChange) (store.
 	})
 	return res, err
 }
+
+// Barrier returns once every row put so far, on every live node, is
+// written.
+func (r *Router) Barrier(ctx context.Context) error { return r.barrierEverywhere(ctx) }

@@ -44,6 +44,22 @@ type Backend interface {
 	// the engine's repair applies it again from the log).
 	Append(ctx context.Context, msg protocol.Message) (AppendResult, error)
 
+	// AppendAt stores msg (Append's fields, and Seq) at msg.Seq, which
+	// the conversation's owner gave it: the owner gives its
+	// conversations' seqs in memory, in the order its sends arrive, and
+	// their writes overlap. ErrSeqTaken, changing nothing, when another
+	// message holds that seq (the owner gives the message another); a
+	// (conv, msg_id) already stored is returned as Append returns it
+	// (Duplicate, or ErrMsgIDTaken). The owner checked that a group
+	// exists before it gave the seq: AppendAt need not read it again. A
+	// seq stays unused only while its append fails, and the owner gives
+	// it to the next message.
+	AppendAt(ctx context.Context, msg protocol.Message) (AppendResult, error)
+
+	// NewestSeq returns the newest seq conv's log holds or has promised
+	// (a backend may promise a seq before the message is written there).
+	NewestSeq(ctx context.Context, conv string) (int64, error)
+
 	// ApplyRelation applies relation entry rel, stored, to its target
 	// (TargetState.Apply), storing the target's new state with it and
 	// erasing the bodies the change erases — in the rows, and in cold
@@ -186,7 +202,9 @@ type GroupRecordChange struct {
 	Add     []string // users who are not members
 	Remove  []string // users who are members
 	// Msg is the system message (conv, msg_id, from, body, client_ts,
-	// server_ts, kind set); its seq is assigned.
+	// server_ts, kind set). Its Seq is the one the conversation's owner
+	// gave it (ErrSeqTaken, changing nothing, when another message holds
+	// it), or 0 for the backend's next.
 	Msg protocol.Message
 }
 
@@ -197,32 +215,12 @@ type GroupRecordResult struct {
 	Msg      protocol.Message // the stored system message
 }
 
-// QueuedAppender is a Backend that can queue an append and be waited on
-// later: appends queued one after another take their seqs in that order
-// (per conversation), and each happens whether or not its wait is called.
-// The engine uses it, when a backend has it, to keep one connection's
-// sends in order while their writes overlap.
-type QueuedAppender interface {
-	// QueueAppend queues what Append does and returns a wait for its
-	// result; an error means nothing was queued.
-	QueueAppend(ctx context.Context, msg protocol.Message) (wait func() (AppendResult, error), err error)
-}
-
-// SeqAppender is a Backend that can store a message at a seq its caller
-// chose: the engine of a node that owns a conversation gives its seqs
-// itself, in memory, in the order its sends arrive, and their writes
-// overlap (see docs/SCALING.md). A seq stays unused only while its append
-// fails, and the owner gives it to the next message.
-type SeqAppender interface {
-	// AppendAt stores msg (Append's fields, and Seq) at msg.Seq:
-	// ErrSeqTaken, changing nothing, when another message holds that seq;
-	// a (conv, msg_id) already stored is returned as Append returns it
-	// (Duplicate, or ErrMsgIDTaken). The owner checked that a group
-	// exists before it gave the seq: AppendAt need not read it again.
-	AppendAt(ctx context.Context, msg protocol.Message) (AppendResult, error)
-	// NewestSeq returns the newest seq conv's log holds or has promised
-	// (a group change's).
-	NewestSeq(ctx context.Context, conv string) (int64, error)
+// AppendWriters is a Backend that says how many appends its owner should
+// write at once: a backend that commits many writes together (SQLite's
+// group commit) wants all it can get, one whose derived rows queue behind
+// appends on the same service (DynamoDB) few.
+type AppendWriters interface {
+	AppendWriters() int
 }
 
 // Derived is a set of derived rows to write. Each row is an idempotent

@@ -27,7 +27,7 @@ var ErrNotFound = errors.New("not found")
 var ErrMsgIDTaken = errors.New("msg_id already used by another sender")
 
 // ErrSeqTaken is returned, changing nothing, by an append at a seq another
-// message holds (store.SeqAppender).
+// message holds (store.Backend.AppendAt).
 var ErrSeqTaken = errors.New("seq taken by another message")
 
 // ErrStaleMembers is returned, changing nothing, by a group write made

@@ -9,14 +9,11 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// testAppendAt checks store.SeqAppender: a message stored at the seq its
-// owner gave, in any order, a seq held refused, the key's rules as
-// Append's, and the newest seq held or promised.
+// testAppendAt checks AppendAt: a message stored at the seq its owner
+// gave, in any order, a seq held refused, the key's rules as Append's, and
+// the newest seq held or promised.
 func testAppendAt(t *testing.T, b store.Backend) {
-	sa, ok := b.(store.SeqAppender)
-	if !ok {
-		t.Fatal("the backend cannot append at a seq the owner gives (store.SeqAppender)")
-	}
+	sa := b
 	ctx := t.Context()
 	at := func(m protocol.Message, seq int64) (store.AppendResult, error) {
 		m.Seq = seq

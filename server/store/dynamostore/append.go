@@ -277,7 +277,7 @@ func (s *Store) raiseMax(ctx context.Context, conv string, seq int64, kind proto
 
 var errNotGroup = errors.New("not a group")
 
-// AppendAt implements store.SeqAppender: m is stored at m.Seq, which the
+// AppendAt implements store.Backend: m is stored at m.Seq, which the
 // conversation's owner gave it. The key is reserved at that seq while the
 // conversation's max seq is raised to it, then the message is put there if
 // the seq is free; a seq another message holds is ErrSeqTaken, with the
@@ -356,7 +356,7 @@ func (s *Store) takeBackID(ctx context.Context, m protocol.Message, cause error)
 	return cause
 }
 
-// NewestSeq implements store.SeqAppender.
+// NewestSeq implements store.Backend.
 func (s *Store) NewestSeq(ctx context.Context, conv string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err

@@ -1,5 +1,5 @@
 // Package dynamostore is a store.Backend (and store.Archiver, auth.Epochs,
-// store.SeqAppender) on DynamoDB. A conversation's owner node gives its
+// store.Backend.AppendAt) on DynamoDB. A conversation's owner node gives its
 // messages their seqs (AppendAt); Append and group changes take theirs
 // from a Redis INCR counter. Many processes may share the tables. No write spans two items (no TransactWriteItems): every write is
 // a conditional PutItem/UpdateItem/DeleteItem, ordered so that a crash

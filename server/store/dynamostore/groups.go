@@ -168,8 +168,10 @@ func (s *Store) changeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 			if err := store.CheckGroupChange(cur, ch); err != nil {
 				return store.GroupRecordResult{}, err
 			}
-			if seq, err = s.nextSeq(ctx, ch.Conv); err != nil {
-				return store.GroupRecordResult{}, err
+			if seq = ch.Msg.Seq; seq == 0 {
+				if seq, err = s.nextSeq(ctx, ch.Conv); err != nil {
+					return store.GroupRecordResult{}, err
+				}
 			}
 			reserved, err := s.reserveID(ctx, ch.Msg, seq)
 			if err != nil {

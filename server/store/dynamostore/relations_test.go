@@ -52,6 +52,9 @@ func TestRelationCutAtEveryPointIsRepaired(t *testing.T) {
 			t.Fatal(err)
 		}
 		eng, err := engine.New(ctx, restarted, engine.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err == nil {
+			err = eng.Repair(ctx)
+		}
 		if err != nil {
 			t.Fatalf("cut after %d calls: repair: %v", cut, err)
 		}

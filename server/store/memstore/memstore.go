@@ -184,7 +184,7 @@ func (c *conv) has(seq int64) bool {
 	return seq >= 1 && seq <= int64(len(c.msgs)) && c.msgs[seq-1].Seq != 0
 }
 
-// AppendAt implements store.SeqAppender: Append, at the seq m carries.
+// AppendAt implements store.Backend: Append, at the seq m carries.
 func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	if m.Seq <= 0 {
 		return store.AppendResult{}, fmt.Errorf("append to %s: seq %d is not a seq", m.Conv, m.Seq)
@@ -192,7 +192,11 @@ func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendR
 	return s.appendMsg(ctx, m)
 }
 
-// NewestSeq implements store.SeqAppender.
+// AppendWriters implements store.AppendWriters: appends cost nothing to
+// wait for.
+func (s *Store) AppendWriters() int { return 256 }
+
+// NewestSeq implements store.Backend.
 func (s *Store) NewestSeq(_ context.Context, convID string) (int64, error) {
 	d, err := s.lock()
 	if err != nil {
@@ -381,7 +385,14 @@ func (s *Store) ChangeGroup(_ context.Context, ch store.GroupRecordChange) (stor
 	if c != nil {
 		g := d.group(ch.Conv)
 		cur, seq = &g, int64(len(c.msgs))+1
+		if ch.Msg.Seq > 0 {
+			seq = ch.Msg.Seq
+		}
+		if c.has(seq) {
+			return store.GroupRecordResult{}, store.ErrSeqTaken
+		}
 	}
+	ch.Msg.Seq = seq
 	next, err := store.ApplyGroupChange(cur, ch, seq)
 	if err != nil {
 		return store.GroupRecordResult{}, err

@@ -106,6 +106,10 @@ func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupReco
 	if err != nil {
 		return store.GroupRecordResult{}, err
 	}
+	if cur != nil && c.Msg.Seq > 0 {
+		seq = c.Msg.Seq // the owner's
+	}
+	c.Msg.Seq = seq
 	next, err := store.ApplyGroupChange(cur, c, seq)
 	if err != nil {
 		return store.GroupRecordResult{}, err

@@ -19,7 +19,7 @@ func (s *Store) Append(ctx context.Context, msg protocol.Message) (store.AppendR
 	return s.appendQueued(ctx, msg)
 }
 
-// AppendAt implements store.SeqAppender: one write of the writer's next
+// AppendAt implements store.Backend: one write of the writer's next
 // batch, at msg.Seq, which the conversation's owner gave it.
 func (s *Store) AppendAt(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
 	if msg.Seq <= 0 {
@@ -28,7 +28,12 @@ func (s *Store) AppendAt(ctx context.Context, msg protocol.Message) (store.Appen
 	return s.appendQueued(ctx, msg)
 }
 
-// NewestSeq implements store.SeqAppender.
+// AppendWriters implements store.AppendWriters: the writer commits every
+// append queued together, with one fsync, and the derived rows in the
+// same batches.
+func (s *Store) AppendWriters() int { return maxBatch }
+
+// NewestSeq implements store.Backend.
 func (s *Store) NewestSeq(ctx context.Context, conv string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
@@ -136,21 +141,18 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, sy
 	}
 	if m.Seq == 0 {
 		m.Seq = maxSeq + 1
-	} else {
-		var taken int
-		err := s.queryRowTx(ctx, tx, qSeqTaken, m.Conv, m.Seq).Scan(&taken)
-		switch {
-		case err == nil:
-			return store.AppendResult{}, store.ErrSeqTaken
-		case !errors.Is(err, sql.ErrNoRows):
-			return store.AppendResult{}, err
-		}
+	}
+	res, err := s.execTx(ctx, tx, qInsertMessage, m.Conv, m.Seq, m.MsgID, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind, m.ReplyTo, m.RefSeq)
+	if err != nil {
+		return store.AppendResult{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return store.AppendResult{}, errors.Join(store.ErrSeqTaken, err)
 	}
 	for _, st := range []struct {
 		query string
 		args  []any
 	}{
-		{qInsertMessage, []any{m.Conv, m.Seq, m.MsgID, m.From, m.Body, m.ClientTS, m.ServerTS, m.Kind, m.ReplyTo, m.RefSeq}},
 		{qInsertMsgID, []any{m.Conv, m.MsgID, m.Seq}},
 		{qRaiseMaxSeq, []any{m.Seq, m.Conv}},
 	} {

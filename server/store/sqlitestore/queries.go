@@ -24,10 +24,9 @@ const (
 	qSeqOfMsgID    = `SELECT seq FROM message_ids WHERE conv = ? AND msg_id = ?`
 	qMessageAt     = `SELECT ` + messageReadColumns + ` FROM messages WHERE conv = ? AND seq = ?`
 	qSenders       = `SELECT DISTINCT sender FROM messages WHERE conv = ? AND seq > ? AND seq <= ?`
-	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertMessage = `INSERT INTO messages (` + messageColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conv, seq) DO NOTHING`
 	qInsertMsgID   = `INSERT INTO message_ids (conv, msg_id, seq) VALUES (?, ?, ?)`
 	qRaiseMaxSeq   = `UPDATE conversations SET max_seq = max(max_seq, ?) WHERE conv = ?`
-	qSeqTaken      = `SELECT 1 FROM messages WHERE conv = ? AND seq = ?`
 	qMaxSeq        = `SELECT max_seq FROM conversations WHERE conv = ?`
 	qConvHead      = `SELECT kind, max_seq, members_version FROM conversations WHERE conv = ?`
 	qInsertConv    = `INSERT INTO conversations (conv, kind, created_ts) VALUES (?, ?, ?)`
@@ -187,7 +186,7 @@ const (
 // writerQueries are prepared on the writer's connection at open.
 var writerQueries = []string{
 	qSavepoint, qRollbackTo, qReleaseSave,
-	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qRaiseMaxSeq, qSeqTaken, qConvHead, qInsertConv,
+	qSeqOfMsgID, qMessageAt, qInsertMessage, qInsertMsgID, qRaiseMaxSeq, qConvHead, qInsertConv,
 	qGroupKeyGet, qGroupKeyPut, qInsertGroup, qGroupOf, qGroupJoined, qSetGroupState,
 	qJoinGroup, qLeaveGroup, qRecordChange, qIsMember,
 	qBoundaryMerge, qBoundaryJoin, qBoundaryGone, qPendingPut, qPendingClear,

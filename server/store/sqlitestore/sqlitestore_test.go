@@ -42,7 +42,8 @@ func openAt(tb testing.TB, path string, opts Options) *Store {
 }
 
 // openEngine opens the store at path with the domain engine on it (clock
-// now, time.Now when nil), closed when the test ends.
+// now, time.Now when nil), after it repaired what a crash left, closed
+// when the test ends.
 func openEngine(tb testing.TB, path string, now func() time.Time) *engine.Engine {
 	tb.Helper()
 	db, err := Open(path, Options{})
@@ -50,6 +51,9 @@ func openEngine(tb testing.TB, path string, now func() time.Time) *engine.Engine
 		tb.Fatalf("Open(%s): %v", path, err)
 	}
 	e, err := engine.New(context.Background(), db, engine.Options{Now: now})
+	if err == nil {
+		err = e.Repair(context.Background())
+	}
 	if err != nil {
 		db.Close()
 		tb.Fatalf("engine on %s: %v", path, err)
