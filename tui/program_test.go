@@ -28,12 +28,11 @@ import (
 
 // snapshot is what the probe publishes after each Update.
 type snapshot struct {
-	screen      string
-	raw         string
-	oldest      int64
-	loaded      bool
-	busy        bool // a local page is loading or the server was asked
-	loadOlderAt []int64
+	screen string
+	raw    string
+	oldest int64
+	loaded bool
+	busy   bool // a local page is loading or the server was asked
 }
 
 // screens carries snapshots from the program goroutine to the test.

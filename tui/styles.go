@@ -102,8 +102,6 @@ type styles struct {
 	rows [2]rowPaints
 }
 
-func defaultStyles() styles { return newStyles(darkPalette, false) }
-
 // newStyles returns the styles of palette p; plain for a terminal without
 // colours.
 func newStyles(p palette, plain bool) styles {

@@ -45,16 +45,6 @@ func (m *meter) end() {
 	m.t1, m.self1, m.srv1, m.ok01, m.ended = now(), selfCPU(), p, m.ok01 && ok, true
 }
 
-// cores is the server's CPU between begin and end, in cores (0 unknown).
-func (m *meter) cores() float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ok01 || m.t1 <= m.t0 {
-		return 0
-	}
-	return float64(m.srv1.CPU-m.srv0.CPU) / float64(m.t1-m.t0)
-}
-
 // serverCPU is the server's CPU time between begin and end.
 func (m *meter) serverCPU() (time.Duration, bool) {
 	m.mu.Lock()

@@ -231,12 +231,3 @@ func (e *Engine) retryMissing(ctx context.Context, needs []need, apply func() er
 		}
 	}
 }
-
-// sessionNeeds names the sessions of users in conv.
-func sessionNeeds(conv string, users []string) []need {
-	out := make([]need, len(users))
-	for i, u := range users {
-		out[i] = need{u, conv}
-	}
-	return out
-}

@@ -144,16 +144,6 @@ func (t *userTable) stampNow(user string) uint64 {
 	return sh.stamps
 }
 
-// changedSince reports whether a change of user was staged after the
-// shard's count was mark.
-func (t *userTable) changedSince(user string, mark uint64) bool {
-	sh := t.shard(user)
-	t.lock(sh)
-	defer sh.mu.Unlock()
-	u := sh.m[user]
-	return u != nil && u.stamp > mark
-}
-
 // totalSince returns user's unread total of list, and whether the user
 // changed since mark (a count of stampNow); held is false when the user
 // is not in memory.

@@ -2,7 +2,6 @@ package dynamostore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -274,8 +273,6 @@ func (s *Store) raiseMax(ctx context.Context, conv string, seq int64, kind proto
 	}
 	return true, nil
 }
-
-var errNotGroup = errors.New("not a group")
 
 // AppendAt implements store.Backend: m is stored at m.Seq, which the
 // conversation's owner gave it. The key is reserved at that seq while the

@@ -238,4 +238,3 @@ func pendingKey(user, conv string) item    { return item{aReceiver: strV(user), 
 func userItemKey(user, what string) item   { return item{aUser: strV(user), aItem: strV(what)} }
 func groupKeyKey(creator, key string) item { return item{aCreator: strV(creator), aKey: strV(key)} }
 func seqID(conv string, seq int64) string  { return conv + "\x00" + fmt.Sprint(seq) }
-func userConvID(user, conv string) string  { return user + "\x00" + conv }
