@@ -18,11 +18,12 @@ type Cluster struct {
 	// Redis and DynamoDB), served on /metrics.
 	Collectors []prometheus.Collector
 	// Devices returns the registry that reaches every user's devices on
-	// every node, around local, the devices of this node. It calls lost
-	// with the users of local's devices when pushes to them may have been
-	// lost (Redis lost the node's presence), so that they are told to
+	// every node, around local, the devices of this node: it sends pushes
+	// to another node's devices with send (over the node links). It calls
+	// lost with the users of local's devices when pushes to them may have
+	// been lost (Redis lost the node's presence), so that they are told to
 	// sync.
-	Devices func(local *hub.Hub, lost func(users []string)) (Devices, error)
+	Devices func(local *hub.Hub, send func(ctx context.Context, node string, batch []hub.Delivery) error, lost func(users []string)) (Devices, error)
 	// Check reports whether the node reaches what it shares (Redis,
 	// DynamoDB); /healthz answers 503 while it fails.
 	Check func(ctx context.Context) error

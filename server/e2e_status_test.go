@@ -51,7 +51,7 @@ func TestClusterStatusListsTheNodes(t *testing.T) {
 		if n.Devices != want.devices || n.Connections != want.devices || n.Users != int64(want.users) {
 			t.Errorf("node %s: %d devices, %d connections, %d users; want %d, %d, %d", n.ID, n.Devices, n.Connections, n.Users, want.devices, want.devices, want.users)
 		}
-		if !n.Subscribed || n.NotReady != "" || n.Seen.IsZero() || n.Addr != nodes[i].Addr {
+		if !n.Live || n.NotReady != "" || n.Seen.IsZero() || n.Addr != nodes[i].Addr {
 			t.Errorf("node %s: %+v; want subscribed, ready, seen, at %s", n.ID, n, nodes[i].Addr)
 		}
 		if len(n.Shards) == 0 {

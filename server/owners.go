@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/nodelink"
 	"github.com/imcore/im/server/ownership"
 	"github.com/imcore/im/server/routing"
@@ -55,22 +54,18 @@ type ownersState struct {
 	manager *ownership.Manager
 }
 
-// buildOwners makes the router the server's store and mounts the link
-// endpoint; the shards are taken once the server listens (startOwners).
-func (s *Server) buildOwners(ctx context.Context, o *Owners, engOpts engine.Options) (*routing.Router, []byte, error) {
+// buildLinks returns the pool of links to the other nodes and their
+// shared secret; the shards are taken once the server listens
+// (startOwners).
+func (s *Server) buildLinks(o *Owners) (*nodelink.Pool, []byte) {
 	secret := []byte(o.Secret)
 	// A link silent for a lease is dropped: no request waits on an owner
 	// that cannot answer for longer than its own lease lasts.
 	pool := nodelink.NewPool(secret, linkPath, o.leaseTTL())
-	router, err := routing.New(ctx, routing.Config{Backend: s.be, Engine: engOpts, Pool: pool, Logger: s.log})
-	if err != nil {
-		return nil, nil, err
-	}
-	s.owners = &ownersState{router: router, pool: pool}
 	for _, c := range pool.Collectors() {
 		s.metrics.Register(c)
 	}
-	return router, secret, nil
+	return pool, secret
 }
 
 // startOwners announces the node and takes its shards: the first round

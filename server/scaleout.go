@@ -152,8 +152,8 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 		ScaleOut:   so,
 		Collectors: calls.Collectors(),
 		Owners:     owners,
-		Devices: func(local *hub.Hub, lost func(users []string)) (Devices, error) {
-			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Logger: log, Lost: lost})
+		Devices: func(local *hub.Hub, send func(ctx context.Context, node string, batch []hub.Delivery) error, lost func(users []string)) (Devices, error) {
+			return relay.New(context.Background(), relay.Options{Redis: rdb, NodeID: nodeID, Prefix: so.TablePrefix, Local: local, Send: send, Logger: log, Lost: lost})
 		},
 		Check: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -109,9 +109,8 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	unlock  func()
-	store   store.Store // the engine, or the router of an owner node
-	owners  *ownersState
-	svc     atomic.Pointer[chat.Service] // set once the server is built
+	router  *routing.Router // runs each frame at the owner of its shard
+	owners  *ownersState    // a node of several's: nil for a server alone
 	be      store.Backend
 	hub     *hub.Hub
 	devices Devices // hub, or a registry spanning the nodes
@@ -184,8 +183,8 @@ func New(cfg Config) (*Server, error) {
 		if c, ok := s.devices.(interface{ Close() error }); ok {
 			c.Close()
 		}
-		if s.store != nil {
-			s.store.Close()
+		if s.router != nil {
+			s.router.Close()
 		} else if s.be != nil {
 			s.be.Close()
 		}
@@ -215,13 +214,29 @@ func (s *Server) build() error {
 		}
 		s.be = db
 	}
+	// One path: the server runs the Router whatever the deployment. A
+	// server alone owns every shard at once (routing.Solo); a node of
+	// several takes its shards once it listens (startOwners), and reaches
+	// the others over node links.
 	engOpts := engine.Options{Now: cfg.Now, Logger: cfg.Logger, EditWindow: editWindow(cfg.EditWindow)}
-	s.devices = s.hub
+	var pool *nodelink.Pool
+	var linkSecret []byte
 	if cfg.Cluster != nil {
 		if cfg.Cluster.Owners == nil {
 			return errors.New("a node of a cluster needs Cluster.Owners: each conversation and user has one owner node")
 		}
-		devices, err := cfg.Cluster.Devices(s.hub, s.resync)
+		pool, linkSecret = s.buildLinks(cfg.Cluster.Owners)
+	}
+	router, err := routing.New(context.Background(), routing.Config{Backend: s.be, Engine: engOpts, Pool: pool, Local: s.hub, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	s.router = router
+	s.devices = s.hub
+	if cfg.Cluster != nil {
+		s.owners = &ownersState{router: router, pool: pool}
+		cfg.Cluster.Ownership = s.owners
+		devices, err := cfg.Cluster.Devices(s.hub, router.SendPushes, s.resync)
 		if err != nil {
 			return err
 		}
@@ -232,29 +247,9 @@ func (s *Server) build() error {
 		for _, c := range cfg.Cluster.Collectors {
 			s.metrics.Register(c)
 		}
+	} else if err := router.ServeAlone(context.Background(), routing.Solo{ID: cfg.NodeID}); err != nil {
+		return err
 	}
-	// One path: the server runs the Router whatever the deployment. A
-	// server alone owns every shard at once (routing.Solo); a node of
-	// several takes its shards once it listens (startOwners).
-	var linkSecret []byte
-	if cfg.Cluster != nil {
-		router, secret, err := s.buildOwners(context.Background(), cfg.Cluster.Owners, engOpts)
-		if err != nil {
-			return err
-		}
-		s.store, linkSecret = router, secret
-		cfg.Cluster.Ownership = s.owners
-	} else {
-		router, err := routing.New(context.Background(), routing.Config{Backend: s.be, Engine: engOpts, Logger: cfg.Logger})
-		if err != nil {
-			return err
-		}
-		s.store = router
-		if err := router.ServeAlone(context.Background(), routing.Solo{ID: cfg.NodeID}); err != nil {
-			return err
-		}
-	}
-	eng := s.store
 	var authn auth.Authenticator = auth.Dev{}
 	if cfg.Auth == AuthToken {
 		var secret []byte
@@ -280,12 +275,11 @@ func (s *Server) build() error {
 			Help: "Pending-delivery rows: (user, conversation) pairs with messages no device of the user acknowledged.",
 		}, s.pendingRows))
 	}
-	svc := chat.New(eng, s.devices, cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
-	s.svc.Store(svc)
+	router.Serve(chat.New(router.Engine(), s.devices, cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas))
 	gwCfg := cfg.Gateway
 	gwCfg.Metrics = s.metrics
 	gwCfg.DevAuth = cfg.Auth == AuthDev
-	s.gw = gateway.New(gwCfg, svc, s.devices, authn, cfg.Logger)
+	s.gw = gateway.New(gwCfg, router, s.devices, authn, cfg.Logger)
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws", s.gw)
@@ -395,7 +389,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errRelay = c.Close()
 	}
 	s.closeOwners()
-	closed, errStore := closeBy(ctx, s.store.Close)
+	closed, errStore := closeBy(ctx, s.router.Close)
 	if s.cfg.Cluster != nil && s.cfg.Cluster.Close != nil {
 		errCluster = s.cfg.Cluster.Close()
 	}
@@ -423,8 +417,9 @@ func closeBy(ctx context.Context, closeFn func() error) (closed bool, err error)
 	}
 }
 
-// Store returns the server's store, for tests and tools that inspect it.
-func (s *Server) Store() store.Store { return s.store }
+// Store returns the engine of the shards this server owns, for tests and
+// tools that inspect it (every shard, on a server alone).
+func (s *Server) Store() chat.Engine { return s.router.Engine() }
 
 // Backend returns the storage the server runs on.
 func (s *Server) Backend() store.Backend { return s.be }
@@ -446,13 +441,11 @@ type (
 // resync tells the devices of users on this node to sync: pushes to them
 // may have been lost (Cluster.Devices).
 func (s *Server) resync(users []string) {
-	if svc := s.svc.Load(); svc != nil {
-		// Bounded: the relay's loop waits for it, and a shutdown for the
-		// loop (a user's owner that does not answer must not hold either).
-		ctx, cancel := context.WithTimeout(context.Background(), resyncWait)
-		defer cancel()
-		svc.Resync(ctx, users)
-	}
+	// Bounded: the relay's loop waits for it, and a shutdown for the
+	// loop (a user's owner that does not answer must not hold either).
+	ctx, cancel := context.WithTimeout(context.Background(), resyncWait)
+	defer cancel()
+	s.router.Resync(ctx, users)
 }
 
 // resyncWait bounds a resync: devices not told to sync by then sync at

@@ -49,9 +49,11 @@ type NodeStatus struct {
 	// Users is how many users the node's presence lists in Redis (the
 	// relay's node:<id>:users); -1 when unknown.
 	Users int64 `json:"users"`
-	// Subscribed says the node's relay listens on its channel in Redis:
-	// the process is alive and connected, whatever its heartbeat says.
-	Subscribed bool `json:"subscribed"`
+	// Live says the node holds its place among the owners: its
+	// announcement in Redis, renewed five times a lease, has not expired,
+	// so the process is alive and reaches Redis, whatever its heartbeat
+	// says.
+	Live bool `json:"live"`
 	// NotReady is why the node's /readyz answers 503, empty when ready.
 	NotReady string `json:"not_ready,omitempty"`
 	// Shards is what the node owns, from Cluster.Ownership; null when the
@@ -171,7 +173,7 @@ const (
 //	node:<id>:info   a node's last heartbeat (JSON NodeStatus), expiring
 //
 // It reads, never writes, what belongs to others: the relay's
-// node:<id>:users sets and push:<id> channels (package relay), and the
+// node:<id>:users sets (package relay), and the owners' node set and the
 // leases' grace (package ownership).
 type Inspector struct {
 	rdb      redis.UniversalClient
@@ -223,7 +225,6 @@ func redactURL(raw string) string {
 func (in *Inspector) nodesKey() string            { return in.prefix + "nodes" }
 func (in *Inspector) infoKey(node string) string  { return in.prefix + "node:" + node + ":info" }
 func (in *Inspector) usersKey(node string) string { return in.relayPrefix + "node:" + node + ":users" } // relay's
-func (in *Inspector) channelPrefix() string       { return in.relayPrefix + "push:" }                   // relay's
 
 // Beat records n as live for heartbeatTTL.
 func (in *Inspector) Beat(ctx context.Context, n NodeStatus) error {
@@ -255,24 +256,23 @@ func (in *Inspector) Withdraw(ctx context.Context, node string) error {
 }
 
 // Nodes returns the live nodes: those with a heartbeat not expired, and
-// those whose relay is subscribed to its channel (a node whose heartbeat
-// Redis lost, until its next one), by id.
+// those among the owners' live nodes (a node whose heartbeat Redis lost,
+// until its next one), by id.
 func (in *Inspector) Nodes(ctx context.Context) ([]NodeStatus, error) {
 	now := strconv.FormatInt(in.now().UnixMilli(), 10)
 	ids, err := in.rdb.ZRangeByScore(ctx, in.nodesKey(), &redis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list the nodes: %w", err)
 	}
-	channels, err := in.rdb.PubSubChannels(ctx, globEscape(in.channelPrefix())+"*").Result()
+	owners, err := ownership.NewRegistry(in.rdb, in.prefix, 0).Live(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list the nodes' channels: %w", err)
+		return nil, err
 	}
-	subscribed := map[string]bool{}
-	for _, c := range channels {
-		id := strings.TrimPrefix(c, in.channelPrefix())
-		subscribed[id] = true
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
+	live := map[string]bool{}
+	for _, o := range owners {
+		live[o.ID] = true
+		if !slices.Contains(ids, o.ID) {
+			ids = append(ids, o.ID)
 		}
 	}
 	slices.Sort(ids)
@@ -300,27 +300,15 @@ func (in *Inspector) Nodes(ctx context.Context) ([]NodeStatus, error) {
 		if c, err := users[i].Result(); err == nil {
 			n.Users = c
 		}
-		n.Subscribed = subscribed[id]
-		if !n.Subscribed && n.NotReady == "" {
+		n.Live = live[id]
+		if !n.Live && n.NotReady == "" {
 			// Its heartbeat has not expired, but the process no longer
-			// holds its connection to Redis: killed, or cut off.
-			n.NotReady = "its relay is not subscribed in Redis: stopped or cut off"
+			// renews its place among the owners: killed, or cut off.
+			n.NotReady = "it no longer renews its place among the nodes in Redis: stopped or cut off"
 		}
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
-}
-
-// globEscape escapes the characters Redis's glob patterns give a meaning.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // Engines checks each engine the deployment shares, concurrently: Redis
@@ -499,7 +487,7 @@ func (s *Server) statusOf(ctx context.Context, engines bool) Status {
 		st := c.Inspector.status(ctx, engines)
 		for i, n := range st.Nodes {
 			if n.ID == self.ID {
-				self.Users, self.Subscribed = n.Users, n.Subscribed
+				self.Users, self.Live = n.Users, n.Live
 				st.Nodes[i] = self
 			}
 		}

@@ -19,12 +19,25 @@ import (
 // members, and the system message that tells of it. A repeat with the same
 // key returns the first group and changes nothing.
 func (s *Service) CreateGroup(ctx context.Context, c Caller, f *protocol.CreateGroup) (*protocol.Group, *protocol.Error) {
+	return s.CreateGroupIn(ctx, c, GroupConvOf(c.User, f.Key), f)
+}
+
+// GroupConvOf is the conversation a create_group of creator makes: derived
+// from the creator and the key, so that every attempt of one create names
+// the same one; a new one for a create without a key.
+func GroupConvOf(creator, key string) string {
+	return protocol.GroupConv(groupID(creator, key))
+}
+
+// CreateGroupIn is CreateGroup in conv, which GroupConvOf chose (the node
+// that owns conv runs it).
+func (s *Service) CreateGroupIn(ctx context.Context, c Caller, conv string, f *protocol.CreateGroup) (*protocol.Group, *protocol.Error) {
 	if perr := f.Validate(c.User, s.limits); perr != nil {
 		return nil, perr
 	}
 	members := protocol.GroupMembers(c.User, f.Members)
 	change := store.GroupChange{
-		Conv:    protocol.GroupConv(groupID(c.User, f.Key)),
+		Conv:    conv,
 		Create:  true,
 		Creator: c.User,
 		Key:     f.Key,

@@ -14,7 +14,7 @@ import (
 // its derivation: the message is in the log, bob's pending row still
 // starts at 1 and his delivered boundary is still 0.
 type raceStore struct {
-	store.Store
+	Engine
 	msgs []protocol.Message
 }
 
@@ -55,7 +55,7 @@ func TestReplaySkipsTheUsersOwnMessages(t *testing.T) {
 // replay first reads it (a later message, 4, is already stored), and is
 // stored by the next read, unless never.
 type lateStore struct {
-	store.Store
+	Engine
 	reads int
 	never bool
 }

@@ -83,7 +83,7 @@ func (s *Service) finishSend(c Caller, f *protocol.Send, members []string, res s
 	if err != nil {
 		return nil, s.internal("send", err, "conv", f.Conv, "msg_id", f.MsgID)
 	}
-	if !res.Duplicate {
+	if !res.Duplicate || c.Repeat {
 		to := res.Members // the members the message was stored for
 		if to == nil {
 			to = members

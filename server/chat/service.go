@@ -30,12 +30,16 @@ var _ Pusher = (*hub.Hub)(nil)
 type Caller struct {
 	User   string
 	Device hub.Device
+	// Repeat says the request repeats one whose answer never came back
+	// from the node that served it: a send found stored is pushed as new,
+	// since nobody may have pushed it.
+	Repeat bool
 }
 
 // Service implements the requests of the protocol's messaging and session
 // sections.
 type Service struct {
-	store  store.Store
+	store  Engine
 	push   Pusher
 	limits protocol.Limits
 	quotas quotaSets
@@ -45,9 +49,8 @@ type Service struct {
 	gapWait time.Duration
 }
 
-// New returns a Service storing in st (which keeps each user's state
-// consistent, see package engine) and pushing through p.
-func New(st store.Store, p Pusher, limits protocol.Limits, log *slog.Logger) *Service {
+// New returns a Service on the engine st, pushing through p.
+func New(st Engine, p Pusher, limits protocol.Limits, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -120,8 +123,16 @@ func notMember(conv protocol.Conv) *protocol.Error {
 	return protocol.Errorf(protocol.CodeForbidden, "not a member of %s", conv)
 }
 
+// Moved answers an operation whose conversation was handed over to another
+// node before it was done: the Router runs it again at the new owner, so
+// no client sees it (the error is internal should one ever reach one).
+var Moved = protocol.Errorf(protocol.CodeInternal, "the conversation moved to another node; try again")
+
 // internal logs a storage failure and turns it into the error a client gets.
 func (s *Service) internal(op string, err error, attrs ...any) *protocol.Error {
+	if errors.Is(err, store.ErrMoved) {
+		return Moved
+	}
 	s.log.Error(op+" failed", append(attrs, "err", err)...)
 	return protocol.Errorf(protocol.CodeInternal, "%s failed; nothing was changed, try again", op)
 }

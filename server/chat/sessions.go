@@ -77,24 +77,14 @@ func (s *Service) nudge(user string, cursor int64) {
 	s.push.Push(user, hub.Push{Frame: protocol.MustEncode(&protocol.SessionSync{Cursor: cursor})}, nil)
 }
 
-// sessionClock is a store that says a user's newest session timestamp
-// (engine.Engine).
-type sessionClock interface {
-	SessionClock(ctx context.Context, user string) (int64, error)
-}
-
 // Resync nudges every device of users to sync from its cursor, with each
 // user's newest session timestamp: pushes to them may have been lost (a
 // node's presence lost in Redis), and a sync shows whatever they missed
 // (a session's write_seq beyond what a device holds makes it fetch the
 // messages).
 func (s *Service) Resync(ctx context.Context, users []string) {
-	clocks, ok := s.store.(sessionClock)
-	if !ok {
-		return
-	}
 	for _, user := range users {
-		cursor, err := clocks.SessionClock(ctx, user)
+		cursor, err := s.store.SessionClock(ctx, user)
 		if err != nil {
 			s.log.Warn("resync: the session clock is unreadable; the devices sync at their next nudge", "user", user, "err", err)
 			continue

@@ -81,8 +81,6 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-var _ store.Store = (*Engine)(nil)
-
 // Engine is the domain state over a backend. Its methods are safe for
 // concurrent use.
 type Engine struct {

@@ -21,7 +21,7 @@ type handingOver struct {
 func (h *handingOver) OwnsConv(string) bool { return h.serving.Load() }
 
 // An append that reaches its writer after its conversation stopped being
-// served here is refused with ErrConvMoved, writes nothing, and gives its
+// served here is refused with store.ErrMoved, writes nothing, and gives its
 // seq back: sent again once the conversation is served (at its new owner,
 // or here again), it takes that seq, so the log has no gap.
 func TestAppendHandedOverBeforeItsWriteGoesToTheNewOwner(t *testing.T) {
@@ -33,8 +33,8 @@ func TestAppendHandedOverBeforeItsWriteGoesToTheNewOwner(t *testing.T) {
 	req := store.AppendRequest{Msg: protocol.Message{Conv: "d:alice:bob", MsgID: "m1", From: "alice", Body: "hi"}, Members: []string{"alice", "bob"}}
 
 	owners.serving.Store(false)
-	if _, err := e.Append(ctx, req); !errors.Is(err, ErrConvMoved) {
-		t.Fatalf("append while handed over: %v, want ErrConvMoved", err)
+	if _, err := e.Append(ctx, req); !errors.Is(err, store.ErrMoved) {
+		t.Fatalf("append while handed over: %v, want store.ErrMoved", err)
 	}
 	if msgs, _, err := e.History(ctx, "d:alice:bob", store.HistoryQuery{Limit: 10}); err != nil || len(msgs) != 0 {
 		t.Fatalf("history after a refused append = %v, %v; want nothing written", msgs, err)

@@ -144,7 +144,7 @@ func (e *Engine) appendAt(ctx context.Context, cs *convState, msg protocol.Messa
 			cs.mu.Lock()
 			cs.giveBack(msg.Seq)
 			cs.mu.Unlock()
-			return store.AppendResult{}, ErrConvMoved
+			return store.AppendResult{}, store.ErrMoved
 		}
 		res, err := e.be.AppendAt(ctx, msg)
 		<-e.appendSlots
@@ -217,11 +217,6 @@ func (e *Engine) catchUp(ctx context.Context, cs *convState) error {
 	cs.assigned = max(cs.assigned, newest)
 	return nil
 }
-
-// ErrConvMoved refuses an append whose conversation this node stopped
-// serving before the append was written: the caller sends it to the
-// conversation's new owner.
-var ErrConvMoved = errors.New("engine: the conversation moved to another owner before the append was written")
 
 // defaultAppendWriters bounds the appends an owner writes at once, unless
 // the backend says otherwise (store.AppendWriters). The writes behind

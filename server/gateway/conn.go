@@ -84,6 +84,9 @@ func newConn(g *Gateway, ws *websocket.Conn, ip string) *conn {
 // User implements hub.Device.
 func (c *conn) User() string { return c.user }
 
+// Name implements hub.Device.
+func (c *conn) Name() string { return c.device }
+
 // close starts closing the connection with a WebSocket close code; the
 // writer writes what is queued and says goodbye. Safe to call from any
 // goroutine, any number of times; the first code wins.

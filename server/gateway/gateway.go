@@ -27,6 +27,7 @@ import (
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/ratelimit"
+	"github.com/imcore/im/server/store"
 )
 
 // Config holds the per-connection limits and timings.
@@ -109,7 +110,7 @@ func DefaultConfig() Config {
 // Gateway is the http.Handler of the /ws endpoint.
 type Gateway struct {
 	cfg      Config
-	svc      *chat.Service
+	svc      Service
 	hub      Registry
 	auth     auth.Authenticator
 	log      *slog.Logger
@@ -129,6 +130,26 @@ type Gateway struct {
 	stop       chan struct{} // closed by Shutdown
 }
 
+// Service answers a connection's frames: chat.Service where the frame's
+// conversation or user is served, and routing.Router, which runs each
+// frame on the node that owns what it touches (this one alone, in one
+// process). Its methods are chat.Service's.
+type Service interface {
+	StartSend(ctx context.Context, c chat.Caller, f *protocol.Send) (finish func() (*protocol.Sent, *protocol.Error))
+	StartMark(ctx context.Context, c chat.Caller, kind store.MarkKind, marks []protocol.Mark) (finish func(context.Context) *protocol.Error, perr *protocol.Error)
+	CheckMarks(ctx context.Context, c chat.Caller, marks []protocol.Mark) *protocol.Error
+	History(ctx context.Context, c chat.Caller, f *protocol.History) (*protocol.Messages, *protocol.Error)
+	Receipts(ctx context.Context, c chat.Caller, f *protocol.ReceiptsRequest) (*protocol.ReceiptsReply, *protocol.Error)
+	Typing(ctx context.Context, c chat.Caller, f *protocol.Typing) *protocol.Error
+	Sync(ctx context.Context, c chat.Caller, f *protocol.Sync) (*protocol.Sessions, *protocol.Error)
+	SessionOp(ctx context.Context, c chat.Caller, f *protocol.SessionOp) (*protocol.OK, *protocol.Error)
+	CreateGroup(ctx context.Context, c chat.Caller, f *protocol.CreateGroup) (*protocol.Group, *protocol.Error)
+	GroupOp(ctx context.Context, c chat.Caller, f *protocol.GroupOp) (*protocol.Group, *protocol.Error)
+	Replay(ctx context.Context, user string, to chat.ReplayTarget, done chat.Replayed) error
+}
+
+var _ Service = (*chat.Service)(nil)
+
 // Registry is where the gateway registers its connected devices and finds
 // them again. *hub.Hub is the in-process registry; a registry shared
 // between nodes (package relay) also makes them reachable from other
@@ -147,7 +168,7 @@ type Registry interface {
 var _ Registry = (*hub.Hub)(nil)
 
 // New returns a Gateway dispatching to svc and registering devices in r.
-func New(cfg Config, svc *chat.Service, r Registry, a auth.Authenticator, log *slog.Logger) *Gateway {
+func New(cfg Config, svc Service, r Registry, a auth.Authenticator, log *slog.Logger) *Gateway {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New()
 	}

@@ -31,7 +31,7 @@ type markCall struct {
 // direct chat as a store would, and holds every mark's durability until the
 // test lets it go (close written).
 type markStore struct {
-	store.Store
+	chat.Engine
 	calls   chan markCall
 	written chan struct{}
 
@@ -214,7 +214,7 @@ func (c *markClient) wantStatus(t *testing.T, conv string, want protocol.Ticks) 
 }
 
 // serveMarks runs a gateway over st.
-func serveMarks(t *testing.T, st store.Store) string {
+func serveMarks(t *testing.T, st chat.Engine) string {
 	t.Helper()
 	h := hub.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -20,7 +20,7 @@ import (
 )
 
 // panickingStore fails every history read with a panic, as a bug would.
-type panickingStore struct{ store.Store }
+type panickingStore struct{ chat.Engine }
 
 func (panickingStore) History(context.Context, string, store.HistoryQuery) ([]protocol.Message, bool, error) {
 	panic("bug in the store")

@@ -3,7 +3,10 @@
 // device's Deliver is non-blocking by contract.
 package hub
 
-import "sync"
+import (
+	"encoding/json"
+	"sync"
+)
 
 // Push is one frame on its way to a device. Conv and Seq name the message
 // of a msg push (empty for other frames), so that a device can keep each
@@ -18,10 +21,65 @@ type Push struct {
 type Device interface {
 	// User is the authenticated user the device belongs to.
 	User() string
+	// Name is the device's name as its hello gave it.
+	Name() string
 	// Deliver queues p without blocking. It returns false when the device
 	// cannot take it (its queue is full or it is closing); the device then
 	// disconnects itself.
 	Deliver(p Push) bool
+}
+
+// Elsewhere stands for a device connected to another node, on whose
+// behalf this one serves a request: a push to its user skips it there,
+// where it is connected, and nowhere else. It takes no push itself.
+type Elsewhere struct {
+	UserID, DeviceName, Node string
+}
+
+// User implements Device.
+func (e Elsewhere) User() string { return e.UserID }
+
+// Name implements Device.
+func (e Elsewhere) Name() string { return e.DeviceName }
+
+// Deliver implements Device: nothing reaches it from here.
+func (Elsewhere) Deliver(Push) bool { return false }
+
+// Named stands for the devices of a user named Name, on this node: the
+// skip of a push another node sends here on behalf of one of them.
+type Named string
+
+// User implements Device.
+func (Named) User() string { return "" }
+
+// Name implements Device.
+func (n Named) Name() string { return string(n) }
+
+// Deliver implements Device.
+func (Named) Deliver(Push) bool { return false }
+
+// skips reports whether a push that skips skip leaves d out.
+func skips(skip, d Device) bool {
+	if n, ok := skip.(Named); ok {
+		return n != "" && d.Name() == string(n)
+	}
+	return d == skip
+}
+
+// Delivery is a push on its way to the devices of User on another node,
+// but those named Skip (the device that sent what it tells of): how pushes
+// travel between nodes.
+type Delivery struct {
+	User  string          `json:"user"`
+	Skip  string          `json:"skip,omitempty"`
+	Conv  string          `json:"conv,omitempty"`
+	Seq   int64           `json:"seq,omitempty"`
+	Frame json.RawMessage `json:"frame"`
+}
+
+// Deliver pushes d to this hub's devices of its user.
+func (h *Hub) Deliver(d Delivery) int {
+	return h.Push(d.User, Push{Frame: d.Frame, Conv: d.Conv, Seq: d.Seq}, Named(d.Skip))
 }
 
 // Hub is the in-process registry of online devices.
@@ -59,14 +117,15 @@ func (h *Hub) Unregister(d Device) {
 	}
 }
 
-// Push delivers p to every device of user except skip (nil skips none) and
-// returns how many took it.
+// Push delivers p to every device of user except skip (nil skips none; a
+// Named skips the user's devices of that name) and returns how many took
+// it.
 func (h *Hub) Push(user string, p Push, skip Device) int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	n := 0
 	for d := range h.users[user] {
-		if d != skip && d.Deliver(p) {
+		if (skip == nil || !skips(skip, d)) && d.Deliver(p) {
 			n++
 		}
 	}

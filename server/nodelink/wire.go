@@ -11,9 +11,16 @@ type Request struct {
 	// Stream names the client connection the frame came on: the owner
 	// serves one stream's requests in order.
 	Stream string `json:"stream"`
-	// User and Device are who the client proved to be on its home node.
+	// User and Device are who the client proved to be on its home node,
+	// Node that node's id.
 	User   string `json:"user"`
 	Device string `json:"device"`
+	Node   string `json:"node,omitempty"`
+	// Conv is the conversation a create_group frame makes, chosen by the
+	// home node (it routes the frame there).
+	Conv string `json:"conv,omitempty"`
+	// Again says the request repeats one whose answer never came back.
+	Again bool `json:"again,omitempty"`
 	// Method names what the request asks of the owner when it is not a
 	// client's frame (an engine call); "" for a frame.
 	Method string `json:"method,omitempty"`

@@ -2,7 +2,9 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -10,14 +12,17 @@ import (
 )
 
 // publishBatch bounds the pushes routed in one pass: one pipelined round
-// trip looks up their users' nodes, a second publishes them.
+// trip looks up their users' nodes, then one request to each node carries
+// its share.
 const publishBatch = 256
 
-// outgoing is a push queued for the other nodes of user; a non-nil done
-// marks a flush instead, closed once everything queued before it is routed.
+// outgoing is a push queued for the other nodes of user, but the device
+// skip of one of them; a non-nil done marks a flush instead, closed once
+// everything queued before it is routed.
 type outgoing struct {
 	user string
 	push hub.Push
+	skip hub.Elsewhere
 	done chan struct{}
 }
 
@@ -88,37 +93,38 @@ func (r *Relay) publish(ctx context.Context, pushes []outgoing) error {
 		r.dropped.Add(int64(len(pushes)))
 		return fmt.Errorf("look up presence: %w", err)
 	}
-	var sent []*redis.IntCmd
-	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, o := range pushes {
-			var msg []byte
-			for _, node := range lookups[o.user].Val() {
-				if node == r.node {
-					continue
-				}
-				if msg == nil {
-					msg = encode(o.user, o.push)
-				}
-				sent = append(sent, p.Publish(ctx, r.channel(node), msg))
+	byNode := map[string][]hub.Delivery{}
+	for _, o := range pushes {
+		for _, node := range lookups[o.user].Val() {
+			if node == r.node {
+				continue
 			}
-		}
-		return nil
-	})
-	if len(sent) == 0 {
-		return nil // an empty pipeline sends nothing
-	}
-	failed := 0
-	for _, c := range sent {
-		if c.Err() != nil {
-			failed++
+			d := hub.Delivery{User: o.user, Conv: o.push.Conv, Seq: o.push.Seq, Frame: o.push.Frame}
+			if o.skip.Node == node && o.skip.UserID == o.user {
+				d.Skip = o.skip.DeviceName
+			}
+			byNode[node] = append(byNode[node], d)
 		}
 	}
-	r.published.Add(int64(len(sent) - failed))
-	r.dropped.Add(int64(failed))
-	if err != nil {
-		return fmt.Errorf("publish: %w", err)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(byNode))
+	for node, batch := range byNode {
+		wg.Go(func() {
+			if err := r.send(ctx, node, batch); err != nil {
+				r.dropped.Add(int64(len(batch)))
+				errs <- err
+				return
+			}
+			r.published.Add(int64(len(batch)))
+		})
 	}
-	return nil
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
 }
 
 // flush waits until every push queued before it has been routed.

@@ -1,22 +1,22 @@
 // Package relay makes every device of a user reachable from every node when
-// imserver runs as several nodes sharing one Redis. It wraps the node's own
-// hub: a device registers locally and the node records in Redis that it
-// holds devices of that user (presence, with expiry); a push is delivered
-// to the local devices at once and published, through Redis pub/sub, to
-// every other node presence lists for the user, which delivers it to its
-// own devices.
+// imserver runs as several nodes. It wraps the node's own hub: a device
+// registers locally and the node records in Redis that it holds devices
+// of that user (presence, with expiry); a push is delivered to the local
+// devices at once and sent, over the node links (Options.Send), to every
+// other node presence lists for the user, which delivers it to its own
+// devices. Redis holds where devices are connected; the pushes themselves
+// travel on the links, the one channel between nodes.
 //
-// Pushes are hints (the store is the truth; a push only hastens what a
-// pull path brings anyway): what a push fails to deliver is still pending
-// in the store and reaches the device by a pull path. So
-// the relay never makes a caller wait on Redis for a push: the remote part
-// goes through a bounded queue, and a full queue drops it and counts.
+// Pushes are hints: the store is the truth, and what a push fails to
+// deliver reaches the device by a pull path (pending deliveries on hello,
+// session sync). So the relay never makes a caller wait for another node:
+// the remote part goes through a bounded queue, and a full queue drops it
+// and counts.
 //
 // Redis keys, under Options.Prefix:
 //
 //	presence:<user>    sorted set: member node id, score expiry (Unix ms)
 //	node:<id>:users    set: the users this node has recorded presence for
-//	push:<id>          pub/sub channel of node id
 //
 // Expiry scores use each node's clock: clocks must agree to well within
 // PresenceTTL.
@@ -67,6 +67,9 @@ type Options struct {
 	Prefix string
 	// Local is this process's registry of devices. Required.
 	Local *hub.Hub
+	// Send delivers a batch of pushes to the devices of another node (by
+	// its id), over the node links. Required.
+	Send func(ctx context.Context, node string, batch []hub.Delivery) error
 	// Logger receives the relay's errors; slog.Default() when nil.
 	Logger *slog.Logger
 	// PresenceTTL is how long a node stays listed for a user without
@@ -114,23 +117,22 @@ type Relay struct {
 	queue       chan outgoing
 	queuedBytes atomic.Int64 // frame bytes in queue
 	maxBytes    int64
-	pubsub      *redis.PubSub
+	send        func(ctx context.Context, node string, batch []hub.Delivery) error
 	stop        chan struct{}
 	wg          sync.WaitGroup
 	closed      atomic.Bool
 
-	published, received, dropped, routed atomic.Int64
+	published, dropped, routed atomic.Int64
 }
 
 var _ chat.Pusher = (*Relay)(nil)
 
 // New starts the relay of node opts.NodeID: it clears the presence a
-// previous process with the same id left behind, subscribes to the node's
-// channel and starts refreshing presence. ctx bounds only the start; the
-// relay runs until Close.
+// previous process with the same id left behind and starts refreshing
+// presence. ctx bounds only the start; the relay runs until Close.
 func New(ctx context.Context, opts Options) (*Relay, error) {
-	if opts.Redis == nil || opts.Local == nil {
-		return nil, errors.New("relay: Redis and Local are required")
+	if opts.Redis == nil || opts.Local == nil || opts.Send == nil {
+		return nil, errors.New("relay: Redis, Local and Send are required")
 	}
 	r := &Relay{
 		rdb:     opts.Redis,
@@ -142,6 +144,7 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 		now:     opts.now,
 		refresh: opts.afterRefresh,
 		lost:    opts.Lost,
+		send:    opts.Send,
 		stop:    make(chan struct{}),
 	}
 	if r.node == "" {
@@ -176,13 +179,7 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 	if err := r.clearNode(ctx, nil); err != nil {
 		return nil, fmt.Errorf("relay: clear the presence of a previous %s: %w", r.node, err)
 	}
-	r.pubsub = r.rdb.Subscribe(ctx, r.channel(r.node))
-	if _, err := r.pubsub.Receive(ctx); err != nil {
-		r.pubsub.Close()
-		return nil, fmt.Errorf("relay: subscribe to %s: %w", r.channel(r.node), err)
-	}
-	r.wg.Add(4)
-	go r.subscribeLoop()
+	r.wg.Add(3)
 	go r.publishLoop()
 	go r.refreshLoop()
 	go r.watchLoop()
@@ -251,8 +248,10 @@ func (r *Relay) DevicesOf(user string) []hub.Device { return r.local.DevicesOf(u
 
 // Push delivers p to every device of user on this node but skip, and
 // queues it for every other node presence lists for the user, without
-// waiting for Redis. It returns how many devices of this node took it:
-// deliveries on other nodes happen later and are not counted (see Stats).
+// waiting for Redis or the links. A skip that stands for a device of
+// another node (hub.Elsewhere) is skipped there. It returns how many
+// devices of this node took it: deliveries on other nodes happen later
+// and are not counted (see Stats).
 func (r *Relay) Push(user string, p hub.Push, skip hub.Device) int {
 	n := r.local.Push(user, p, skip)
 	if r.closed.Load() {
@@ -265,7 +264,7 @@ func (r *Relay) Push(user string, p hub.Push, skip hub.Device) int {
 		return n
 	}
 	select {
-	case r.queue <- outgoing{user: user, push: p}:
+	case r.queue <- outgoing{user: user, push: p, skip: skipElsewhere(skip)}:
 	default:
 		r.queuedBytes.Add(-size)
 		r.dropped.Add(1)
@@ -277,14 +276,12 @@ func (r *Relay) Push(user string, p hub.Push, skip hub.Device) int {
 type Stats struct {
 	// Routed is the pushes whose nodes were looked up in presence.
 	Routed int64
-	// Published is the messages published to other nodes (one per push
-	// and node).
+	// Published is the pushes sent to other nodes (one per push and
+	// node).
 	Published int64
-	// Received is the pushes received from other nodes.
-	Received int64
 	// Dropped is what this node failed to pass on: pushes that found the
-	// queue full or whose presence lookup failed, and messages whose
-	// publish failed.
+	// queue full or whose presence lookup failed, and those whose node's
+	// link failed.
 	Dropped int64
 }
 
@@ -293,7 +290,6 @@ func (r *Relay) Stats() Stats {
 	return Stats{
 		Routed:    r.routed.Load(),
 		Published: r.published.Load(),
-		Received:  r.received.Load(),
 		Dropped:   r.dropped.Load(),
 	}
 }
@@ -327,9 +323,6 @@ func (r *Relay) abandon() {
 
 func (r *Relay) stopLoops() {
 	close(r.stop)
-	if err := r.pubsub.Close(); err != nil {
-		r.log.Warn("relay: close subscription", "err", err)
-	}
 	r.wg.Wait()
 }
 
@@ -343,7 +336,15 @@ func (r *Relay) presenceKey(user string) string { return r.prefix + "presence:" 
 func (r *Relay) nodeUsersKey(node string) string {
 	return r.prefix + "node:" + node + ":users"
 }
-func (r *Relay) channel(node string) string { return r.prefix + "push:" + node }
+
+// skipElsewhere is the device of another node that skip stands for, if it
+// does.
+func skipElsewhere(skip hub.Device) hub.Elsewhere {
+	if e, ok := skip.(hub.Elsewhere); ok {
+		return e
+	}
+	return hub.Elsewhere{}
+}
 
 // usersOf returns the distinct users of devices.
 func usersOf(devices []hub.Device) []string {

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/engine"
+	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/nodelink"
 	"github.com/imcore/im/server/ownership"
 	"github.com/imcore/im/server/store"
@@ -42,10 +44,12 @@ type Placement interface {
 // users have owners: it serves what this node owns with its engine and
 // forwards the rest.
 type Router struct {
-	eng  *engine.Engine
-	be   store.Backend
-	pool *nodelink.Pool
-	log  *slog.Logger
+	eng   *engine.Engine
+	be    store.Backend
+	pool  *nodelink.Pool
+	local *hub.Hub
+	log   *slog.Logger
+	svc   *chat.Service // set by Serve
 
 	mu     sync.Mutex
 	shards Placement // set by Attach
@@ -72,8 +76,11 @@ type Config struct {
 	Backend store.Backend
 	// Engine tunes the engine (Owners is set by the Router).
 	Engine engine.Options
-	// Pool reaches the other nodes.
-	Pool   *nodelink.Pool
+	// Pool reaches the other nodes (nil for a server alone).
+	Pool *nodelink.Pool
+	// Local holds the devices connected to this node, which pushes from
+	// other nodes reach.
+	Local  *hub.Hub
 	Logger *slog.Logger
 }
 
@@ -83,7 +90,7 @@ func New(ctx context.Context, cfg Config) (*Router, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Router{be: cfg.Backend, pool: cfg.Pool, log: cfg.Logger}
+	r := &Router{be: cfg.Backend, pool: cfg.Pool, local: cfg.Local, log: cfg.Logger}
 	opts := cfg.Engine
 	opts.Owners = owners{r}
 	eng, err := engine.New(ctx, cfg.Backend, opts)
@@ -93,6 +100,13 @@ func New(ctx context.Context, cfg Config) (*Router, error) {
 	r.eng = eng
 	return r, nil
 }
+
+// Engine returns the engine of the shards this node owns, for the chat
+// service that answers the frames run here (Serve).
+func (r *Router) Engine() *engine.Engine { return r.eng }
+
+// Serve has svc, built on Engine, answer the frames run on this node.
+func (r *Router) Serve(svc *chat.Service) { r.svc = svc }
 
 // Attach gives the Router the node's ownership, once it is started.
 func (r *Router) Attach(s Placement) {
@@ -353,7 +367,7 @@ func (r *Router) routeNoting(ctx context.Context, shard ownership.Shard, stream,
 		if r.enter(shard) {
 			err := local(ctx)
 			r.gates[shard].exit()
-			if !errors.Is(err, engine.ErrConvMoved) {
+			if !errors.Is(err, store.ErrMoved) {
 				return err
 			}
 			// Handed over while it waited: again, at the new owner.
@@ -397,6 +411,14 @@ func (r *Router) forward(ctx context.Context, shard ownership.Shard, stream, met
 		return &transportError{err}
 	}
 	return decodeAnswer(raw, result)
+}
+
+// selfID is this node's id ("" before Attach, or a server alone).
+func (r *Router) selfID() string {
+	if s := r.ownership(); s != nil {
+		return s.NodeID()
+	}
+	return ""
 }
 
 // selfAddr is where other nodes reach this one ("" before Attach).

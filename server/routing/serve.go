@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/engine"
+	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/nodelink"
 	"github.com/imcore/im/server/ownership"
-	"github.com/imcore/im/server/store"
 )
 
 var (
@@ -23,63 +25,50 @@ func (r *Router) ServeForwarded(ctx context.Context, req nodelink.Request) (json
 	return r.StartForwarded(ctx, req)()
 }
 
-// StartForwarded serves what another node forwarded to this one as the
-// owner: the part that must keep the stream's order (applying) now, the
-// rest (waiting for writes) in what it returns. A request on a shard this
-// node does not serve is refused, and the asking node looks for the owner
-// again.
+// StartForwarded serves what another node sent this one: a client's frame
+// this node owns (see frames.go), and the requests the nodes make of each
+// other (session effects, their rows written, pushes). The part that must
+// keep the stream's order runs now, the rest in what it returns. A frame
+// on a shard this node does not serve is refused, and the asking node
+// looks for the owner again.
 func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func() (json.RawMessage, error) {
 	answered := func(result any, err error) func() (json.RawMessage, error) {
 		raw, encErr := encodeAnswer(result, err)
 		return func() (json.RawMessage, error) { return raw, encErr }
 	}
-	refused := func(err error) func() (json.RawMessage, error) {
-		return func() (json.RawMessage, error) { return nil, err }
-	}
-	// onShard runs fn on shard if this node serves it.
-	onShard := func(shard ownership.Shard, fn func() (any, error)) func() (json.RawMessage, error) {
+	switch req.Method {
+	case "":
+		return r.startFrame(ctx, req)
+	case mCheckMarks:
+		var a checkArgs
+		if err := json.Unmarshal(req.Frame, &a); err != nil || len(a.Marks) == 0 {
+			return answered(nil, errors.Join(err, errors.New("a mark check without marks")))
+		}
+		shard := ownership.ShardOfConv(a.Marks[0].Conv)
 		if !r.enter(shard) {
-			return refused(fmt.Errorf("%s %d", notOwner, shard))
+			return refused(shard)
 		}
 		defer r.gates[shard].exit()
-		return answered(fn())
-	}
-	switch req.Method {
-	case mAppend:
-		var a store.AppendRequest
-		if err := json.Unmarshal(req.Frame, &a); err != nil {
+		return answered(r.svc.CheckMarks(ctx, chat.Caller{User: a.User}, a.Marks), nil)
+	case mResync:
+		var a resyncArgs
+		if err := json.Unmarshal(req.Frame, &a); err != nil || len(a.Users) == 0 {
+			return answered(nil, errors.Join(err, errors.New("a resync without users")))
+		}
+		shard := ownership.ShardOfUser(a.Users[0])
+		if !r.enter(shard) {
+			return refused(shard)
+		}
+		defer r.gates[shard].exit()
+		r.svc.Resync(ctx, a.Users)
+		return answered(struct{}{}, nil)
+	case mPushes:
+		var batch []hub.Delivery
+		if err := json.Unmarshal(req.Frame, &batch); err != nil {
 			return answered(nil, err)
 		}
-		shard := ownership.ShardOfConv(a.Msg.Conv)
-		if !r.enter(shard) {
-			return refused(fmt.Errorf("%s %d", notOwner, shard))
-		}
-		wait := r.eng.StartAppend(ctx, a)
-		return func() (json.RawMessage, error) {
-			res, err := wait()
-			r.gates[shard].exit()
-			if errors.Is(err, engine.ErrConvMoved) {
-				// Refused, not answered: the asking node sends it to the
-				// new owner.
-				return nil, fmt.Errorf("%s %d", notOwner, shard)
-			}
-			return encodeAnswer(res, err)
-		}
-	case mMark:
-		var a markArgs
-		if err := json.Unmarshal(req.Frame, &a); err != nil || len(a.Marks) == 0 {
-			return answered(nil, errors.Join(err, errors.New("a mark request without marks")))
-		}
-		return onShard(ownership.ShardOfConv(a.Marks[0].Conv), func() (any, error) {
-			res, tickets, err := r.eng.MarkForwarded(ctx, a.User, a.Kind, a.Marks)
-			self := r.selfAddr()
-			for i := range tickets {
-				if tickets[i].Node == "" {
-					tickets[i].Node = self
-				}
-			}
-			return markAnswer{Ticks: res.Ticks, SessionsChanged: res.SessionsChanged, Cursor: res.Cursor, Tickets: tickets}, err
-		})
+		r.deliver(batch)
+		return answered(struct{}{}, nil)
 	case mWake:
 		if s := r.ownership(); s != nil {
 			s.Wake()
@@ -99,49 +88,39 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 			return answered(nil, err)
 		}
 		return r.serveEffects(ctx, a.Effects)
-	case mSessionOp:
-		var a sessionOpArgs
-		if err := json.Unmarshal(req.Frame, &a); err != nil {
-			return answered(nil, err)
-		}
-		return onShard(ownership.ShardOfUser(a.User), func() (any, error) {
-			return r.eng.SessionOp(ctx, a.User, a.Conv, a.Op, a.Args)
-		})
-	case mSync:
-		var a syncArgs
-		if err := json.Unmarshal(req.Frame, &a); err != nil {
-			return answered(nil, err)
-		}
-		return onShard(ownership.ShardOfUser(a.User), func() (any, error) { return r.eng.Sync(ctx, a.User, a.Query) })
-	case mClock:
-		var a convArgs
-		if err := json.Unmarshal(req.Frame, &a); err != nil {
-			return answered(nil, err)
-		}
-		return onShard(ownership.ShardOfUser(a.User), func() (any, error) { return r.eng.SessionClock(ctx, a.User) })
-	case mReceipts, mGroup, mMembership:
-		var a convArgs
-		if err := json.Unmarshal(req.Frame, &a); err != nil {
-			return answered(nil, err)
-		}
-		return onShard(ownership.ShardOfConv(a.Conv), func() (any, error) {
-			switch req.Method {
-			case mReceipts:
-				return r.eng.Receipts(ctx, a.Conv)
-			case mGroup:
-				return r.eng.Group(ctx, a.Conv)
-			default:
-				return r.eng.Membership(ctx, a.Conv, a.User)
-			}
-		})
-	case mChange:
-		var a store.GroupChange
-		if err := json.Unmarshal(req.Frame, &a); err != nil {
-			return answered(nil, err)
-		}
-		return onShard(ownership.ShardOfConv(a.Conv), func() (any, error) { return r.eng.ChangeGroup(ctx, a) })
 	}
 	return answered(nil, fmt.Errorf("unknown method %q", req.Method))
+}
+
+// refused is the refusal of a request on a shard this node does not serve.
+func refused(shard ownership.Shard) func() (json.RawMessage, error) {
+	return func() (json.RawMessage, error) { return nil, fmt.Errorf("%s %d", notOwner, shard) }
+}
+
+// startFrame starts a client's frame another node forwarded, on behalf of
+// its device there, and answers it with the frame the client gets.
+func (r *Router) startFrame(ctx context.Context, req nodelink.Request) func() (json.RawMessage, error) {
+	f, _, perr := protocol.DecodeClientFrame(req.Frame)
+	if perr != nil {
+		raw, err := protocol.Encode(perr.Frame(""))
+		return func() (json.RawMessage, error) { return raw, err }
+	}
+	c := chat.Caller{User: req.User, Device: hub.Elsewhere{UserID: req.User, DeviceName: req.Device, Node: req.Node}, Repeat: req.Again}
+	shard, _ := routeOf(f, req.User, req.Conv)
+	finish, ok := r.startHere(ctx, shard, c, f, req.Conv)
+	if !ok {
+		return refused(shard)
+	}
+	return func() (json.RawMessage, error) {
+		answer := finish()
+		switch answer {
+		case moved:
+			return nil, fmt.Errorf("%s %d", notOwner, shard) // the asking node runs it again at the new owner
+		case nil:
+			return nil, nil
+		}
+		return protocol.Encode(answer)
+	}
 }
 
 // serveEffects applies session effects sent by a conversation's owner, if
@@ -162,7 +141,7 @@ func (r *Router) serveEffects(ctx context.Context, effects []engine.Effect) func
 			for _, entered := range shards[:i] {
 				r.gates[entered].exit()
 			}
-			return func() (json.RawMessage, error) { return nil, fmt.Errorf("%s %d", notOwner, s) }
+			return refused(s)
 		}
 	}
 	results, err := r.eng.ApplyEffects(ctx, effects)

@@ -7,25 +7,20 @@ import (
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/engine"
+	"github.com/imcore/im/server/nodelink"
 	"github.com/imcore/im/server/store"
-	"github.com/imcore/im/session"
 )
 
-// The methods a node asks of an owner over a node link.
+// The methods a node asks of another over a node link, besides a
+// client's frame (method ""): of an owner, of any node.
 const (
-	mAppend     = "append"
-	mMark       = "mark"
-	mBarrier    = "barrier" // every row put so far written
-	mWritten    = "written" // the rows of a WriteTicket written
-	mSessionOp  = "session_op"
-	mSync       = "sync"
-	mReceipts   = "receipts"
-	mGroup      = "group"
-	mMembership = "membership"
-	mChange     = "change_group"
-	mEffects    = "effects"
-	mClock      = "clock"
-	mWake       = "wake" // take the shards just handed over
+	mEffects    = "effects"     // apply session effects of the users held here
+	mWritten    = "written"     // the rows of a WriteTicket written
+	mBarrier    = "barrier"     // every row put so far written
+	mCheckMarks = "check_marks" // would these marks be refused
+	mResync     = "resync"      // nudge these users' devices to sync
+	mPushes     = "pushes"      // deliver these pushes to the devices here
+	mWake       = "wake"        // take the shards just handed over
 )
 
 // notOwner is the refusal of a node asked about a shard it does not serve
@@ -97,33 +92,15 @@ func decodeAnswer(raw json.RawMessage, result any) error {
 }
 
 // The arguments of the methods.
-type (
-	markArgs struct {
-		User  string
-		Kind  store.MarkKind
-		Marks []protocol.Mark
+type effectsArgs struct {
+	Effects []engine.Effect
+}
+
+// request is a node link request for method with args.
+func request(stream, method string, args any) (nodelink.Request, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nodelink.Request{}, err
 	}
-	markAnswer struct {
-		Ticks           []store.TickChange
-		SessionsChanged bool
-		Cursor          int64
-		// Tickets name the rows the marks put, for the asking node to
-		// confirm before it answers.
-		Tickets []engine.WriteTicket
-	}
-	sessionOpArgs struct {
-		User, Conv string
-		Op         session.Op
-		Args       session.OpArgs
-	}
-	syncArgs struct {
-		User  string
-		Query store.SyncQuery
-	}
-	convArgs struct {
-		Conv, User string
-	}
-	effectsArgs struct {
-		Effects []engine.Effect
-	}
-)
+	return nodelink.Request{Stream: stream, Method: method, Frame: raw}, nil
+}

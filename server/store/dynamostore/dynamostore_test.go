@@ -106,7 +106,7 @@ func TestBackendConformance(t *testing.T) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Run(t, func(t *testing.T) storetest.Engine {
 		s, _ := openFresh(t, &memBlobs{})
 		e, err := engine.New(t.Context(), s, engine.Options{})
 		if err != nil {

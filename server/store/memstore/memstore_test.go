@@ -16,7 +16,7 @@ func TestBackendConformance(t *testing.T) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Run(t, func(t *testing.T) storetest.Engine {
 		e, err := engine.New(t.Context(), memstore.New(), engine.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
+	"github.com/imcore/im/server/chat"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,7 @@ func sessBenchConv(i int) string { return fmt.Sprintf("d:%s:p%05d", sessBenchUse
 // sessBenchStore opens a store in which sessBenchUser has n sessions, one per
 // direct conversation, each holding one message from the peer. The appends
 // run from many goroutines so that group commit batches them.
-func sessBenchStore(b *testing.B, n int) store.Store {
+func sessBenchStore(b *testing.B, n int) chat.Engine {
 	b.Helper()
 	s := openEngine(b, filepath.Join(b.TempDir(), "sessions.db"), nil)
 	ctx := context.Background()
@@ -75,7 +76,7 @@ func sessBenchStore(b *testing.B, n int) store.Store {
 
 // sessBenchFullSync pages through the whole main list of sessBenchUser by
 // 1,000 and returns how many sessions it holds and the final cursor.
-func sessBenchFullSync(ctx context.Context, s store.Store) (int, int64, error) {
+func sessBenchFullSync(ctx context.Context, s chat.Engine) (int, int64, error) {
 	var since int64
 	count := 0
 	for {
@@ -100,7 +101,7 @@ func sessBenchFullSync(ctx context.Context, s store.Store) (int, int64, error) {
 // sessBenchSetup builds a store with n sessions, remembers the cursor, then
 // pins sessBenchChanged of them spread over the list: a sync since the
 // cursor returns exactly those.
-func sessBenchSetup(b *testing.B, n int) (store.Store, int64) {
+func sessBenchSetup(b *testing.B, n int) (chat.Engine, int64) {
 	b.Helper()
 	s := sessBenchStore(b, n)
 	ctx := context.Background()

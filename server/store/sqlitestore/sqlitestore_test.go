@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/imcore/im/server/chat"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -63,14 +64,14 @@ func openEngine(tb testing.TB, path string, now func() time.Time) *engine.Engine
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Run(t, func(t *testing.T) storetest.Engine {
 		return openEngine(t, filepath.Join(t.TempDir(), "im.db"), steppingClock())
 	})
 }
 
 // TestConformanceDefaults runs the suite with the production options.
 func TestConformanceDefaults(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Run(t, func(t *testing.T) storetest.Engine {
 		return openEngine(t, filepath.Join(t.TempDir(), "im.db"), nil)
 	})
 }
@@ -85,7 +86,7 @@ func TestBackendConformance(t *testing.T) {
 // createTeam creates g:team (members alice, bob and carol) by creator; its
 // creation message, seq 1, has id msgID. The team's version is then 0, the
 // MembersVersion of every request message builds.
-func createTeam(t *testing.T, s store.Store, creator, msgID string) store.GroupResult {
+func createTeam(t *testing.T, s chat.Engine, creator, msgID string) store.GroupResult {
 	t.Helper()
 	res, err := s.ChangeGroup(context.Background(), store.GroupChange{
 		Conv:    "g:team",
@@ -117,7 +118,7 @@ func message(conv, from, msgID string) store.AppendRequest {
 	}
 }
 
-func mustAppend(t *testing.T, s store.Store, req store.AppendRequest) store.AppendResult {
+func mustAppend(t *testing.T, s chat.Engine, req store.AppendRequest) store.AppendResult {
 	t.Helper()
 	res, err := s.Append(context.Background(), req)
 	if err != nil {
@@ -139,7 +140,7 @@ type snapshot struct {
 	pending  map[string][]store.PendingDelivery
 }
 
-func takeSnapshot(t *testing.T, s store.Store) snapshot {
+func takeSnapshot(t *testing.T, s chat.Engine) snapshot {
 	t.Helper()
 	ctx := context.Background()
 	snap := snapshot{

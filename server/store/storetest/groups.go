@@ -29,7 +29,7 @@ func groupMsg(actor, id string) protocol.Message {
 }
 
 // changeOK applies a change and fails the test on error.
-func changeOK(t *testing.T, s store.Store, req store.GroupChange) store.GroupResult {
+func changeOK(t *testing.T, s Engine, req store.GroupChange) store.GroupResult {
 	t.Helper()
 	res, err := s.ChangeGroup(t.Context(), req)
 	if err != nil {
@@ -39,7 +39,7 @@ func changeOK(t *testing.T, s store.Store, req store.GroupChange) store.GroupRes
 }
 
 // groupOf reads a group and fails the test on error.
-func groupOf(t *testing.T, s store.Store, conv string) store.GroupState {
+func groupOf(t *testing.T, s Engine, conv string) store.GroupState {
 	t.Helper()
 	g, err := s.Group(t.Context(), conv)
 	if err != nil {
@@ -49,7 +49,7 @@ func groupOf(t *testing.T, s store.Store, conv string) store.GroupState {
 }
 
 // joinedAt returns user's JoinedSeq in conv, or -1 when not a member.
-func joinedAt(t *testing.T, s store.Store, conv, user string) int64 {
+func joinedAt(t *testing.T, s Engine, conv, user string) int64 {
 	t.Helper()
 	m, err := s.Membership(t.Context(), conv, user)
 	if errors.Is(err, store.ErrNotFound) {
@@ -62,7 +62,7 @@ func joinedAt(t *testing.T, s store.Store, conv, user string) int64 {
 }
 
 // sendTo appends a plain message to a group at its current membership.
-func sendTo(t *testing.T, s store.Store, conv, from, msgID string) protocol.Message {
+func sendTo(t *testing.T, s Engine, conv, from, msgID string) protocol.Message {
 	t.Helper()
 	g := groupOf(t, s, conv)
 	res, err := s.Append(t.Context(), store.AppendRequest{
@@ -75,7 +75,7 @@ func sendTo(t *testing.T, s store.Store, conv, from, msgID string) protocol.Mess
 	return res.Msg
 }
 
-func newCrew(t *testing.T, s store.Store) store.GroupResult {
+func newCrew(t *testing.T, s Engine) store.GroupResult {
 	t.Helper()
 	return changeOK(t, s, store.GroupChange{
 		Conv: gCrew, Create: true, Creator: alice, Title: "crew",
@@ -83,7 +83,7 @@ func newCrew(t *testing.T, s store.Store) store.GroupResult {
 	})
 }
 
-func testGroupCreate(t *testing.T, s store.Store) {
+func testGroupCreate(t *testing.T, s Engine) {
 	if _, err := s.Group(t.Context(), gCrew); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Group of a group never created: err = %v, want ErrNotFound", err)
 	}
@@ -124,7 +124,7 @@ func testGroupCreate(t *testing.T, s store.Store) {
 	}
 }
 
-func testGroupCreateKey(t *testing.T, s store.Store) {
+func testGroupCreateKey(t *testing.T, s Engine) {
 	req := store.GroupChange{Conv: gCrew, Create: true, Creator: alice, Key: "k1", Title: "crew",
 		Add: []string{alice, bob}, Msg: groupMsg(alice, "create")}
 	first := changeOK(t, s, req)
@@ -148,7 +148,7 @@ func testGroupCreateKey(t *testing.T, s store.Store) {
 	}
 }
 
-func testGroupAdd(t *testing.T, s store.Store) {
+func testGroupAdd(t *testing.T, s Engine) {
 	g := newCrew(t, s).Group
 	sendTo(t, s, gCrew, bob, "b1") // seq 2
 	res := changeOK(t, s, store.GroupChange{Conv: gCrew, Version: g.Version, Add: []string{"dave"}, Msg: groupMsg(alice, "add")})
@@ -181,7 +181,7 @@ func testGroupAdd(t *testing.T, s store.Store) {
 	}
 }
 
-func testGroupRemove(t *testing.T, s store.Store) {
+func testGroupRemove(t *testing.T, s Engine) {
 	g := newCrew(t, s).Group
 	before := sessionOf(t, s, carol, gCrew, "")
 	res := changeOK(t, s, store.GroupChange{Conv: gCrew, Version: g.Version, Remove: []string{carol}, Msg: groupMsg(alice, "remove")})
@@ -223,7 +223,7 @@ func testGroupRemove(t *testing.T, s store.Store) {
 	checkPending(t, s, carol)
 }
 
-func testGroupRemoveSlowestRaisesTicks(t *testing.T, s store.Store) {
+func testGroupRemoveSlowestRaisesTicks(t *testing.T, s Engine) {
 	g := newCrew(t, s).Group
 	m := sendTo(t, s, gCrew, alice, "a1") // seq 2
 	mark(t, s, bob, store.MarkRead, mk(gCrew, m.Seq))
@@ -238,7 +238,7 @@ func testGroupRemoveSlowestRaisesTicks(t *testing.T, s store.Store) {
 	}
 }
 
-func testGroupRename(t *testing.T, s store.Store) {
+func testGroupRename(t *testing.T, s Engine) {
 	g := newCrew(t, s).Group
 	res := changeOK(t, s, store.GroupChange{Conv: gCrew, Version: g.Version, Title: "core", Msg: groupMsg(bob, "rename")})
 	if res.Group.Title != "core" || res.Group.Version != g.Version {
@@ -251,7 +251,7 @@ func testGroupRename(t *testing.T, s store.Store) {
 	}
 }
 
-func testGroupStaleVersion(t *testing.T, s store.Store) {
+func testGroupStaleVersion(t *testing.T, s Engine) {
 	g := newCrew(t, s).Group
 	changeOK(t, s, store.GroupChange{Conv: gCrew, Version: g.Version, Add: []string{"dave"}, Msg: groupMsg(alice, "add")})
 	_, err := s.ChangeGroup(t.Context(), store.GroupChange{Conv: gCrew, Version: g.Version, Remove: []string{bob}, Msg: groupMsg(alice, "stale")})
@@ -279,7 +279,7 @@ func testGroupStaleVersion(t *testing.T, s store.Store) {
 	}
 }
 
-func testGroupReAdd(t *testing.T, s store.Store) {
+func testGroupReAdd(t *testing.T, s Engine) {
 	g := newCrew(t, s).Group
 	g = changeOK(t, s, store.GroupChange{Conv: gCrew, Version: g.Version, Remove: []string{carol}, Msg: groupMsg(alice, "remove")}).Group // seq 2
 	sendTo(t, s, gCrew, bob, "while-out")                                                                                                 // seq 3

@@ -12,7 +12,7 @@ import (
 // ensureGroup returns conv's state, creating the group with members (the
 // first of them its creator) when it does not exist. Creating it writes
 // the system message seq 1.
-func ensureGroup(t *testing.T, s store.Store, conv string, members []string) store.GroupState {
+func ensureGroup(t *testing.T, s Engine, conv string, members []string) store.GroupState {
 	t.Helper()
 	g, err := s.Group(t.Context(), conv)
 	if err == nil {
@@ -26,7 +26,7 @@ func ensureGroup(t *testing.T, s store.Store, conv string, members []string) sto
 
 // createGroup creates group conv by creator with members (sorted by the
 // call) and fails the test on error.
-func createGroup(t *testing.T, s store.Store, conv, creator string, members ...string) store.GroupResult {
+func createGroup(t *testing.T, s Engine, conv, creator string, members ...string) store.GroupResult {
 	t.Helper()
 	res, err := s.ChangeGroup(t.Context(), store.GroupChange{
 		Conv:    conv,
@@ -47,7 +47,7 @@ func createGroup(t *testing.T, s store.Store, conv, creator string, members ...s
 // both boundaries and the tick minimum at 1, nothing pending and nothing
 // unread: the team's first message in a test is seq 2. It returns the
 // group's state (version 0).
-func newTeam(t *testing.T, s store.Store) store.GroupState {
+func newTeam(t *testing.T, s Engine) store.GroupState {
 	t.Helper()
 	members := membersOf[gTeam]
 	res := createGroup(t, s, gTeam, members[0], members...)

@@ -18,7 +18,7 @@ var relationTests = []storeTest{
 }
 
 // relate appends a relation entry of kind from user on ref of dAB.
-func relate(t *testing.T, s store.Store, from, msgID, kind string, ref int64, body string) (store.AppendResult, error) {
+func relate(t *testing.T, s Engine, from, msgID, kind string, ref int64, body string) (store.AppendResult, error) {
 	t.Helper()
 	req := request(dAB, from, msgID)
 	req.Msg.Kind, req.Msg.RefSeq, req.Msg.Body = kind, ref, body
@@ -29,7 +29,7 @@ func relate(t *testing.T, s store.Store, from, msgID, kind string, ref int64, bo
 // forbidden refusal, one of no message an invalid one; neither takes a
 // seq, and the same send repeated once stored is answered as a repeat
 // even when its target no longer allows it.
-func testRelationRefusedChangesNothing(t *testing.T, s store.Store) {
+func testRelationRefusedChangesNothing(t *testing.T, s Engine) {
 	target := send(t, s, dAB, alice, "m1").Msg
 	var refusal *store.Refusal
 	if _, err := relate(t, s, bob, "e1", protocol.KindEdit, target.Seq, "x"); !errors.As(err, &refusal) || refusal.Code != protocol.CodeForbidden {
@@ -51,7 +51,7 @@ func testRelationRefusedChangesNothing(t *testing.T, s store.Store) {
 // testRelationIsSessionEvent: a relation entry is not unread, not the
 // last message and keeps write_ts, moves active_ts, and shows the last
 // message as it stands.
-func testRelationIsSessionEvent(t *testing.T, s store.Store) {
+func testRelationIsSessionEvent(t *testing.T, s Engine) {
 	target := send(t, s, dAB, alice, "m1").Msg
 	before := sessionOf(t, s, bob, dAB, "")
 	edit, err := relate(t, s, alice, "e1", protocol.KindEdit, target.Seq, "edited")

@@ -39,7 +39,7 @@ var sessionTests = []storeTest{
 }
 
 // syncAll returns every session of user's list (sub "" = main), paging.
-func syncAll(t *testing.T, s store.Store, user, sub string) store.SyncPage {
+func syncAll(t *testing.T, s Engine, user, sub string) store.SyncPage {
 	t.Helper()
 	var all store.SyncPage
 	since := int64(0)
@@ -57,7 +57,7 @@ func syncAll(t *testing.T, s store.Store, user, sub string) store.SyncPage {
 	}
 }
 
-func sessionOp(t *testing.T, s store.Store, user, conv string, op session.Op, args session.OpArgs) store.SessionResult {
+func sessionOp(t *testing.T, s Engine, user, conv string, op session.Op, args session.OpArgs) store.SessionResult {
 	t.Helper()
 	res, err := s.SessionOp(t.Context(), user, conv, op, args)
 	if err != nil {
@@ -66,7 +66,7 @@ func sessionOp(t *testing.T, s store.Store, user, conv string, op session.Op, ar
 	return res
 }
 
-func testSessionOpMovesTimestamps(t *testing.T, s store.Store) {
+func testSessionOpMovesTimestamps(t *testing.T, s Engine) {
 	send(t, s, dAB, alice, "m1")
 	before := syncAll(t, s, bob, "").Sessions[0]
 
@@ -134,7 +134,7 @@ func checkList(t *testing.T, user, sub string, page store.SyncPage) {
 }
 
 // list syncs the whole of one of user's lists and checks it.
-func list(t *testing.T, s store.Store, user, sub string) store.SyncPage {
+func list(t *testing.T, s Engine, user, sub string) store.SyncPage {
 	t.Helper()
 	page := syncAll(t, s, user, sub)
 	checkList(t, user, sub, page)
@@ -143,7 +143,7 @@ func list(t *testing.T, s store.Store, user, sub string) store.SyncPage {
 
 // sessionOf returns user's session of conv from list sub; it fails the
 // test when there is none.
-func sessionOf(t *testing.T, s store.Store, user, conv, sub string) protocol.Session {
+func sessionOf(t *testing.T, s Engine, user, conv, sub string) protocol.Session {
 	t.Helper()
 	ss, ok := findSession(list(t, s, user, sub).Sessions, conv)
 	if !ok {
@@ -153,7 +153,7 @@ func sessionOf(t *testing.T, s store.Store, user, conv, sub string) protocol.Ses
 }
 
 // checkTotal checks user's total unread of list sub.
-func checkTotal(t *testing.T, s store.Store, user, sub string, want int64) {
+func checkTotal(t *testing.T, s Engine, user, sub string, want int64) {
 	t.Helper()
 	if got := list(t, s, user, sub).TotalUnread; got != want {
 		t.Errorf("total_unread of %s (%q) = %d, want %d", user, sub, got, want)
@@ -162,7 +162,7 @@ func checkTotal(t *testing.T, s store.Store, user, sub string, want int64) {
 
 // newestActive is the highest active_ts of user's main list and the
 // nested lists subs.
-func newestActive(t *testing.T, s store.Store, user string, subs ...string) int64 {
+func newestActive(t *testing.T, s Engine, user string, subs ...string) int64 {
 	t.Helper()
 	var newest int64
 	for _, sub := range append([]string{""}, subs...) {
@@ -175,7 +175,7 @@ func newestActive(t *testing.T, s store.Store, user string, subs ...string) int6
 
 // changedSince returns the conversations of user's list sub changed after
 // since, in the order Sync returns them.
-func changedSince(t *testing.T, s store.Store, user, sub string, since int64) []string {
+func changedSince(t *testing.T, s Engine, user, sub string, since int64) []string {
 	t.Helper()
 	page, err := s.Sync(t.Context(), user, store.SyncQuery{Since: since, Limit: 1000, SubBiz: sub})
 	if err != nil {
@@ -189,7 +189,7 @@ func changedSince(t *testing.T, s store.Store, user, sub string, since int64) []
 }
 
 // appendTo sends a new message in conv with the given members.
-func appendTo(t *testing.T, s store.Store, conv, from, msgID string, members ...string) store.AppendResult {
+func appendTo(t *testing.T, s Engine, conv, from, msgID string, members ...string) store.AppendResult {
 	t.Helper()
 	req := request(conv, from, msgID)
 	req.Members = members
@@ -201,7 +201,7 @@ func appendTo(t *testing.T, s store.Store, conv, from, msgID string, members ...
 }
 
 // markRes marks and returns the whole result; it fails the test on error.
-func markRes(t *testing.T, s store.Store, user string, kind store.MarkKind, marks ...protocol.Mark) store.MarkResult {
+func markRes(t *testing.T, s Engine, user string, kind store.MarkKind, marks ...protocol.Mark) store.MarkResult {
 	t.Helper()
 	res, err := s.Mark(t.Context(), user, kind, marks)
 	if err == nil {
@@ -221,7 +221,7 @@ func checkSame(t *testing.T, what string, got, want protocol.Session) {
 	}
 }
 
-func testSessionCreatedOnFirstMessage(t *testing.T, s store.Store) {
+func testSessionCreatedOnFirstMessage(t *testing.T, s Engine) {
 	// A group's first message is its creation's, here by alice.
 	first := createGroup(t, s, gTeam, alice, membersOf[gTeam]...)
 	if first.Msg.Seq != 1 || first.Msg.From != alice || first.Msg.Kind != protocol.KindSystem {
@@ -290,7 +290,7 @@ func testSessionCreatedOnFirstMessage(t *testing.T, s store.Store) {
 	}
 }
 
-func testSyncPaging(t *testing.T, s store.Store) {
+func testSyncPaging(t *testing.T, s Engine) {
 	const n = 10
 	for i := range n {
 		// alice creates each group, reading its creation message: bob's
@@ -371,7 +371,7 @@ func testSyncPaging(t *testing.T, s store.Store) {
 	}
 }
 
-func testSyncSinceReturnsLaterChanges(t *testing.T, s store.Store) {
+func testSyncSinceReturnsLaterChanges(t *testing.T, s Engine) {
 	newTeam(t, s)
 	sendN(t, s, dAB, bob, "b", 2)
 	send(t, s, dAC, carol, "c1")
@@ -407,7 +407,7 @@ func testSyncSinceReturnsLaterChanges(t *testing.T, s store.Store) {
 	}
 }
 
-func testSyncLimitMustBePositive(t *testing.T, s store.Store) {
+func testSyncLimitMustBePositive(t *testing.T, s Engine) {
 	send(t, s, dAB, alice, "m1")
 	for _, limit := range []int{0, -1} {
 		for _, sub := range []string{"", "shop"} {
@@ -421,7 +421,7 @@ func testSyncLimitMustBePositive(t *testing.T, s store.Store) {
 	}
 }
 
-func testSessionOps(t *testing.T, s store.Store) {
+func testSessionOps(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 3)
 	aliceBefore := sessionOf(t, s, alice, dAB, "")
 	prev := sessionOf(t, s, bob, dAB, "")
@@ -511,7 +511,7 @@ func testSessionOps(t *testing.T, s store.Store) {
 	checkSame(t, "bob's ops", sessionOf(t, s, alice, dAB, ""), aliceBefore)
 }
 
-func testSessionOpCreatesSession(t *testing.T, s store.Store) {
+func testSessionOpCreatesSession(t *testing.T, s Engine) {
 	// A direct chat before its first message.
 	res := sessionOp(t, s, alice, dAC, session.OpPin, session.OpArgs{})
 	ss := res.Session
@@ -555,7 +555,7 @@ func testSessionOpCreatesSession(t *testing.T, s store.Store) {
 // testSessionOpSetCategoryNoChange: setting the category a session already
 // shows changes nothing, so it moves nothing (PROTOCOL.md: an op that
 // changes nothing moves no timestamp).
-func testSessionOpSetCategoryNoChange(t *testing.T, s store.Store) {
+func testSessionOpSetCategoryNoChange(t *testing.T, s Engine) {
 	send(t, s, dAB, alice, "m1")
 	before := sessionOf(t, s, bob, dAB, "")
 	res := sessionOp(t, s, bob, dAB, session.OpSetCategory, session.OpArgs{})
@@ -565,7 +565,7 @@ func testSessionOpSetCategoryNoChange(t *testing.T, s store.Store) {
 	}
 }
 
-func testSessionOpUnknownGateway(t *testing.T, s store.Store) {
+func testSessionOpUnknownGateway(t *testing.T, s Engine) {
 	send(t, s, dAB, alice, "m1")
 	cursor := list(t, s, alice, "").Cursor
 	ops := []struct {
@@ -590,7 +590,7 @@ func testSessionOpUnknownGateway(t *testing.T, s store.Store) {
 	}
 }
 
-func testMarkReadIsSessionRead(t *testing.T, s store.Store) {
+func testMarkReadIsSessionRead(t *testing.T, s Engine) {
 	newTeam(t, s) // bob has read the creation, seq 1
 	sendN(t, s, dAB, alice, "m", 4)
 	send(t, s, gTeam, alice, "g2")
@@ -648,7 +648,7 @@ func testMarkReadIsSessionRead(t *testing.T, s store.Store) {
 	checkTotal(t, s, bob, "", 1)
 }
 
-func testMarkDeliveredLeavesMarkerSession(t *testing.T, s store.Store) {
+func testMarkDeliveredLeavesMarkerSession(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 3)
 	before := sessionOf(t, s, bob, dAB, "")
 	cursor := list(t, s, bob, "").Cursor
@@ -666,7 +666,7 @@ func testMarkDeliveredLeavesMarkerSession(t *testing.T, s store.Store) {
 	checkTotal(t, s, bob, "", 3)
 }
 
-func testTicksMoveSenderActiveTS(t *testing.T, s store.Store) {
+func testTicksMoveSenderActiveTS(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 2)
 	a0 := sessionOf(t, s, alice, dAB, "")
 	aliceCursor := list(t, s, alice, "").Cursor
@@ -726,7 +726,7 @@ func testTicksMoveSenderActiveTS(t *testing.T, s store.Store) {
 	}
 }
 
-func testDeleteThenMessage(t *testing.T, s store.Store) {
+func testDeleteThenMessage(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 3)
 	markRes(t, s, bob, store.MarkRead, mk(dAB, 1))
 	before := sessionOf(t, s, bob, dAB, "")
@@ -776,7 +776,7 @@ func testDeleteThenMessage(t *testing.T, s store.Store) {
 	}
 }
 
-func testMarkedUnreadCleared(t *testing.T, s store.Store) {
+func testMarkedUnreadCleared(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 2)
 	markUnread := func(what string) protocol.Session {
 		t.Helper()
@@ -830,7 +830,7 @@ func testMarkedUnreadCleared(t *testing.T, s store.Store) {
 	}
 }
 
-func testTotalUnread(t *testing.T, s store.Store) {
+func testTotalUnread(t *testing.T, s Engine) {
 	op := func(conv string, o session.Op, args session.OpArgs) { sessionOp(t, s, alice, conv, o, args) }
 	newTeam(t, s) // nothing unread
 	sendN(t, s, dAB, bob, "b", 3)
@@ -886,7 +886,7 @@ func testTotalUnread(t *testing.T, s store.Store) {
 	checkTotal(t, s, carol, "", 2)
 }
 
-func testTimestampsStrictlyIncreasing(t *testing.T, s store.Store) {
+func testTimestampsStrictlyIncreasing(t *testing.T, s Engine) {
 	newTeam(t, s)
 	send(t, s, dAB, bob, "b0")
 	send(t, s, dAC, carol, "c0")
@@ -953,7 +953,7 @@ func checkDistinctWriteTS(t *testing.T, user string, page store.SyncPage) {
 	}
 }
 
-func testTimestampsConcurrent(t *testing.T, s store.Store) {
+func testTimestampsConcurrent(t *testing.T, s Engine) {
 	const n = 40
 	// The groups the odd calls append to exist before: bob creates them.
 	versions := map[string]int64{}
@@ -1016,7 +1016,7 @@ const (
 	dAE  = "d:alice:erin"
 )
 
-func testAccountFiling(t *testing.T, s store.Store) {
+func testAccountFiling(t *testing.T, s Engine) {
 	ctx := t.Context()
 	// carol's chat with alice exists before carol becomes an account.
 	send(t, s, dAC, carol, "c1")
@@ -1066,7 +1066,7 @@ func testAccountFiling(t *testing.T, s store.Store) {
 	}
 }
 
-func testSubBizGateway(t *testing.T, s store.Store) {
+func testSubBizGateway(t *testing.T, s Engine) {
 	ctx := t.Context()
 	for _, a := range []string{dave, erin} {
 		if err := s.SetAccount(ctx, a, "", "shop"); err != nil {
@@ -1148,7 +1148,7 @@ func testSubBizGateway(t *testing.T, s store.Store) {
 
 // testSubBizGatewayLastMsgIsNewest: the gateway's last_msg is the newest
 // message of its members, whatever else moves a member in its list.
-func testSubBizGatewayLastMsgIsNewest(t *testing.T, s store.Store) {
+func testSubBizGatewayLastMsgIsNewest(t *testing.T, s Engine) {
 	for _, a := range []string{dave, erin} {
 		if err := s.SetAccount(t.Context(), a, "", "shop"); err != nil {
 			t.Fatalf("SetAccount(%s): %v", a, err)

@@ -1,6 +1,7 @@
-// Package storetest is the conformance suite of store.Store. Every backend
+// Package storetest is the conformance suite of the engine over a
+// backend (chat.Engine, and Close). Every backend
 // runs it from its own tests; a backend that passes it keeps the promises
-// the store.Store interface documents. The suite tests only those promises,
+// the Engine interface documents. The suite tests only those promises,
 // never a backend's internals.
 package storetest
 
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/store"
 )
 
@@ -22,7 +24,7 @@ import (
 // cannot, and arrange (with t.Cleanup) to close the store when the subtest
 // ends, tolerating a store the subtest has already closed. Subtests run one
 // after another, never in parallel.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+func Run(t *testing.T, open func(t *testing.T) Engine) {
 	tests := []storeTest{
 		{"AppendAssignsSeqs", testAppendAssignsSeqs},
 		{"AppendConcurrentOneConversation", testAppendConcurrentOneConversation},
@@ -64,10 +66,17 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 }
 
+// Engine is what the suite runs against: the messaging state the chat
+// service calls (package engine, over one backend), which it also closes.
+type Engine interface {
+	chat.Engine
+	Close() error
+}
+
 // storeTest is one promise of the suite.
 type storeTest struct {
 	name string
-	fn   func(t *testing.T, s store.Store)
+	fn   func(t *testing.T, s Engine)
 }
 
 // The users and conversations of the suite.
@@ -105,7 +114,7 @@ func request(conv, from, msgID string) store.AppendRequest {
 
 // appendOK appends and fails the test on error. A group is created, with
 // the request's members, before its first message.
-func appendOK(t *testing.T, s store.Store, req store.AppendRequest) store.AppendResult {
+func appendOK(t *testing.T, s Engine, req store.AppendRequest) store.AppendResult {
 	t.Helper()
 	if c, _ := protocol.ParseConv(req.Msg.Conv); c.Kind == protocol.ConvGroup {
 		req.MembersVersion = ensureGroup(t, s, req.Msg.Conv, req.Members).Version
@@ -118,7 +127,7 @@ func appendOK(t *testing.T, s store.Store, req store.AppendRequest) store.Append
 }
 
 // send appends a new message and checks that it was stored as asked.
-func send(t *testing.T, s store.Store, conv, from, msgID string) store.AppendResult {
+func send(t *testing.T, s Engine, conv, from, msgID string) store.AppendResult {
 	t.Helper()
 	req := request(conv, from, msgID)
 	res := appendOK(t, s, req)
@@ -130,7 +139,7 @@ func send(t *testing.T, s store.Store, conv, from, msgID string) store.AppendRes
 }
 
 // sendN sends n messages from one user, with ids prefix-1..prefix-n.
-func sendN(t *testing.T, s store.Store, conv, from, prefix string, n int) {
+func sendN(t *testing.T, s Engine, conv, from, prefix string, n int) {
 	t.Helper()
 	for i := 1; i <= n; i++ {
 		send(t, s, conv, from, fmt.Sprintf("%s-%d", prefix, i))
@@ -154,7 +163,7 @@ func checkStored(t *testing.T, want, got protocol.Message) {
 }
 
 // history reads a page and fails the test on error.
-func history(t *testing.T, s store.Store, conv string, q store.HistoryQuery) ([]protocol.Message, bool) {
+func history(t *testing.T, s Engine, conv string, q store.HistoryQuery) ([]protocol.Message, bool) {
 	t.Helper()
 	msgs, more, err := s.History(t.Context(), conv, q)
 	if err != nil {
@@ -164,7 +173,7 @@ func history(t *testing.T, s store.Store, conv string, q store.HistoryQuery) ([]
 }
 
 // all reads every message of conv (at most 1000), oldest first.
-func all(t *testing.T, s store.Store, conv string) []protocol.Message {
+func all(t *testing.T, s Engine, conv string) []protocol.Message {
 	t.Helper()
 	msgs, more := history(t, s, conv, store.HistoryQuery{After: true, Limit: 1000})
 	if more {
@@ -174,7 +183,7 @@ func all(t *testing.T, s store.Store, conv string) []protocol.Message {
 }
 
 // checkPage checks a history page's seqs and has_more.
-func checkPage(t *testing.T, s store.Store, conv string, q store.HistoryQuery, wantSeqs []int64, wantMore bool) {
+func checkPage(t *testing.T, s Engine, conv string, q store.HistoryQuery, wantSeqs []int64, wantMore bool) {
 	t.Helper()
 	msgs, more := history(t, s, conv, q)
 	if got := seqsOf(msgs); !slices.Equal(got, wantSeqs) {
@@ -204,7 +213,7 @@ func seqRange(from, to int64) []int64 {
 
 // receipts reads conv's receipts, checks that they are ordered by user and
 // that read never exceeds delivered, and fails the test on error.
-func receipts(t *testing.T, s store.Store, conv string) []protocol.MemberReceipt {
+func receipts(t *testing.T, s Engine, conv string) []protocol.MemberReceipt {
 	t.Helper()
 	rs, err := s.Receipts(t.Context(), conv)
 	if err != nil {
@@ -222,7 +231,7 @@ func receipts(t *testing.T, s store.Store, conv string) []protocol.MemberReceipt
 }
 
 // checkReceipts checks conv's receipts against want, ordered by user.
-func checkReceipts(t *testing.T, s store.Store, conv string, want ...protocol.MemberReceipt) {
+func checkReceipts(t *testing.T, s Engine, conv string, want ...protocol.MemberReceipt) {
 	t.Helper()
 	if want == nil {
 		want = []protocol.MemberReceipt{}
@@ -233,7 +242,7 @@ func checkReceipts(t *testing.T, s store.Store, conv string, want ...protocol.Me
 }
 
 // boundary reads one member's boundaries in conv.
-func boundary(t *testing.T, s store.Store, conv, user string) protocol.MemberReceipt {
+func boundary(t *testing.T, s Engine, conv, user string) protocol.MemberReceipt {
 	t.Helper()
 	for _, r := range receipts(t, s, conv) {
 		if r.User == user {
@@ -245,7 +254,7 @@ func boundary(t *testing.T, s store.Store, conv, user string) protocol.MemberRec
 }
 
 // minimum is the tick minimum of conv computed from its receipts.
-func minimum(t *testing.T, s store.Store, conv string) protocol.Ticks {
+func minimum(t *testing.T, s Engine, conv string) protocol.Ticks {
 	t.Helper()
 	rs := receipts(t, s, conv)
 	if len(rs) == 0 {
@@ -267,7 +276,7 @@ func mk(conv string, seq int64) protocol.Mark { return protocol.Mark{Conv: conv,
 
 // mark marks and returns the tick changes ordered by conversation; it fails
 // the test on error.
-func mark(t *testing.T, s store.Store, user string, kind store.MarkKind, marks ...protocol.Mark) []store.TickChange {
+func mark(t *testing.T, s Engine, user string, kind store.MarkKind, marks ...protocol.Mark) []store.TickChange {
 	t.Helper()
 	res, err := s.Mark(t.Context(), user, kind, marks)
 	if err == nil {
@@ -282,7 +291,7 @@ func mark(t *testing.T, s store.Store, user string, kind store.MarkKind, marks .
 }
 
 // checkMark marks and checks the tick changes reported (nil for none).
-func checkMark(t *testing.T, s store.Store, user string, kind store.MarkKind, marks []protocol.Mark, want ...store.TickChange) {
+func checkMark(t *testing.T, s Engine, user string, kind store.MarkKind, marks []protocol.Mark, want ...store.TickChange) {
 	t.Helper()
 	got := mark(t, s, user, kind, marks...)
 	if !slices.Equal(got, want) {
@@ -296,7 +305,7 @@ func change(conv string, delivered, read int64) store.TickChange {
 
 // pending reads user's pending rows ordered by conversation and fails the
 // test on error.
-func pending(t *testing.T, s store.Store, user string) []store.PendingDelivery {
+func pending(t *testing.T, s Engine, user string) []store.PendingDelivery {
 	t.Helper()
 	ps, err := s.Pending(t.Context(), user)
 	if err != nil {
@@ -308,7 +317,7 @@ func pending(t *testing.T, s store.Store, user string) []store.PendingDelivery {
 
 // checkPending checks user's pending rows against want, ordered by
 // conversation.
-func checkPending(t *testing.T, s store.Store, user string, want ...store.PendingDelivery) {
+func checkPending(t *testing.T, s Engine, user string, want ...store.PendingDelivery) {
 	t.Helper()
 	got := pending(t, s, user)
 	if len(got) == 0 && len(want) == 0 {
@@ -340,7 +349,7 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-func testAppendAssignsSeqs(t *testing.T, s store.Store) {
+func testAppendAssignsSeqs(t *testing.T, s Engine) {
 	var stored []protocol.Message
 	for i := 1; i <= 5; i++ {
 		from := alice
@@ -388,7 +397,7 @@ func testAppendAssignsSeqs(t *testing.T, s store.Store) {
 // Appends started one after another take their seqs in that order, and
 // each is derived fully, though none was waited for before the next began;
 // a duplicate among them is answered with the original.
-func testStartAppendKeepsOrder(t *testing.T, s store.Store) {
+func testStartAppendKeepsOrder(t *testing.T, s Engine) {
 	const n = 40
 	ctx := context.Background()
 	waits := make([]func() (store.AppendResult, error), 0, n+1)
@@ -414,7 +423,7 @@ func testStartAppendKeepsOrder(t *testing.T, s store.Store) {
 	}
 }
 
-func testAppendConcurrentOneConversation(t *testing.T, s store.Store) {
+func testAppendConcurrentOneConversation(t *testing.T, s Engine) {
 	const n = 50
 	results := make([]store.AppendResult, n)
 	errs := make([]error, n)
@@ -452,7 +461,7 @@ func testAppendConcurrentOneConversation(t *testing.T, s store.Store) {
 	}
 }
 
-func testAppendConcurrentManyConversations(t *testing.T, s store.Store) {
+func testAppendConcurrentManyConversations(t *testing.T, s Engine) {
 	// The group exists before the appends: its creation message is seq 1,
 	// so its appends take 2..perConv+1; the direct chats are created by
 	// their first message and take 1..perConv.
@@ -492,7 +501,7 @@ func testAppendConcurrentManyConversations(t *testing.T, s store.Store) {
 	}
 }
 
-func testAppendIdempotent(t *testing.T, s store.Store) {
+func testAppendIdempotent(t *testing.T, s Engine) {
 	first := send(t, s, dAB, alice, "m1")
 	send(t, s, dAB, bob, "m2")
 
@@ -537,7 +546,7 @@ func testAppendIdempotent(t *testing.T, s store.Store) {
 	}
 }
 
-func testAppendIdempotentConcurrent(t *testing.T, s store.Store) {
+func testAppendIdempotentConcurrent(t *testing.T, s Engine) {
 	send(t, s, dAB, bob, "before")
 	const n = 20
 	results := make([]store.AppendResult, n)
@@ -577,7 +586,7 @@ func testAppendIdempotentConcurrent(t *testing.T, s store.Store) {
 // testAppendErrorChangesNothing cancels appends and marks while they run: one
 // that returned an error must have changed nothing, one that returned nil
 // must be stored.
-func testAppendErrorChangesNothing(t *testing.T, s store.Store) {
+func testAppendErrorChangesNothing(t *testing.T, s Engine) {
 	// Cancelled before the call.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -635,7 +644,7 @@ func testAppendErrorChangesNothing(t *testing.T, s store.Store) {
 	}
 }
 
-func testImplicitRead(t *testing.T, s store.Store) {
+func testImplicitRead(t *testing.T, s Engine) {
 	send(t, s, dAB, alice, "m1")
 	checkReceipts(t, s, dAB, rcpt(alice, 1, 1), rcpt(bob, 0, 0))
 	send(t, s, dAB, alice, "m2")
@@ -646,7 +655,7 @@ func testImplicitRead(t *testing.T, s store.Store) {
 	checkReceipts(t, s, dAB, rcpt(alice, 4, 4), rcpt(bob, 3, 3))
 }
 
-func testReceiptsMembers(t *testing.T, s store.Store) {
+func testReceiptsMembers(t *testing.T, s Engine) {
 	// A conversation that has no message has no members yet.
 	checkReceipts(t, s, gTeam)
 
@@ -672,7 +681,7 @@ func testReceiptsMembers(t *testing.T, s store.Store) {
 	checkReceipts(t, s, gTeam, rcpt(alice, 0, 0), rcpt(bob, 1, 1), rcpt(carol, 2, 2))
 }
 
-func testHistoryBefore(t *testing.T, s store.Store) {
+func testHistoryBefore(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "h", 25)
 	send(t, s, dAC, alice, "other") // another conversation never leaks in
 
@@ -715,7 +724,7 @@ func testHistoryBefore(t *testing.T, s store.Store) {
 	}
 }
 
-func testHistoryAfter(t *testing.T, s store.Store) {
+func testHistoryAfter(t *testing.T, s Engine) {
 	sendN(t, s, dAB, bob, "h", 25)
 	send(t, s, dAC, alice, "other")
 
@@ -753,7 +762,7 @@ func testHistoryAfter(t *testing.T, s store.Store) {
 	}
 }
 
-func testHistoryEmpty(t *testing.T, s store.Store) {
+func testHistoryEmpty(t *testing.T, s Engine) {
 	for _, q := range []store.HistoryQuery{
 		{Limit: 20},
 		{BeforeSeq: 10, Limit: 20},
@@ -774,7 +783,7 @@ func testHistoryEmpty(t *testing.T, s store.Store) {
 	}
 }
 
-func testMarkMaxMerge(t *testing.T, s store.Store) {
+func testMarkMaxMerge(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 5)
 	mark(t, s, bob, store.MarkDelivered, mk(dAB, 4))
 	mark(t, s, bob, store.MarkRead, mk(dAB, 3))
@@ -798,7 +807,7 @@ func testMarkMaxMerge(t *testing.T, s store.Store) {
 	checkReceipts(t, s, dAB, rcpt(alice, 5, 5), rcpt(bob, 4, 4))
 }
 
-func testMarkClamped(t *testing.T, s store.Store) {
+func testMarkClamped(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 3)
 	checkMark(t, s, bob, store.MarkDelivered, []protocol.Mark{mk(dAB, 100)}, change(dAB, 3, 0))
 	checkReceipts(t, s, dAB, rcpt(alice, 3, 3), rcpt(bob, 3, 0))
@@ -812,7 +821,7 @@ func testMarkClamped(t *testing.T, s store.Store) {
 	checkReceipts(t, s, dAB, rcpt(alice, 4, 4), rcpt(bob, 4, 4))
 }
 
-func testMarkReadImpliesDelivered(t *testing.T, s store.Store) {
+func testMarkReadImpliesDelivered(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 4)
 	checkMark(t, s, bob, store.MarkRead, []protocol.Mark{mk(dAB, 2)}, change(dAB, 2, 2))
 	checkReceipts(t, s, dAB, rcpt(alice, 4, 4), rcpt(bob, 2, 2))
@@ -823,7 +832,7 @@ func testMarkReadImpliesDelivered(t *testing.T, s store.Store) {
 	checkReceipts(t, s, dAB, rcpt(alice, 4, 4), rcpt(bob, 4, 4))
 }
 
-func testMarkWithoutMessages(t *testing.T, s store.Store) {
+func testMarkWithoutMessages(t *testing.T, s Engine) {
 	// Nothing is stored in dAB yet: every mark clamps to 0.
 	checkMark(t, s, bob, store.MarkDelivered, []protocol.Mark{mk(dAB, 5)})
 	checkMark(t, s, bob, store.MarkRead, []protocol.Mark{mk(dAB, 5)})
@@ -841,7 +850,7 @@ func testMarkWithoutMessages(t *testing.T, s store.Store) {
 	checkReceipts(t, s, gTeam)
 }
 
-func testMarkSameConvTwice(t *testing.T, s store.Store) {
+func testMarkSameConvTwice(t *testing.T, s Engine) {
 	newTeam(t, s) // every member at 1
 	sendN(t, s, dAB, alice, "ab", 4)
 	sendN(t, s, gTeam, alice, "g", 3) // seqs 2..4
@@ -861,7 +870,7 @@ func testMarkSameConvTwice(t *testing.T, s store.Store) {
 	checkReceipts(t, s, dAB, rcpt(alice, 4, 4), rcpt(bob, 4, 4))
 }
 
-func testMarkTickChangeDirect(t *testing.T, s store.Store) {
+func testMarkTickChangeDirect(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 3)
 	// alice's boundaries are at 3, bob's at 0: the minimum is bob's.
 	if got, want := minimum(t, s, dAB), (protocol.Ticks{}); got != want {
@@ -881,7 +890,7 @@ func testMarkTickChangeDirect(t *testing.T, s store.Store) {
 	}
 }
 
-func testMarkTickChangeGroup(t *testing.T, s store.Store) {
+func testMarkTickChangeGroup(t *testing.T, s Engine) {
 	newTeam(t, s)                     // every member at 1
 	sendN(t, s, gTeam, alice, "g", 2) // seqs 2 and 3
 	// bob alone cannot raise the minimum: carol is at 1.
@@ -903,7 +912,7 @@ func testMarkTickChangeGroup(t *testing.T, s store.Store) {
 
 // testMarkConcurrent raises one boundary from many goroutines: it ends at
 // the highest mark, and every rise of the minimum is reported exactly once.
-func testMarkConcurrent(t *testing.T, s store.Store) {
+func testMarkConcurrent(t *testing.T, s Engine) {
 	const n = 30
 	sendN(t, s, dAB, alice, "m", n)
 	for _, kind := range []store.MarkKind{store.MarkDelivered, store.MarkRead} {
@@ -950,7 +959,7 @@ func testMarkConcurrent(t *testing.T, s store.Store) {
 	checkReceipts(t, s, dAB, rcpt(alice, n, n), rcpt(bob, n, n))
 }
 
-func testAppendTicks(t *testing.T, s store.Store) {
+func testAppendTicks(t *testing.T, s Engine) {
 	for i := 1; i <= 3; i++ {
 		if res := send(t, s, dAB, alice, fmt.Sprintf("a-%d", i)); res.Ticks != nil {
 			t.Errorf("alice's message %d: Ticks = %+v, want nil (bob is at 0)", i, *res.Ticks)
@@ -982,7 +991,7 @@ func testAppendTicks(t *testing.T, s store.Store) {
 	}
 }
 
-func testPendingFirstUndelivered(t *testing.T, s store.Store) {
+func testPendingFirstUndelivered(t *testing.T, s Engine) {
 	newTeam(t, s) // every member delivered up to 1: no rows
 	checkPending(t, s, bob)
 
@@ -1018,7 +1027,7 @@ func testPendingFirstUndelivered(t *testing.T, s store.Store) {
 // testPendingStartsAtFirstUndelivered: a row created after some messages
 // were delivered starts at the first one that was not, not at the message
 // that created it, so nothing between is skipped on replay.
-func testPendingStartsAtFirstUndelivered(t *testing.T, s store.Store) {
+func testPendingStartsAtFirstUndelivered(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 3)
 	mark(t, s, bob, store.MarkDelivered, mk(dAB, 3))
 	checkPending(t, s, bob)
@@ -1037,7 +1046,7 @@ func testPendingStartsAtFirstUndelivered(t *testing.T, s store.Store) {
 	}
 }
 
-func testPendingRemovedWhenDelivered(t *testing.T, s store.Store) {
+func testPendingRemovedWhenDelivered(t *testing.T, s Engine) {
 	newTeam(t, s) // every member delivered up to 1: no rows
 	sendN(t, s, dAB, alice, "m", 3)
 	sendN(t, s, gTeam, alice, "g", 2) // seqs 2 and 3
@@ -1065,7 +1074,7 @@ func testPendingRemovedWhenDelivered(t *testing.T, s store.Store) {
 	checkPending(t, s, bob, row(dAB, 5, 4, 6))
 }
 
-func testPendingRemovedByRead(t *testing.T, s store.Store) {
+func testPendingRemovedByRead(t *testing.T, s Engine) {
 	sendN(t, s, dAB, alice, "m", 3)
 	mark(t, s, bob, store.MarkRead, mk(dAB, 2))
 	checkPending(t, s, bob, row(dAB, 1, 2, 3))
@@ -1077,7 +1086,7 @@ func testPendingRemovedByRead(t *testing.T, s store.Store) {
 // testPendingRemovedAfterReply: bob misses messages, then replies from a
 // device that never acknowledged them. Sending implies reading: his
 // boundaries move to his own message, the newest, so his pending row goes.
-func testPendingRemovedAfterReply(t *testing.T, s store.Store) {
+func testPendingRemovedAfterReply(t *testing.T, s Engine) {
 	newTeam(t, s) // every member delivered up to 1: no rows
 	sendN(t, s, dAB, alice, "m", 2)
 	sendN(t, s, gTeam, alice, "g", 2) // seqs 2 and 3
@@ -1091,7 +1100,7 @@ func testPendingRemovedAfterReply(t *testing.T, s store.Store) {
 	checkPending(t, s, bob, row(gTeam, 2, 1, 3))
 }
 
-func testClosed(t *testing.T, s store.Store) {
+func testClosed(t *testing.T, s Engine) {
 	send(t, s, dAB, alice, "m1")
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -1116,7 +1125,7 @@ func testClosed(t *testing.T, s store.Store) {
 
 // A page stops at its byte budget, keeping the messages nearest the bound
 // asked from, and at least one.
-func testHistoryByteBudget(t *testing.T, s store.Store) {
+func testHistoryByteBudget(t *testing.T, s Engine) {
 	for i := range 10 {
 		send(t, s, dAB, alice, fmt.Sprintf("m%02d", i))
 	}
