@@ -41,7 +41,7 @@ func (s *Service) StartMark(ctx context.Context, c Caller, kind store.MarkKind, 
 			return s.internal("mark", err, "user", c.User)
 		}
 		for _, ch := range res.Ticks {
-			s.pushStatusToMembers(ctx, ch)
+			s.pushStatusToMembers(ch)
 		}
 		if res.SessionsChanged {
 			s.nudge(c.User, res.Cursor)
@@ -72,21 +72,8 @@ func (s *Service) CheckMarks(ctx context.Context, c Caller, marks []protocol.Mar
 	return nil
 }
 
-// pushStatusToMembers pushes a rise of a conversation's ticks to its
-// members' devices. A group's members are read only now, when its minimum
-// rose, which for a large group is rare: only a receipt from its slowest
-// member can raise it, not every receipt.
-func (s *Service) pushStatusToMembers(ctx context.Context, ch store.TickChange) {
-	conv, _ := protocol.ParseConv(ch.Conv)
-	members := []string{conv.A, conv.B}
-	if conv.Kind == protocol.ConvGroup {
-		g, err := s.store.Group(ctx, ch.Conv)
-		if err != nil {
-			// The rise is stored: devices learn it on their next sync.
-			s.log.Error("status push: group lookup failed", "conv", ch.Conv, "err", err)
-			return
-		}
-		members = g.Members
-	}
-	s.pushStatus(ch.Conv, members, ch.Ticks)
+// pushStatusToMembers pushes a rise of a conversation's ticks to the
+// members it rose for.
+func (s *Service) pushStatusToMembers(ch store.TickChange) {
+	s.pushStatus(ch.Conv, ch.Members, ch.Ticks)
 }

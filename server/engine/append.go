@@ -116,7 +116,11 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	// The events every member's unread count needs: those above the
 	// lowest read boundary (a session read further up needs fewer).
 	events := cs.events.above(cs.ticks.ReadSeq)
-	e.flush.put(func(b *batch) {
+	// The members' pending rows are written behind: each member's owner
+	// keeps the ticket of the write that holds them, and a hello of the
+	// member waits for it before it reads them (RowsOf).
+	rows := WriteTicket{Boot: e.life()}
+	rows.Gen = e.flush.put(func(b *batch) {
 		for _, row := range boundaries {
 			b.boundary(row)
 		}
@@ -146,7 +150,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	effects := make([]Effect, len(members))
 	for i, u := range members {
 		_, isCovered := slices.BinarySearch(covered, u)
-		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: kind, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, Ref: m.RefSeq, From: m.From, Covered: isCovered, Events: events}}
+		effects[i] = Effect{User: u, Now: now, SessionEffect: SessionEffect{Kind: kind, Conv: cs.conv, Ticks: head.Ticks, Seq: m.Seq, Ref: m.RefSeq, From: m.From, Covered: isCovered, Events: events, Rows: rows}}
 	}
 	results, pending, err := e.affect(ctx, effects)
 	if err != nil {

@@ -56,6 +56,11 @@ type SessionEffect struct {
 	// computed from them where the user's session is, without reading
 	// messages there.
 	Events session.Events
+	// Rows names the write that holds the rows the conversation's owner
+	// put for the operation (effectMessage, effectRelation: the members'
+	// pending rows), there: the user's owner keeps it, and a hello of the
+	// user waits for it before it reads the user's pending rows.
+	Rows WriteTicket `json:",omitzero"`
 }
 
 // creates reports whether the effect creates a missing session.
@@ -99,6 +104,9 @@ func (ef SessionEffect) rule(now int64) sessionRule {
 // applyEffect applies ef to u's session at time now (see changeSession);
 // the caller holds u's shard lock.
 func (e *Engine) applyEffect(u *userState, now int64, ef SessionEffect) (session.State, bool, error) {
+	if ef.Rows != (WriteTicket{}) {
+		u.rows = noteTicket(u.rows, ef.Rows)
+	}
 	st, changed, err := e.changeSession(u, now, ef.Conv, ef.Ticks, ef.creates(), ef.rule(now))
 	if err == nil && ef.Kind == effectRelation && st.SubBiz != "" {
 		err = e.touchGateway(u, now, st.SubBiz, ef.Conv, ef.Ref)

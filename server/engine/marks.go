@@ -168,7 +168,7 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		return nil, false, 0, err
 	}
 	*pending = append(*pending, spread...)
-	return &store.TickChange{Conv: m.Conv, Ticks: r.next}, sessionChanged, clock, nil
+	return &store.TickChange{Conv: m.Conv, Ticks: r.next, Members: members}, sessionChanged, clock, nil
 }
 
 // moveBoundary max-merges user's boundary of kind with target, clears its

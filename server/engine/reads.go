@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
@@ -23,6 +24,20 @@ func (e *Engine) Pending(ctx context.Context, user string) ([]store.PendingDeliv
 		return nil, fmt.Errorf("pending of %s: %w", user, err)
 	}
 	return e.be.Pending(ctx, user)
+}
+
+// RowsOf returns the tickets of the rows the owners of user's
+// conversations put for it (its pending rows) as this engine, the user's
+// owner, learned them: once they are confirmed written, the user's
+// pending rows can be read whole. A ticket of this engine has Node empty.
+func (e *Engine) RowsOf(user string) []WriteTicket {
+	sh := e.users.shard(user)
+	e.users.lock(sh)
+	defer sh.mu.Unlock()
+	if u := sh.m[user]; u != nil {
+		return slices.Clone(u.rows)
+	}
+	return nil
 }
 
 // Receipts implements store.Store, from memory.

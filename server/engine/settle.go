@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -156,6 +157,25 @@ func (e *Engine) confirm(ctx context.Context, pending []applied) error {
 	}
 	return nil
 }
+
+// noteTicket keeps t among tickets, the newest of each node's life, and
+// at most maxTickets lives (the oldest go: a life that ended long ago
+// holds no row still unwritten).
+func noteTicket(tickets []WriteTicket, t WriteTicket) []WriteTicket {
+	for i, had := range tickets {
+		if had.Node == t.Node && had.Boot == t.Boot {
+			tickets[i].Gen = max(had.Gen, t.Gen)
+			return tickets
+		}
+	}
+	if len(tickets) == maxTickets {
+		tickets = slices.Delete(tickets, 0, 1)
+	}
+	return append(tickets, t)
+}
+
+// maxTickets bounds the lives noteTicket keeps.
+const maxTickets = 4
 
 // WaitWritten returns once this engine wrote every row up to ticket's
 // generation; it fails for a ticket of another engine's life (its rows

@@ -94,6 +94,10 @@ type userState struct {
 	// (fenceRows).
 	epoch int64
 	stamp uint64 // the shard's stamps at the user's last change
+	// rows are the tickets of the rows conversations' owners put for the
+	// user (its pending rows), the newest per owner's life: a hello
+	// confirms them before it reads the pending rows (RowsOf).
+	rows []WriteTicket
 }
 
 // newUserState is user's state as rec, the backend's, says, with no

@@ -201,6 +201,9 @@ const (
 type TickChange struct {
 	Conv  string
 	Ticks protocol.Ticks
+	// Members are the conversation's members when it rose: whom its
+	// status is pushed to.
+	Members []string
 }
 
 // PendingDelivery is one pending row with the state needed to replay it.

@@ -294,8 +294,19 @@ func mark(t *testing.T, s Engine, user string, kind store.MarkKind, marks ...pro
 func checkMark(t *testing.T, s Engine, user string, kind store.MarkKind, marks []protocol.Mark, want ...store.TickChange) {
 	t.Helper()
 	got := mark(t, s, user, kind, marks...)
-	if !slices.Equal(got, want) {
+	sameRise := func(a, b store.TickChange) bool { return a.Conv == b.Conv && a.Ticks == b.Ticks }
+	if !slices.EqualFunc(got, want, sameRise) {
 		t.Errorf("Mark(%s, %v, %+v) changes = %+v, want %+v", user, kind, marks, got, want)
+	}
+	// Each rise names the members its status goes to: the conversation's.
+	for _, ch := range got {
+		var members []string
+		for _, r := range receipts(t, s, ch.Conv) {
+			members = append(members, r.User)
+		}
+		if !slices.Equal(ch.Members, members) {
+			t.Errorf("Mark(%s, %v, %+v): the rise of %s names members %v, want %v", user, kind, marks, ch.Conv, ch.Members, members)
+		}
 	}
 }
 
