@@ -116,6 +116,9 @@ func (o owners) Apply(ctx context.Context, effects []engine.Effect) ([]engine.Ef
 			batch := make([]engine.Effect, len(idx))
 			for k, i := range idx {
 				batch[k] = effects[i]
+				if batch[k].Rows != (engine.WriteTicket{}) && batch[k].Rows.Node == "" {
+					batch[k].Rows.Node = r.selfAddr() // the rows are this node's
+				}
 			}
 			req, err := request("fx/"+batch[0].Conv, mEffects, effectsArgs{Effects: batch})
 			if err != nil {

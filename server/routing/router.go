@@ -169,7 +169,7 @@ func (r *Router) repair(shard ownership.Shard, convs []string) {
 		err := r.eng.RepairConvs(ctx, convs)
 		cancel()
 		if err == nil {
-			r.log.Info("repaired a shard's conversations", "shard", shard, "conversations", len(convs))
+			r.log.Debug("repaired a shard's conversations", "shard", shard, "conversations", len(convs))
 			return
 		}
 		if !g.isServing() {

@@ -62,6 +62,23 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 		defer r.gates[shard].exit()
 		r.svc.Resync(ctx, a.Users)
 		return answered(struct{}{}, nil)
+	case mRows:
+		var a rowsArgs
+		if err := json.Unmarshal(req.Frame, &a); err != nil {
+			return answered(nil, err)
+		}
+		shard := ownership.ShardOfUser(a.User)
+		if !r.enter(shard) {
+			return refused(shard)
+		}
+		defer r.gates[shard].exit()
+		tickets := r.eng.RowsOf(a.User)
+		for i := range tickets {
+			if tickets[i].Node == "" {
+				tickets[i].Node = r.selfAddr() // this node's own rows
+			}
+		}
+		return answered(tickets, nil)
 	case mPushes:
 		var batch []hub.Delivery
 		if err := json.Unmarshal(req.Frame, &batch); err != nil {

@@ -2,10 +2,12 @@ package routing
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/chat"
+	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/ownership"
 	"github.com/imcore/im/server/store"
 )
@@ -160,11 +162,25 @@ func (r *Router) GroupOp(ctx context.Context, c chat.Caller, f *protocol.GroupOp
 	return resultOf[*protocol.Group](r.answer(ctx, c, f, ""))
 }
 
-// Replay implements gateway.Service on this node, the device's: its
-// pending rows, once every node wrote those it put, and the log.
+// Replay implements gateway.Service on this node, the device's: the
+// user's pending rows, once the writes that hold them are confirmed (the
+// user's owner knows which: engine.RowsOf), and the log. A node that put
+// some and is gone since cannot confirm them: its conversations' next
+// owner derives them again, and the replay reads what is there (a message
+// it misses reaches the device by its session, or the next hello).
 func (r *Router) Replay(ctx context.Context, user string, to chat.ReplayTarget, done chat.Replayed) error {
-	if err := r.barrierEverywhere(ctx); err != nil {
-		return err
+	var tickets []engine.WriteTicket
+	err := r.route(ctx, ownership.ShardOfUser(user), userStream(user), mRows, rowsArgs{User: user}, &tickets, func(context.Context) error {
+		tickets = r.eng.RowsOf(user)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("the pending rows of %s: %w", user, err)
+	}
+	for _, t := range tickets {
+		if err := r.confirms.wait(ctx, r, t); err != nil && ctx.Err() == nil {
+			r.log.Debug("a replay reads pending rows a node may have lost", "user", user, "node", t.Node, "err", err)
+		}
 	}
 	return r.svc.Replay(ctx, user, to, done)
 }
@@ -197,5 +213,8 @@ type (
 	}
 	resyncArgs struct {
 		Users []string
+	}
+	rowsArgs struct {
+		User string
 	}
 )

@@ -19,6 +19,7 @@ const (
 	mBarrier    = "barrier"     // every row put so far written
 	mCheckMarks = "check_marks" // would these marks be refused
 	mResync     = "resync"      // nudge these users' devices to sync
+	mRows       = "rows"        // the tickets of a user's pending rows
 	mPushes     = "pushes"      // deliver these pushes to the devices here
 	mWake       = "wake"        // take the shards just handed over
 )
