@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,6 +88,9 @@ type Manager struct {
 	// them short (Stop, or a Leave past its deadline).
 	draining   map[Shard]bool
 	handing    map[Shard]*Lease // the leases of shards being drained, still refreshed
+	// placedOn is the node each shard was last placed on while it was
+	// not placed here (rounds only), for the log.
+	placedOn [Shards]string
 	drains     sync.WaitGroup
 	drainCtx   context.Context
 	stopDrains context.CancelFunc
@@ -382,6 +387,9 @@ func (m *Manager) runRound(ctx context.Context) error {
 	for _, s := range moving {
 		m.startHandOver(s)
 	}
+	if len(moving) > 0 {
+		m.log.Info("handing shards over", "shards", len(moving), "to", countBy(moving, func(s Shard) string { return Place(s, ids) }))
+	}
 	if leaving {
 		return m.awaitDrains(ctx)
 	}
@@ -389,9 +397,10 @@ func (m *Manager) runRound(ctx context.Context) error {
 		return nil // Redis lost the leases: their holders may still serve
 	}
 	var (
-		g    errgroup.Group
-		mu   sync.Mutex
-		errs []error
+		g     errgroup.Group
+		mu    sync.Mutex
+		errs  []error
+		taken []Shard
 	)
 	// Every shard at once: the owner rebuilding one (Acquired) may need
 	// another this round takes too (a conversation's repair reaches its
@@ -405,16 +414,61 @@ func (m *Manager) runRound(ctx context.Context) error {
 			continue
 		}
 		g.Go(func() error {
-			if err := m.take(ctx, s); err != nil && !errors.Is(err, ErrHeld) {
-				mu.Lock()
+			err := m.take(ctx, s)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				taken = append(taken, s)
+			case !errors.Is(err, ErrHeld):
 				errs = append(errs, err)
-				mu.Unlock()
 			}
 			return nil
 		})
 	}
 	m.refreshingWhile(ctx, func() { _ = g.Wait() })
+	if len(taken) > 0 {
+		// One line a round, whatever the number of shards: from the node
+		// each was last placed on, as this node saw it (at its start, the
+		// one it would be on but for this node).
+		others := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == m.cfg.Node.ID })
+		m.log.Info("took shards", "shards", len(taken), "from", countBy(taken, func(s Shard) string {
+			from := m.placedOn[s]
+			if from == "" || from == m.cfg.Node.ID {
+				from = Place(s, others)
+			}
+			if from == "" {
+				return "nobody"
+			}
+			return from
+		}))
+	}
+	m.notePlacement(ids)
 	return errors.Join(errs...)
+}
+
+// notePlacement records where each shard not placed here is placed now,
+// for the log line of a later taking.
+func (m *Manager) notePlacement(ids []string) {
+	for s := range Shard(Shards) {
+		if owner := Place(s, ids); owner != m.cfg.Node.ID {
+			m.placedOn[s] = owner
+		}
+	}
+}
+
+// countBy counts shards by the name key gives each, for a log line.
+func countBy(shards []Shard, key func(Shard) string) string {
+	counts := map[string]int{}
+	for _, s := range shards {
+		counts[key(s)]++
+	}
+	names := slices.Sorted(maps.Keys(counts))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s:%d", n, counts[n])
+	}
+	return strings.Join(parts, ",")
 }
 
 func (m *Manager) heldList() []Shard {
@@ -436,43 +490,55 @@ func (m *Manager) refresh(ctx context.Context) {
 		leases = append(leases, l)
 	}
 	m.mu.Unlock()
-	var g errgroup.Group
+	var (
+		g       errgroup.Group
+		mu      sync.Mutex
+		failed  []Shard
+		lastErr error
+	)
 	g.SetLimit(16)
 	for _, l := range leases {
 		g.Go(func() error {
-			err := m.leases.Refresh(ctx, l)
-			if errors.Is(err, ErrLost) {
-				m.lose(l)
-			} else if err != nil {
-				m.log.Warn("refreshing a shard's lease", "shard", l.Shard, "err", err)
+			if err := m.leases.Refresh(ctx, l); err != nil && !errors.Is(err, ErrLost) {
+				mu.Lock()
+				failed, lastErr = append(failed, l.Shard), err
+				mu.Unlock()
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
-	// A lease that could not be refreshed in time is lost all the same.
+	if len(failed) > 0 {
+		m.log.Warn("refreshing leases failed", "shards", len(failed), "err", lastErr)
+	}
+	// A lease lost, or not refreshed in time, is lost.
 	now := time.Now()
+	var lost []Shard
 	for _, l := range leases {
-		if !l.Valid(now) {
-			m.lose(l)
+		if !l.Valid(now) && m.lose(l) {
+			lost = append(lost, l.Shard)
 		}
+	}
+	if len(lost) > 0 {
+		m.log.Warn("lost leases: their shards are no longer served here", "shards", len(lost))
 	}
 }
 
-// lose forgets a lease this node can no longer prove it holds.
-func (m *Manager) lose(l *Lease) {
+// lose forgets a lease this node can no longer prove it holds, and
+// reports whether it still held it.
+func (m *Manager) lose(l *Lease) bool {
 	m.mu.Lock()
 	if m.held[l.Shard] != l {
 		m.mu.Unlock()
-		return
+		return false
 	}
 	delete(m.held, l.Shard)
 	m.notifyLocked()
 	m.mu.Unlock()
-	m.log.Warn("lost a shard's lease", "shard", l.Shard, "epoch", l.Epoch)
 	if m.cfg.Hooks.Lost != nil {
 		m.cfg.Hooks.Lost(l.Shard)
 	}
+	return true
 }
 
 // drainLimit bounds the drain of a shard handed over: a lease lifetime,
@@ -574,7 +640,6 @@ func (m *Manager) handOver(ctx context.Context, s Shard) {
 	if err := m.leases.Release(releaseCtx, l); err != nil {
 		m.log.Warn("giving a shard's lease back", "shard", s, "err", err)
 	}
-	m.log.Debug("handed a shard over", "shard", s, "epoch", l.Epoch)
 }
 
 // take takes shard's lease and, once its owner rebuilt it, serves it.
@@ -600,7 +665,6 @@ func (m *Manager) take(ctx context.Context, s Shard) error {
 	m.held[s] = l
 	m.notifyLocked()
 	m.mu.Unlock()
-	m.log.Debug("took a shard", "shard", s, "epoch", l.Epoch)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -360,5 +361,79 @@ func TestANodeReleasesOnlyItsOwnEarlierLeases(t *testing.T) {
 		if node, _, err := b.Leases().Holder(context.Background(), s); err != nil || node != "b" {
 			t.Fatalf("shard %d's holder = %q, %v; want b", s, node, err)
 		}
+	}
+}
+
+// lineCounter is a log handler counting the records of each message.
+type lineCounter struct {
+	mu    sync.Mutex
+	lines map[string][]string // message → each record's attributes
+}
+
+func (c *lineCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (c *lineCounter) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *lineCounter) WithGroup(string) slog.Handler            { return c }
+func (c *lineCounter) Handle(_ context.Context, r slog.Record) error {
+	var attrs []string
+	r.Attrs(func(a slog.Attr) bool {
+		attrs = append(attrs, a.String())
+		return true
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lines == nil {
+		c.lines = map[string][]string{}
+	}
+	c.lines[r.Message] = append(c.lines[r.Message], fmt.Sprint(attrs))
+	return nil
+}
+
+func (c *lineCounter) get(msg string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.lines[msg])
+}
+
+// TestARoundLogsOneLineForItsShards: taking or handing over many shards
+// is one line a round, saying how many and from or to which node, not a
+// line per shard (a node that died once drowned the line an operator
+// needed in a hundred of them).
+func TestARoundLogsOneLineForItsShards(t *testing.T) {
+	rdb, prefix := testengines.RedisClient(t)
+	var la, lb lineCounter
+	start := func(id string, log *lineCounter) *Manager {
+		m, err := Start(context.Background(), Config{
+			Redis: rdb, Prefix: prefix, Node: Node{ID: id, Addr: id + ":1"},
+			LeaseTTL: time.Second, Logger: slog.New(log),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Stop)
+		return m
+	}
+	a := start("a", &la)
+	if got := la.get("took shards"); len(got) != 1 || !strings.Contains(got[0], "shards=256") || !strings.Contains(got[0], "from=nobody:256") {
+		t.Fatalf("a alone logged %q, want one line for its 256 shards", got)
+	}
+	b := start("b", &lb)
+	settled(t, 10*time.Second, a, b)
+	moved := len(b.HeldShards())
+	if got := la.get("handing shards over"); len(got) != 1 || !strings.Contains(got[0], fmt.Sprintf("to=b:%d", moved)) {
+		t.Fatalf("a logged %q handing %d shards to b, want one line", got, moved)
+	}
+	var took int
+	for _, line := range lb.get("took shards") {
+		var n int
+		if _, err := fmt.Sscanf(line[strings.Index(line, "shards=")+len("shards="):], "%d", &n); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		took += n
+		if !strings.Contains(line, "from=a:") {
+			t.Fatalf("b logged %q, want the shards from a", line)
+		}
+	}
+	if took != moved || len(lb.get("took shards")) > 3 {
+		t.Fatalf("b logged %q for %d shards, want a few lines summing to them", lb.get("took shards"), moved)
 	}
 }
