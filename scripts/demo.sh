@@ -121,10 +121,15 @@ log "seeding demo chats through $url"
 
 tui() { echo "'$dir/bin/imtui' -server $1 -data '$dir/clients' -user $2 -profile $3"; }
 # Three clients above the server's log (with -cluster, the nodes' logs):
-# bob's phone on node B, the others on node A. The profiles name bob's
-# devices: his status bars read bob@phone and bob@tablet.
+# bob's phone on node B, the others on node A, each given both nodes'
+# URLs, its own first: kill a node and its clients fail over to the
+# other. The profiles name bob's devices: his status bars read bob@phone
+# and bob@tablet.
 bob_url=$url
-[ -n "$cluster" ] && bob_url=$url_b
+if [ -n "$cluster" ]; then
+	bob_url=$url_b,$url
+	url=$url,$url_b
+fi
 where_node=
 [ -n "$cluster" ] && where_node=" (bob's phone on node B, the others on node A)"
 if [ "$cols" -ge 306 ]; then
