@@ -86,11 +86,11 @@ type Manager struct {
 	// Handovers run beside the rounds (see startHandOver): draining names
 	// the shards being drained, drains counts them, and stopDrains cuts
 	// them short (Stop, or a Leave past its deadline).
-	draining   map[Shard]bool
-	handing    map[Shard]*Lease // the leases of shards being drained, still refreshed
+	draining map[Shard]bool
+	handing  map[Shard]*Lease // the leases of shards being drained, still refreshed
 	// placedOn is the node each shard was last placed on while it was
 	// not placed here (rounds only), for the log.
-	placedOn [Shards]string
+	placedOn   [Shards]string
 	drains     sync.WaitGroup
 	drainCtx   context.Context
 	stopDrains context.CancelFunc

@@ -11,13 +11,13 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
-	"github.com/imcore/im/server/chat"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/imcore/im/protocol"
+	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/session"
 )
