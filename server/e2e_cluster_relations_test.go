@@ -14,7 +14,7 @@ import (
 // a member offline meanwhile, connecting to node B, is replayed every
 // target as it stands, as history shows it too.
 func TestClusterRelationsAcrossNodes(t *testing.T) {
-	nodes := startNodes(t, 2)
+	nodes := servertest.Cluster(t, 2)
 	a, b := nodes[0], nodes[1]
 	alice := a.DialReplayed(t, "alice", "phone")
 	bob := b.DialReplayed(t, "bob", "phone")

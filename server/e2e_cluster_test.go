@@ -17,31 +17,6 @@ import (
 	"github.com/imcore/im/server/servertest"
 )
 
-// startNodes starts n servers sharing one scaled-out deployment of the
-// test's own: DynamoDB tables and Redis keys no other test uses.
-func startNodes(t *testing.T, n int) []*servertest.Env {
-	t.Helper()
-	return startNodesOn(t, servertest.ScaledOut(t), n)
-}
-
-// startNodesOn starts n servers on the deployment so.
-func startNodesOn(t *testing.T, so server.ScaleOut, n int) []*servertest.Env {
-	t.Helper()
-	nodes := make([]*servertest.Env, n)
-	for i := range nodes {
-		node := so
-		node.NodeID = string(rune('A' + i))
-		ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
-		be, cluster, err := server.OpenScaledOut(ctx, node, nil)
-		cancel()
-		if err != nil {
-			t.Fatalf("node %s: %v", node.NodeID, err)
-		}
-		nodes[i] = servertest.Start(t, func(c *server.Config) { c.Backend, c.Cluster = be, cluster })
-	}
-	return nodes
-}
-
 // expectStatus waits for a status of conv on c with at least ticks.
 func expectStatus(c *servertest.Client, conv string, delivered, read int64) {
 	c.T.Helper()
@@ -64,7 +39,7 @@ func expectSync(c *servertest.Client) {
 // with live ticks, status, session sync and typing; bob's second device,
 // on node A, stays in step with his first.
 func TestClusterDirectChatAcrossNodes(t *testing.T) {
-	nodes := startNodes(t, 2)
+	nodes := servertest.Cluster(t, 2)
 	a, b := nodes[0], nodes[1]
 	alice := a.DialReplayed(t, "alice", "phone")
 	bob := b.DialReplayed(t, "bob", "phone")
@@ -110,7 +85,7 @@ func TestClusterDirectChatAcrossNodes(t *testing.T) {
 // TestClusterGroupAcrossNodes: a group whose members are spread over both
 // nodes gets every message and every tick.
 func TestClusterGroupAcrossNodes(t *testing.T) {
-	nodes := startNodes(t, 2)
+	nodes := servertest.Cluster(t, 2)
 	a, b := nodes[0], nodes[1]
 	alice := a.DialReplayed(t, "alice", "d")
 	bob := b.DialReplayed(t, "bob", "d")
@@ -155,7 +130,7 @@ func TestClusterGroupAcrossNodes(t *testing.T) {
 // shared engines, the cost of a message being their count over the
 // messages.
 func TestClusterCountsItsCalls(t *testing.T) {
-	node := startNodes(t, 1)[0]
+	node := servertest.Cluster(t, 1)[0]
 	alice := node.DialReplayed(t, "alice", "d")
 	bob := node.DialReplayed(t, "bob", "d")
 	alice.SendMsg(servertest.Direct("alice", "bob"), "counted", bob)
@@ -175,6 +150,7 @@ func TestClusterCountsItsCalls(t *testing.T) {
 // TestClusterHealthzFollowsRedis: /healthz on a node answers 503 while it
 // cannot reach Redis and 200 again once it can, without a restart.
 func TestClusterHealthzFollowsRedis(t *testing.T) {
+	servertest.OncePerSuite(t)
 	so := servertest.ScaledOut(t)
 	target := strings.TrimPrefix(so.RedisURL, "redis://")
 	target, db, _ := strings.Cut(target, "/")
@@ -287,6 +263,7 @@ func (f *forwarder) stop() {
 // archived bodies live only in S3, and history, the pending replay and the
 // sessions' last messages still show them; a second run moves nothing.
 func TestClusterArchiveKeepsBodiesReadable(t *testing.T) {
+	servertest.OncePerSuite(t)
 	so := servertest.ScaledOut(t)
 	so.Blob = "s3://" + strings.TrimSuffix(testengines.Prefix(t), "-") + "-bodies"
 	so.S3Endpoint = testengines.S3(t)

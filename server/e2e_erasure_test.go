@@ -151,6 +151,7 @@ func TestDeletionErasesSQLiteAndBlobDir(t *testing.T) {
 // no item of any table (a scan of each), nor in S3, where the older one
 // was archived.
 func TestDeletionErasesDynamoDBAndS3(t *testing.T) {
+	servertest.OncePerSuite(t)
 	so := servertest.ScaledOut(t)
 	so.Blob = "s3://" + strings.TrimSuffix(testengines.Prefix(t), "-") + "-bodies"
 	so.S3Endpoint = testengines.S3(t)

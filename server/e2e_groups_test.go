@@ -1005,7 +1005,7 @@ func TestGroupSendRacesRemoval(t *testing.T) {
 // boundaries, joining and pending row are those of its own message; seqs
 // stay gapless.
 func TestGroupConcurrentAddsAndSends(t *testing.T) {
-	env := servertest.StartDetached(t, servertest.OnSQLite)
+	env := servertest.Start(t, servertest.OnSQLite)
 	alice := env.DialReplayed(t, "alice", "laptop")
 	adders := []string{"alice", "bob", "dave", "erin"}
 	const perAdder, sends = 12, 24
@@ -1141,7 +1141,7 @@ func TestGroupColdStartConcurrentSends(t *testing.T) {
 
 func grpColdStartSends(t *testing.T, n int) {
 	t.Helper()
-	env := servertest.StartDetached(t, servertest.OnSQLite)
+	env := servertest.Start(t, servertest.OnSQLite)
 	var users []string
 	clients := make([]*servertest.Client, n)
 	for i := range clients {

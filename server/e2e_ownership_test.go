@@ -1,12 +1,10 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/servertest"
 )
 
@@ -37,27 +35,15 @@ func spread(t *testing.T, nodes ...*servertest.Env) bool {
 	return total == 256
 }
 
-// startNode starts one more node, named id, on the deployment so.
-func startNode(t *testing.T, so server.ScaleOut, id string) *servertest.Env {
-	t.Helper()
-	so.NodeID = id
-	ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
-	be, cluster, err := server.OpenScaledOut(ctx, so, nil)
-	cancel()
-	if err != nil {
-		t.Fatalf("node %s: %v", id, err)
-	}
-	return servertest.Start(t, func(c *server.Config) { c.Backend, c.Cluster = be, cluster })
-}
-
 // TestClusterNodesJoinAndLeaveWhileChatting: a third node joins and then
 // one of the first two leaves (a graceful stop, as on SIGTERM) while a
 // client keeps sending to conversations whose owners move: every send is
 // answered sent (at worst later), none is refused, and history holds every
 // message acknowledged, at its seq, without a gap.
 func TestClusterNodesJoinAndLeaveWhileChatting(t *testing.T) {
+	servertest.OncePerSuite(t)
 	so := servertest.ScaledOut(t)
-	nodes := startNodesOn(t, so, 2)
+	nodes := servertest.ClusterOn(t, so, 2)
 	a, b := nodes[0], nodes[1]
 	alice := a.DialReplayed(t, "alice", "phone")
 	const peers = 16 // their conversations hash onto shards all over
@@ -99,7 +85,7 @@ func TestClusterNodesJoinAndLeaveWhileChatting(t *testing.T) {
 	}
 
 	sendUntil("two-nodes", func() bool { return spread(t, a, b) })
-	c := startNode(t, so, "C")
+	c := servertest.Node(t, so, "C")
 	sendUntil("c-joined", func() bool { return spread(t, a, b, c) })
 	b.Stop() // hands its shards over, then stops
 	sendUntil("b-left", func() bool { return spread(t, a, c) })

@@ -261,7 +261,8 @@ func TestRelationRepeatIsIdempotent(t *testing.T) {
 // TestEditWindow: past the edit window a message can be neither edited
 // nor deleted (invalid, saying so); reactions are not bounded.
 func TestEditWindow(t *testing.T) {
-	env, clock := servertest.StartClocked(t, func(c *server.Config) { c.EditWindow = time.Hour })
+	clock := servertest.NewClock()
+	env := servertest.Start(t, clock.Use, func(c *server.Config) { c.EditWindow = time.Hour })
 	alice := env.Dial(t, "alice", "a")
 	conv := servertest.Direct("alice", "bob")
 	m := alice.SendMsg(conv, "old news")

@@ -31,7 +31,8 @@ const (
 // fields each changes, the timestamps it moves, and the nudge to every
 // device of the user (the acting one included) and to nobody else.
 func TestSessionOpsTable(t *testing.T) {
-	env, clk := servertest.StartClocked(t)
+	clk := servertest.NewClock()
+	env := servertest.Start(t, clk.Use)
 	aliceLaptop := env.DialOnline(t, "alice", "laptop")
 	alicePhone := env.DialOnline(t, "alice", "phone")
 	bobLaptop := env.DialOnline(t, "bob", "laptop")
@@ -105,7 +106,8 @@ func TestSessionOpsTable(t *testing.T) {
 // A. An operation that changes nothing is answered ok with the session as
 // it is, moves no timestamp and nudges nobody.
 func TestSessionOpNoChange(t *testing.T) {
-	env, clk := servertest.StartClocked(t)
+	clk := servertest.NewClock()
+	env := servertest.Start(t, clk.Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bobLaptop := env.DialOnline(t, "bob", "laptop")
 	bobPhone := env.DialOnline(t, "bob", "phone")
@@ -164,7 +166,7 @@ func TestSessionOpNoChange(t *testing.T) {
 // session already has (filed so by its account), changes nothing a client
 // can see: PROTOCOL.md says such an op moves no timestamp.
 func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	if err := env.Server.Store().SetAccount(context.Background(), "news", "promotions", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestSessionOpSetSameCategoryChangesNothing(t *testing.T) {
 // conversation of others is forbidden, a gateway that does not exist is
 // not_found; none of them changes anything or nudges anyone.
 func TestSessionOpErrors(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
@@ -246,7 +248,7 @@ func TestSessionOpErrors(t *testing.T) {
 // A. An op on a direct chat with no message yet creates the caller's
 // session (and only the caller's).
 func TestSessionOpCreatesSession(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	bobLaptop := env.DialOnline(t, "bob", "laptop")
 	bobPhone := env.DialOnline(t, "bob", "phone")
 	carol := env.DialOnline(t, "carol", "laptop")
@@ -290,7 +292,7 @@ func TestSessionOpCreatesSession(t *testing.T) {
 // recipient's counters, last message and both timestamps; for the sender
 // it is an implicit read that also clears marked_unread.
 func TestSessionNewMessage(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	aliceLaptop := env.DialOnline(t, "alice", "laptop")
 	alicePhone := env.DialOnline(t, "alice", "phone")
 	bobLaptop := env.DialOnline(t, "bob", "laptop")
@@ -404,7 +406,7 @@ func sessCheckKeys(t *testing.T, where string, obj map[string]any, kinds map[str
 // B. Every field of the session object is on the wire, zero values
 // included, both in an op's answer and in a sync.
 func TestSessionJSONHasEveryField(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialJSON(t, "bob", "raw")
 
@@ -470,7 +472,7 @@ func TestSessionJSONHasEveryField(t *testing.T) {
 // B. Sync orders by ascending active_ts, includes deleted sessions, pages
 // with has_more and cursor, and since returns only later changes.
 func TestSessionSyncOrderAndPaging(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
 	dave := env.DialOnline(t, "dave", "laptop")
@@ -557,7 +559,7 @@ func TestSessionSyncOrderAndPaging(t *testing.T) {
 // B. limit defaults to 200 and is at most 1000; negative values are
 // invalid.
 func TestSessionSyncLimits(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	// 1001 sessions, created through the store: over the wire each op would
 	// also queue a nudge, and the test is about sync.
 	ctx := context.Background()
@@ -612,7 +614,7 @@ func TestSessionSyncLimits(t *testing.T) {
 // C. Acceptance 3: a sender that was offline learns its ticks from sync:
 // the receipts moved its session's active_ts (not write_ts).
 func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	alice.SendMsg(sessAB, "hello", bob)
@@ -659,7 +661,7 @@ func TestSessionSyncOfflineSenderLearnsTicks(t *testing.T) {
 // D. Acceptance 4: delete clears unread (not a receipt) and a new message
 // brings the session back.
 func TestSessionDeletedComesBack(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
@@ -693,7 +695,7 @@ func TestSessionDeletedComesBack(t *testing.T) {
 // D. mark_unread never lowers read_seq, changes neither unread_count nor
 // total_unread, and is cleared by the next read, send or mute.
 func TestSessionMarkUnread(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	for range 3 {
@@ -770,7 +772,8 @@ func TestSessionMarkUnread(t *testing.T) {
 // D. A mute with until ends by itself at that time: total_unread leaves
 // the session out until then and counts it again after.
 func TestSessionMuteUntilExpires(t *testing.T) {
-	env, clk := servertest.StartClocked(t)
+	clk := servertest.NewClock()
+	env := servertest.Start(t, clk.Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	carol := env.DialOnline(t, "carol", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
@@ -815,7 +818,7 @@ func TestSessionMuteUntilExpires(t *testing.T) {
 // other member, in the nested list; the main list holds a gateway session
 // that sums its unread and carries its newest message.
 func TestSessionSubBizGateway(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	ctx := context.Background()
 	if err := env.Server.Store().SetAccount(ctx, "shop", "promotions", "shopbiz"); err != nil {
 		t.Fatal(err)
@@ -935,7 +938,7 @@ func TestSessionSubBizGateway(t *testing.T) {
 // E. A category-only account files the other member's session under that
 // category in the main list; the user's own set_category overrides it.
 func TestSessionAccountCategory(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	if err := env.Server.Store().SetAccount(context.Background(), "news", "promotions", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -974,7 +977,8 @@ func TestSessionAccountCategory(t *testing.T) {
 // neither muted nor deleted, through a mix of operations, in the main list
 // (with a gateway) and a nested one.
 func TestSessionTotalUnread(t *testing.T) {
-	env, clk := servertest.StartClocked(t)
+	clk := servertest.NewClock()
+	env := servertest.Start(t, clk.Use)
 	if err := env.Server.Store().SetAccount(context.Background(), "shop", "", "shopbiz"); err != nil {
 		t.Fatal(err)
 	}
@@ -1049,7 +1053,7 @@ func TestSessionTotalUnread(t *testing.T) {
 // A. The session read clears marked_unread even in a chat with no message
 // yet (the read clamps to 0 but is still the user's read).
 func TestSessionReadClearsMarkUnreadWithoutMessages(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	bob := env.DialOnline(t, "bob", "laptop")
 	marked := bob.SessionOp(protocol.SessionOp{Conv: "d:bob:carol", Op: "mark_unread"})
 	servertest.ExpectSessionSync(marked.ActiveTS, bob)
@@ -1064,7 +1068,8 @@ func TestSessionReadClearsMarkUnreadWithoutMessages(t *testing.T) {
 // Timestamps are per user strictly increasing, even when the server's
 // clock stands still or steps back.
 func TestSessionTimestampsNeverGoBack(t *testing.T) {
-	env, clk := servertest.StartClocked(t)
+	clk := servertest.NewClock()
+	env := servertest.Start(t, clk.Use)
 	alice := env.DialOnline(t, "alice", "laptop")
 	bob := env.DialOnline(t, "bob", "laptop")
 	alice.SendMsg(sessAB, "hello", bob)
@@ -1102,7 +1107,7 @@ func TestSessionTimestampsNeverGoBack(t *testing.T) {
 // F. Counts never drift when messages, reads and operations on one user's
 // sessions run at once from several devices and senders.
 func TestSessionConcurrentWritesKeepCounts(t *testing.T) {
-	env, _ := servertest.StartClocked(t)
+	env := servertest.Start(t, servertest.NewClock().Use)
 	if err := env.Server.Store().SetAccount(context.Background(), "shop", "", "shopbiz"); err != nil {
 		t.Fatal(err)
 	}

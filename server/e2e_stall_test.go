@@ -46,7 +46,7 @@ func awaitSpread(t *testing.T, a, b *servertest.Process) {
 // serves its conversations. Woken, it serves none of them on its stale
 // lease, and the conversation has no gap.
 func TestAPausedOwnersConversationsAnswerThroughTheOtherNode(t *testing.T) {
-	nodes := servertest.StartNodes(t, servertest.ScaledOut(t), 2, "-lease", "2s")
+	nodes := servertest.Processes(t, servertest.ScaledOut(t), 2, "-lease", "2s")
 	a, b := nodes[0], nodes[1]
 	awaitSpread(t, a, b)
 	conv := convOwnedBy(t, a, "A")
@@ -87,7 +87,7 @@ func TestAPausedOwnersConversationsAnswerThroughTheOtherNode(t *testing.T) {
 // test's patience): a repeat of an acknowledged send is answered with its
 // seq, and a new send after it.
 func TestNodesKilledAndRestartedServeAtOnce(t *testing.T) {
-	nodes := servertest.StartNodes(t, servertest.ScaledOut(t), 2, "-lease", "1m")
+	nodes := servertest.Processes(t, servertest.ScaledOut(t), 2, "-lease", "1m")
 	a, b := nodes[0], nodes[1]
 	awaitSpread(t, a, b)
 	conv := convOwnedBy(t, a, "A")

@@ -29,7 +29,7 @@ func nodeStatus(t *testing.T, env *servertest.Env) server.Status {
 // node with its connections and the users its presence lists, and the
 // engines' health; a node that stops is no longer listed.
 func TestClusterStatusListsTheNodes(t *testing.T) {
-	nodes := startNodes(t, 2)
+	nodes := servertest.Cluster(t, 2)
 	nodes[0].DialOnline(t, "alice", "laptop")
 	nodes[1].DialOnline(t, "bob", "phone")
 	nodes[1].DialOnline(t, "carol", "phone")
@@ -100,8 +100,9 @@ func TestClusterStatusListsTheNodes(t *testing.T) {
 // while /readyz stays 200 (the node serves its shards). Once the grace is
 // over, im_recovering is 0 again.
 func TestClusterShowsTheLeasesGrace(t *testing.T) {
+	servertest.OncePerSuite(t)
 	so := servertest.ScaledOut(t)
-	node := startNodesOn(t, so, 1)[0]
+	node := servertest.ClusterOn(t, so, 1)[0]
 	readyz := func() (int, string) {
 		resp, err := http.Get("http://" + node.Addr + "/readyz")
 		if err != nil {

@@ -2,7 +2,6 @@ package servertest
 
 import (
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/imcore/im/server"
@@ -31,11 +30,8 @@ func (c *Clock) Advance(d time.Duration) {
 // Ms is the clock's time in Unix milliseconds.
 func (c *Clock) Ms() int64 { return c.Now().UnixMilli() }
 
-// StartClocked is Start with the server on a Clock, which it returns; the
-// clock starts at a fixed time in November 2025.
-func StartClocked(t testing.TB, options ...func(*server.Config)) (*Env, *Clock) {
-	t.Helper()
-	clk := &Clock{now: time.UnixMilli(1_763_800_000_000)}
-	opts := append([]func(*server.Config){func(c *server.Config) { c.Now = clk.Now }}, options...)
-	return Start(t, opts...), clk
-}
+// NewClock returns a clock at a fixed time in November 2025.
+func NewClock() *Clock { return &Clock{now: time.UnixMilli(1_763_800_000_000)} }
+
+// Use is an option of Start: the server runs on the clock.
+func (c *Clock) Use(cfg *server.Config) { cfg.Now = c.Now }

@@ -86,11 +86,12 @@ func StartProcess(t testing.TB, args ...string) *Process {
 	return p
 }
 
-// StartNodes runs n nodes of the scaled-out deployment so as processes,
+// Processes runs n nodes of the scaled-out deployment so as processes,
 // named A, B, …, each with a data directory of its own and args added,
 // and returns once every one answers /readyz.
-func StartNodes(t testing.TB, so server.ScaleOut, n int, args ...string) []*Process {
+func Processes(t testing.TB, so server.ScaleOut, n int, args ...string) []*Process {
 	t.Helper()
+	OncePerSuite(t)
 	nodes := make([]*Process, n)
 	for i := range nodes {
 		nodes[i] = StartProcess(t, append([]string{

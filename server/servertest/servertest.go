@@ -138,6 +138,17 @@ func dropTables(so server.ScaleOut) {
 	}
 }
 
+// OncePerSuite skips a test of nodes of the scaled-out deployment in the
+// passes of the suite on another storage (IM_TEST_STORE memory or
+// dynamodb): such a test runs on DynamoDB and Redis whatever
+// IM_TEST_STORE says, so it runs once, in the default pass.
+func OncePerSuite(t testing.TB) {
+	t.Helper()
+	if v := os.Getenv(StoreEnv); v != "" && v != "sqlite" {
+		t.Skipf("a test of several nodes runs on DynamoDB whatever %s says: once, in the default pass", StoreEnv)
+	}
+}
+
 // TestBackend returns the backend IM_TEST_STORE asks for when it is not
 // shared by nodes: a fresh memstore for "memory", nil (the server's
 // SQLite default) for "" or "sqlite". An unknown value fails the test.
@@ -158,37 +169,15 @@ func TestBackend(t testing.TB) store.Backend {
 // says.
 func OnSQLite(cfg *server.Config) { cfg.Backend, cfg.Cluster = nil, nil }
 
-// StartWith starts a server with exactly cfg.
+// StartWith starts a server with exactly cfg. It is stopped gracefully
+// when the test ends, within Timeout: a server still stuck then (a test
+// that left it deadlocked) is reported and left behind, rather than
+// holding up the whole test binary.
 func StartWith(t testing.TB, cfg server.Config) *Env {
 	t.Helper()
 	e, ln := listen(t, cfg)
 	served := make(chan error, 1)
 	go func() { served <- e.Server.Serve(ln) }()
-	t.Cleanup(func() {
-		e.Stop()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	select {
-	case <-e.Server.Ready():
-	case err := <-served:
-		served <- err
-		t.Fatalf("serve: %v", err)
-	case <-time.After(Timeout):
-		t.Fatalf("the server was not ready within %v", Timeout)
-	}
-	return e
-}
-
-// StartDetached is Start for a test that may leave the server deadlocked:
-// its cleanup gives the graceful shutdown Timeout and, should it hang,
-// reports it and leaves the server behind instead of blocking the whole
-// test binary.
-func StartDetached(t testing.TB, options ...func(*server.Config)) *Env {
-	t.Helper()
-	e, ln := listen(t, config(t, options...))
-	go e.Server.Serve(ln)
 	t.Cleanup(func() {
 		if e.stopped.Swap(true) {
 			return
@@ -209,11 +198,55 @@ func StartDetached(t testing.TB, options ...func(*server.Config)) *Env {
 			if err != nil {
 				t.Errorf("shutdown: %v", err)
 			}
+			if err := <-served; err != nil {
+				t.Errorf("serve: %v", err)
+			}
 		case <-time.After(grace):
 			t.Errorf("shutdown still blocked after %v: the server is stuck (left running)", grace)
 		}
 	})
+	select {
+	case <-e.Server.Ready():
+	case err := <-served:
+		served <- err
+		t.Fatalf("serve: %v", err)
+	case <-time.After(Timeout):
+		t.Fatalf("the server was not ready within %v", Timeout)
+	}
 	return e
+}
+
+// Cluster starts n servers sharing one scaled-out deployment of the
+// test's own (DynamoDB tables and Redis keys no other test uses), named
+// A, B, …, in this process.
+func Cluster(t testing.TB, n int, options ...func(*server.Config)) []*Env {
+	t.Helper()
+	return ClusterOn(t, ScaledOut(t), n, options...)
+}
+
+// ClusterOn starts n servers on the deployment so, named A, B, ….
+func ClusterOn(t testing.TB, so server.ScaleOut, n int, options ...func(*server.Config)) []*Env {
+	t.Helper()
+	OncePerSuite(t)
+	nodes := make([]*Env, n)
+	for i := range nodes {
+		nodes[i] = Node(t, so, string(rune('A'+i)), options...)
+	}
+	return nodes
+}
+
+// Node starts one node, named id, of the deployment so, in this process.
+func Node(t testing.TB, so server.ScaleOut, id string, options ...func(*server.Config)) *Env {
+	t.Helper()
+	OncePerSuite(t)
+	so.NodeID = id
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	be, cluster, err := server.OpenScaledOut(ctx, so, nil)
+	cancel()
+	if err != nil {
+		t.Fatalf("node %s: %v", id, err)
+	}
+	return Start(t, append([]func(*server.Config){func(c *server.Config) { c.Backend, c.Cluster = be, cluster }}, options...)...)
 }
 
 // listen makes a server of cfg and a loopback listener for it to serve.
@@ -230,7 +263,7 @@ func listen(t testing.TB, cfg server.Config) (*Env, net.Listener) {
 	return &Env{T: t, Server: srv, Config: cfg, Addr: ln.Addr().String(), URL: "ws://" + ln.Addr().String() + "/ws"}, ln
 }
 
-// Stop shuts the server down gracefully (once).
+// Stop shuts the server down gracefully (once), before the test ends.
 func (e *Env) Stop() {
 	if e.stopped.Swap(true) {
 		return
