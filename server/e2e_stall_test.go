@@ -11,7 +11,7 @@ import (
 
 // convOwnedBy returns a direct chat of alice whose shard node id owns,
 // as /status on node says.
-func convOwnedBy(t *testing.T, node *servertest.Process, id string) string {
+func convOwnedBy(t testing.TB, node *servertest.Process, id string) string {
 	t.Helper()
 	for i := range 1000 {
 		conv, _ := protocol.DirectConv("alice", fmt.Sprintf("peer%d", i))
@@ -24,7 +24,7 @@ func convOwnedBy(t *testing.T, node *servertest.Process, id string) string {
 }
 
 // awaitSpread waits until two nodes serve every shard between them.
-func awaitSpread(t *testing.T, a, b *servertest.Process) {
+func awaitSpread(t testing.TB, a, b *servertest.Process) {
 	t.Helper()
 	a.Env().WaitFor("the shards spread over both nodes", func() bool {
 		held := 0
