@@ -84,8 +84,8 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 	defer cs.gate.Unlock()
 	msg := req.Msg
 	msg.Conv, msg.Kind, msg.ServerTS = req.Conv, protocol.KindSystem, e.nowMS()
-	change := store.GroupRecordChange{Conv: req.Conv, Create: req.Create, Creator: req.Creator, Key: req.Key,
-		Version: req.Version, Title: req.Title, Add: req.Add, Remove: req.Remove, Msg: msg}
+	change := req
+	change.Msg = msg
 	// Checked against the group held here before the backend records it
 	// (and checks it again, atomically); a create's group is the
 	// backend's to find: a retried create returns it.
@@ -127,7 +127,7 @@ func (e *Engine) changeGroup(ctx context.Context, req store.GroupChange) (store.
 // holds (a node that lost the conversation wrote there) sends it to one
 // above the newest stored, and a seq its write leaves unused goes to the
 // next message.
-func (e *Engine) recordChange(ctx context.Context, cs *convState, change store.GroupRecordChange) (store.GroupRecordResult, error) {
+func (e *Engine) recordChange(ctx context.Context, cs *convState, change store.GroupChange) (store.GroupRecordResult, error) {
 	if change.Create {
 		change.Msg.Seq = 1
 		return e.be.ChangeGroup(ctx, change)
@@ -162,7 +162,7 @@ func (e *Engine) recordChange(ctx context.Context, cs *convState, change store.G
 // start with both boundaries at the seq before the message and nothing
 // unread before it — and then derives its system message m like any
 // message.
-func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.GroupRecordChange, m protocol.Message) (derivation, error) {
+func (e *Engine) deriveChange(ctx context.Context, cs *convState, change store.GroupChange, m protocol.Message) (derivation, error) {
 	before := m.Seq - 1
 	now := e.nowMS()
 	cs.mu.Lock()

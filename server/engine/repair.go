@@ -58,7 +58,7 @@ func (e *Engine) repairConv(ctx context.Context, conv string) error {
 		}
 		after = page[len(page)-1].Seq
 	}
-	changes := map[int64]store.GroupRecordChange{}
+	changes := map[int64]store.GroupChange{}
 	if cs.isGroup() {
 		for _, m := range msgs {
 			if m.Kind != protocol.KindSystem {
@@ -124,7 +124,7 @@ func (e *Engine) repairConv(ctx context.Context, conv string) error {
 // first), so that the messages before them are derived again for the
 // members of then. A member put back has the boundaries of a row long
 // gone: zero, raised again by what is derived.
-func (cs *convState) rewind(changes map[int64]store.GroupRecordChange) {
+func (cs *convState) rewind(changes map[int64]store.GroupChange) {
 	seqs := make([]int64, 0, len(changes))
 	for seq := range changes {
 		seqs = append(seqs, seq)

@@ -91,14 +91,14 @@ type Backend interface {
 
 	// ChangeGroup creates a group or changes its members or title and
 	// appends the system message that tells of it, in one atomic step of
-	// that one conversation (see GroupRecordChange): it stores the group
+	// that one conversation (see GroupChange): it stores the group
 	// ApplyGroupChange makes of the one stored, or changes nothing when
 	// that refuses the change. Durable when it returns.
-	ChangeGroup(ctx context.Context, change GroupRecordChange) (GroupRecordResult, error)
+	ChangeGroup(ctx context.Context, change GroupChange) (GroupRecordResult, error)
 
 	// GroupChangeAt returns the change a group's system message at seq
 	// recorded (for repair); ErrNotFound when seq recorded none.
-	GroupChangeAt(ctx context.Context, conv string, seq int64) (GroupRecordChange, error)
+	GroupChangeAt(ctx context.Context, conv string, seq int64) (GroupChange, error)
 
 	// Apply writes derived state (see Derived).
 	Apply(ctx context.Context, d Derived) error
@@ -184,28 +184,6 @@ type SessionRow struct {
 	Title   string            // a group's, or as the user left it
 	Members []string          // a group's current members, sorted; nil for a user who left
 	Left    bool              // the user left (or was removed from) the group
-}
-
-// GroupRecordChange is one change of a group, recorded with the system
-// message that tells of it.
-type GroupRecordChange struct {
-	Conv string
-	// Create makes a new group, with Creator and Key (optional): a create
-	// whose key names an existing group returns it (Existing) and changes
-	// nothing.
-	Create       bool
-	Creator, Key string
-	// Version is, without Create, the membership version the change was
-	// computed from: ErrStaleMembers when it moved on.
-	Version int64
-	Title   string   // with Create the title; otherwise "" keeps it
-	Add     []string // users who are not members
-	Remove  []string // users who are members
-	// Msg is the system message (conv, msg_id, from, body, client_ts,
-	// server_ts, kind set). Its Seq is the one the conversation's owner
-	// gave it (ErrSeqTaken, changing nothing, when another message holds
-	// it), or 0 for the backend's next.
-	Msg protocol.Message
 }
 
 // GroupRecordResult is a group after a recorded change.

@@ -38,7 +38,7 @@ func (g GroupRecord) State() GroupState {
 // ChangesMembers). A create starts a group at version 0 with the users it
 // adds, all joined at seq. It fails, and cur is left as it was, when
 // CheckGroupChange refuses ch.
-func ApplyGroupChange(cur *GroupRecord, ch GroupRecordChange, seq int64) (GroupRecord, error) {
+func ApplyGroupChange(cur *GroupRecord, ch GroupChange, seq int64) (GroupRecord, error) {
 	if err := CheckGroupChange(cur, ch); err != nil {
 		return GroupRecord{}, err
 	}
@@ -67,7 +67,7 @@ func ApplyGroupChange(cur *GroupRecord, ch GroupRecordChange, seq int64) (GroupR
 // members include each user it removes and none it adds; a create needs
 // no group and removes no one; a change names each user once. A backend
 // whose seq is not known before the change is found valid checks first.
-func CheckGroupChange(cur *GroupRecord, ch GroupRecordChange) error {
+func CheckGroupChange(cur *GroupRecord, ch GroupChange) error {
 	switch {
 	case ch.Create && cur != nil:
 		return fmt.Errorf("create %s: the group exists", ch.Conv)
@@ -104,7 +104,7 @@ func CheckGroupChange(cur *GroupRecord, ch GroupRecordChange) error {
 // ChangesMembers reports whether the change moves the group's membership
 // version: it adds or removes members of an existing group (a group is
 // created at version 0, whoever it starts with).
-func (c GroupRecordChange) ChangesMembers() bool {
+func (c GroupChange) ChangesMembers() bool {
 	return !c.Create && len(c.Add)+len(c.Remove) > 0
 }
 

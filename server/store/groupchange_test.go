@@ -18,36 +18,36 @@ func TestApplyGroupChange(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cur  *GroupRecord
-		ch   GroupRecordChange
+		ch   GroupChange
 		seq  int64
 		want GroupRecord
 	}{
 		{"create starts at version 0 with those it adds, joined at its seq", nil,
-			GroupRecordChange{Conv: "g:1", Create: true, Title: "crew", Add: []string{"alice", "bob"}}, 1,
+			GroupChange{Conv: "g:1", Create: true, Title: "crew", Add: []string{"alice", "bob"}}, 1,
 			GroupRecord{Conv: "g:1", Title: "crew", Members: map[string]int64{"alice": 1, "bob": 1}}},
 		{"add joins at the seq and moves the version", crew(),
-			GroupRecordChange{Conv: "g:1", Version: 2, Add: []string{"dave"}}, 9,
+			GroupChange{Conv: "g:1", Version: 2, Add: []string{"dave"}}, 9,
 			GroupRecord{Conv: "g:1", Title: "crew", Version: 3, Members: map[string]int64{"alice": 1, "bob": 1, "carol": 5, "dave": 9}}},
 		{"remove drops the member and moves the version", crew(),
-			GroupRecordChange{Conv: "g:1", Version: 2, Remove: []string{"carol"}}, 9,
+			GroupChange{Conv: "g:1", Version: 2, Remove: []string{"carol"}}, 9,
 			GroupRecord{Conv: "g:1", Title: "crew", Version: 3, Members: map[string]int64{"alice": 1, "bob": 1}}},
 		{"leave is the removal of the one who leaves", crew(),
-			GroupRecordChange{Conv: "g:1", Version: 2, Remove: []string{"alice"}}, 9,
+			GroupChange{Conv: "g:1", Version: 2, Remove: []string{"alice"}}, 9,
 			GroupRecord{Conv: "g:1", Title: "crew", Version: 3, Members: map[string]int64{"bob": 1, "carol": 5}}},
 		{"the last member may leave", &GroupRecord{Conv: "g:1", Version: 4, Members: map[string]int64{"alice": 1}},
-			GroupRecordChange{Conv: "g:1", Version: 4, Remove: []string{"alice"}}, 9,
+			GroupChange{Conv: "g:1", Version: 4, Remove: []string{"alice"}}, 9,
 			GroupRecord{Conv: "g:1", Version: 5, Members: map[string]int64{}}},
 		{"add and remove together move the version once", crew(),
-			GroupRecordChange{Conv: "g:1", Version: 2, Add: []string{"dave", "erin"}, Remove: []string{"bob"}, Title: "core"}, 9,
+			GroupChange{Conv: "g:1", Version: 2, Add: []string{"dave", "erin"}, Remove: []string{"bob"}, Title: "core"}, 9,
 			GroupRecord{Conv: "g:1", Title: "core", Version: 3, Members: map[string]int64{"alice": 1, "carol": 5, "dave": 9, "erin": 9}}},
 		{"rename keeps the members and the version", crew(),
-			GroupRecordChange{Conv: "g:1", Version: 2, Title: "core"}, 9,
+			GroupChange{Conv: "g:1", Version: 2, Title: "core"}, 9,
 			GroupRecord{Conv: "g:1", Title: "core", Version: 2, Members: map[string]int64{"alice": 1, "bob": 1, "carol": 5}}},
 		{"an empty title keeps the title", crew(),
-			GroupRecordChange{Conv: "g:1", Version: 2, Add: []string{"dave"}}, 9,
+			GroupChange{Conv: "g:1", Version: 2, Add: []string{"dave"}}, 9,
 			GroupRecord{Conv: "g:1", Title: "crew", Version: 3, Members: map[string]int64{"alice": 1, "bob": 1, "carol": 5, "dave": 9}}},
 		{"a member added back joins at the new seq", &GroupRecord{Conv: "g:1", Version: 3, Members: map[string]int64{"alice": 1}},
-			GroupRecordChange{Conv: "g:1", Version: 3, Add: []string{"carol"}}, 12,
+			GroupChange{Conv: "g:1", Version: 3, Add: []string{"carol"}}, 12,
 			GroupRecord{Conv: "g:1", Version: 4, Members: map[string]int64{"alice": 1, "carol": 12}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,21 +74,21 @@ func TestApplyGroupChangeRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cur  *GroupRecord
-		ch   GroupRecordChange
+		ch   GroupChange
 		is   error // nil: any error
 	}{
-		{"a change of no group", nil, GroupRecordChange{Conv: "g:1", Add: []string{"dave"}}, ErrNotFound},
-		{"a rename of no group", nil, GroupRecordChange{Conv: "g:1", Title: "x"}, ErrNotFound},
-		{"a stale version", crew(), GroupRecordChange{Conv: "g:1", Version: 1, Add: []string{"dave"}}, ErrStaleMembers},
-		{"a rename at a stale version", crew(), GroupRecordChange{Conv: "g:1", Version: 3, Title: "x"}, ErrStaleMembers},
-		{"a create of a group that exists", crew(), GroupRecordChange{Conv: "g:1", Create: true, Add: []string{"alice"}}, nil},
-		{"a create that removes", nil, GroupRecordChange{Conv: "g:1", Create: true, Add: []string{"alice"}, Remove: []string{"bob"}}, nil},
-		{"adding a member", crew(), GroupRecordChange{Conv: "g:1", Version: 2, Add: []string{"dave", "bob"}}, nil},
-		{"removing a non-member", crew(), GroupRecordChange{Conv: "g:1", Version: 2, Remove: []string{"dave"}}, nil},
-		{"adding a user twice", crew(), GroupRecordChange{Conv: "g:1", Version: 2, Add: []string{"dave", "dave"}}, nil},
-		{"removing a member twice", crew(), GroupRecordChange{Conv: "g:1", Version: 2, Remove: []string{"bob", "bob"}}, nil},
-		{"adding and removing one user", crew(), GroupRecordChange{Conv: "g:1", Version: 2, Add: []string{"bob"}, Remove: []string{"bob"}}, nil},
-		{"a create naming a user twice", nil, GroupRecordChange{Conv: "g:1", Create: true, Add: []string{"alice", "alice"}}, nil},
+		{"a change of no group", nil, GroupChange{Conv: "g:1", Add: []string{"dave"}}, ErrNotFound},
+		{"a rename of no group", nil, GroupChange{Conv: "g:1", Title: "x"}, ErrNotFound},
+		{"a stale version", crew(), GroupChange{Conv: "g:1", Version: 1, Add: []string{"dave"}}, ErrStaleMembers},
+		{"a rename at a stale version", crew(), GroupChange{Conv: "g:1", Version: 3, Title: "x"}, ErrStaleMembers},
+		{"a create of a group that exists", crew(), GroupChange{Conv: "g:1", Create: true, Add: []string{"alice"}}, nil},
+		{"a create that removes", nil, GroupChange{Conv: "g:1", Create: true, Add: []string{"alice"}, Remove: []string{"bob"}}, nil},
+		{"adding a member", crew(), GroupChange{Conv: "g:1", Version: 2, Add: []string{"dave", "bob"}}, nil},
+		{"removing a non-member", crew(), GroupChange{Conv: "g:1", Version: 2, Remove: []string{"dave"}}, nil},
+		{"adding a user twice", crew(), GroupChange{Conv: "g:1", Version: 2, Add: []string{"dave", "dave"}}, nil},
+		{"removing a member twice", crew(), GroupChange{Conv: "g:1", Version: 2, Remove: []string{"bob", "bob"}}, nil},
+		{"adding and removing one user", crew(), GroupChange{Conv: "g:1", Version: 2, Add: []string{"bob"}, Remove: []string{"bob"}}, nil},
+		{"a create naming a user twice", nil, GroupChange{Conv: "g:1", Create: true, Add: []string{"alice", "alice"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ApplyGroupChange(tc.cur, tc.ch, 9)
@@ -107,13 +107,13 @@ func TestApplyGroupChangeRefuses(t *testing.T) {
 
 func TestChangesMembers(t *testing.T) {
 	for _, tc := range []struct {
-		ch   GroupRecordChange
+		ch   GroupChange
 		want bool
 	}{
-		{GroupRecordChange{Create: true, Add: []string{"alice"}}, false},
-		{GroupRecordChange{Title: "crew"}, false},
-		{GroupRecordChange{Add: []string{"dave"}}, true},
-		{GroupRecordChange{Remove: []string{"bob"}}, true},
+		{GroupChange{Create: true, Add: []string{"alice"}}, false},
+		{GroupChange{Title: "crew"}, false},
+		{GroupChange{Add: []string{"dave"}}, true},
+		{GroupChange{Remove: []string{"bob"}}, true},
 	} {
 		if got := tc.ch.ChangesMembers(); got != tc.want {
 			t.Errorf("ChangesMembers(%+v) = %v, want %v", tc.ch, got, tc.want)

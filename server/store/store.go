@@ -96,7 +96,12 @@ type GroupChange struct {
 	Title   string   // with Create the title; otherwise "" keeps it
 	Add     []string // users who are not members
 	Remove  []string // users who are members
-	Msg     protocol.Message
+	// Msg is the system message (msg_id, from, body, client_ts set by the
+	// chat service; conv, server_ts and kind by the engine). Its Seq is
+	// the one the conversation's owner gave it when the backend records
+	// it (ErrSeqTaken, changing nothing, when another message holds it),
+	// or 0 for the backend's next.
+	Msg protocol.Message
 }
 
 // GroupResult is a group after a change.

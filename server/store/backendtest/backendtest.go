@@ -115,7 +115,7 @@ func member(rec store.ConvRecord, user string) store.MemberRecord {
 // creation message is seq 1.
 func createTeam(t *testing.T, b store.Backend) store.GroupRecordResult {
 	t.Helper()
-	res, err := b.ChangeGroup(t.Context(), store.GroupRecordChange{Conv: gTeam, Create: true, Creator: "alice", Key: "k",
+	res, err := b.ChangeGroup(t.Context(), store.GroupChange{Conv: gTeam, Create: true, Creator: "alice", Key: "k",
 		Title: "team", Add: []string{"alice", "bob", "carol"}, Msg: sysMsg(gTeam, "alice", "create")})
 	if err != nil {
 		t.Fatalf("create %s: %v", gTeam, err)
@@ -272,18 +272,18 @@ func testChangeGroup(t *testing.T, b store.Backend) {
 	if res.Existing || res.Msg.Seq != 1 || res.Group.Version != 0 || !slices.Equal(res.Group.Members, []string{"alice", "bob", "carol"}) || res.Group.Title != "team" {
 		t.Fatalf("create = %+v", res)
 	}
-	again, err := b.ChangeGroup(t.Context(), store.GroupRecordChange{Conv: "g:other", Create: true, Creator: "alice", Key: "k",
+	again, err := b.ChangeGroup(t.Context(), store.GroupChange{Conv: "g:other", Create: true, Creator: "alice", Key: "k",
 		Title: "team", Add: []string{"alice"}, Msg: sysMsg("g:other", "alice", "create")})
 	if err != nil || !again.Existing || again.Group.Conv != gTeam {
 		t.Fatalf("create with the same key = %+v, %v; want the first group", again, err)
 	}
-	if _, err := b.ChangeGroup(t.Context(), store.GroupRecordChange{Conv: gTeam, Version: 7, Add: []string{"dave"}, Msg: sysMsg(gTeam, "alice", "stale")}); !errors.Is(err, store.ErrStaleMembers) {
+	if _, err := b.ChangeGroup(t.Context(), store.GroupChange{Conv: gTeam, Version: 7, Add: []string{"dave"}, Msg: sysMsg(gTeam, "alice", "stale")}); !errors.Is(err, store.ErrStaleMembers) {
 		t.Errorf("a change at a stale version: %v, want ErrStaleMembers", err)
 	}
-	if _, err := b.ChangeGroup(t.Context(), store.GroupRecordChange{Conv: "g:nosuch", Add: []string{"dave"}, Msg: sysMsg("g:nosuch", "alice", "x")}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.ChangeGroup(t.Context(), store.GroupChange{Conv: "g:nosuch", Add: []string{"dave"}, Msg: sysMsg("g:nosuch", "alice", "x")}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a change of no group: %v, want ErrNotFound", err)
 	}
-	ch, err := b.ChangeGroup(t.Context(), store.GroupRecordChange{Conv: gTeam, Version: 0, Add: []string{"dave"}, Remove: []string{"bob"},
+	ch, err := b.ChangeGroup(t.Context(), store.GroupChange{Conv: gTeam, Version: 0, Add: []string{"dave"}, Remove: []string{"bob"},
 		Title: "core", Msg: sysMsg(gTeam, "alice", "change")})
 	if err != nil {
 		t.Fatal(err)
@@ -511,7 +511,7 @@ func testSessionReads(t *testing.T, b store.Backend) {
 		t.Errorf("TimedMutes(49) = %v", convs)
 	}
 	// bob leaves the team: his session shows it as he left it.
-	if _, err := b.ChangeGroup(t.Context(), store.GroupRecordChange{Conv: gTeam, Remove: []string{"bob"}, Msg: sysMsg(gTeam, "bob", "left")}); err != nil {
+	if _, err := b.ChangeGroup(t.Context(), store.GroupChange{Conv: gTeam, Remove: []string{"bob"}, Msg: sysMsg(gTeam, "bob", "left")}); err != nil {
 		t.Fatal(err)
 	}
 	apply(t, b, store.Derived{Former: []store.FormerRow{{User: "bob", Conv: gTeam, Title: "as it was"}}})

@@ -325,13 +325,13 @@ func TestPendingGroupChangeFinishedByReader(t *testing.T) {
 	const conv = "g:team"
 	create := message(conv, "alice", "create")
 	create.Kind = protocol.KindSystem
-	if _, err := s.ChangeGroup(t.Context(), store.GroupRecordChange{Conv: conv, Create: true, Creator: "alice",
+	if _, err := s.ChangeGroup(t.Context(), store.GroupChange{Conv: conv, Create: true, Creator: "alice",
 		Title: "team", Add: []string{"alice", "bob"}, Msg: create}); err != nil {
 		t.Fatal(err)
 	}
 	// A crash right after the change was committed on the item: the
 	// system message is not written.
-	ch := store.GroupRecordChange{Conv: conv, Version: 0, Add: []string{"carol"}, Msg: message(conv, "alice", "add-carol")}
+	ch := store.GroupChange{Conv: conv, Version: 0, Add: []string{"carol"}, Msg: message(conv, "alice", "add-carol")}
 	ch.Msg.Kind, ch.Msg.Seq = protocol.KindSystem, 2
 	seq, err := s.nextSeq(t.Context(), conv)
 	if err != nil || seq != 2 {

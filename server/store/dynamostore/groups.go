@@ -28,7 +28,7 @@ type pendingChange struct {
 
 // ChangeGroup implements store.Backend (see doc.go for the order of the
 // writes and what each crash point leaves).
-func (s *Store) ChangeGroup(ctx context.Context, ch store.GroupRecordChange) (store.GroupRecordResult, error) {
+func (s *Store) ChangeGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.GroupRecordResult{}, err
 	}
@@ -41,7 +41,7 @@ func (s *Store) ChangeGroup(ctx context.Context, ch store.GroupRecordChange) (st
 // createGroup writes the key (if any), the system message at seq 1, its
 // idempotency key, and last the conversation's item, which makes the group
 // exist.
-func (s *Store) createGroup(ctx context.Context, ch store.GroupRecordChange) (store.GroupRecordResult, error) {
+func (s *Store) createGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	// The create's own rules are checked before anything is written;
 	// whether its group exists, the conditional writes below find.
 	if err := store.CheckGroupChange(nil, ch); err != nil {
@@ -92,7 +92,7 @@ func (s *Store) createGroup(ctx context.Context, ch store.GroupRecordChange) (st
 	if _, err := s.reserveID(ctx, m, 1); err != nil {
 		return store.GroupRecordResult{}, err
 	}
-	g, err := store.ApplyGroupChange(nil, store.GroupRecordChange{Conv: ch.Conv, Create: true, Title: rec.Title, Add: rec.Add}, m.Seq)
+	g, err := store.ApplyGroupChange(nil, store.GroupChange{Conv: ch.Conv, Create: true, Title: rec.Title, Add: rec.Add}, m.Seq)
 	if err != nil {
 		return store.GroupRecordResult{}, err
 	}
@@ -119,7 +119,7 @@ func (s *Store) createGroup(ctx context.Context, ch store.GroupRecordChange) (st
 // adoptCreate handles a create whose seq 1 is taken: the group exists, or
 // an earlier attempt of a keyed create stopped after writing its message,
 // which this one adopts.
-func (s *Store) adoptCreate(ctx context.Context, ch store.GroupRecordChange) (protocol.Message, changeRecord, error) {
+func (s *Store) adoptCreate(ctx context.Context, ch store.GroupChange) (protocol.Message, changeRecord, error) {
 	stored, err := s.messageItemAt(ctx, ch.Conv, 1)
 	if err != nil {
 		return protocol.Message{}, changeRecord{}, err
@@ -140,7 +140,7 @@ func (s *Store) adoptCreate(ctx context.Context, ch store.GroupRecordChange) (pr
 }
 
 // existingGroup answers a create that found its group made meanwhile.
-func (s *Store) existingGroup(ctx context.Context, ch store.GroupRecordChange) (store.GroupRecordResult, error) {
+func (s *Store) existingGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	if ch.Key == "" {
 		return store.GroupRecordResult{}, fmt.Errorf("create %s: the group exists", ch.Conv)
 	}
@@ -154,7 +154,7 @@ func (s *Store) existingGroup(ctx context.Context, ch store.GroupRecordChange) (
 // changeGroup commits the change on the conversation's item (membership
 // version checked, the change recorded as pending at its seq), then
 // writes the system message and clears the pending record.
-func (s *Store) changeGroup(ctx context.Context, ch store.GroupRecordChange) (store.GroupRecordResult, error) {
+func (s *Store) changeGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	var seq int64
 	for range maxChangeTries {
 		c, err := s.convItem(ctx, ch.Conv)

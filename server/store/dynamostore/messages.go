@@ -209,20 +209,20 @@ func (s *Store) Senders(ctx context.Context, conv string, after, upTo int64) ([]
 }
 
 // GroupChangeAt implements store.Backend.
-func (s *Store) GroupChangeAt(ctx context.Context, conv string, seq int64) (store.GroupRecordChange, error) {
+func (s *Store) GroupChangeAt(ctx context.Context, conv string, seq int64) (store.GroupChange, error) {
 	if err := s.checkOpen(); err != nil {
-		return store.GroupRecordChange{}, err
+		return store.GroupChange{}, err
 	}
 	it, err := s.messageItemAt(ctx, conv, seq)
 	if err != nil {
-		return store.GroupRecordChange{}, err
+		return store.GroupChange{}, err
 	}
 	if it == nil || !it.has(aChange) {
-		return store.GroupRecordChange{}, store.ErrNotFound
+		return store.GroupChange{}, store.ErrNotFound
 	}
 	var rec changeRecord
 	if err := json.Unmarshal([]byte(it.str(aChange)), &rec); err != nil {
-		return store.GroupRecordChange{}, errors.Join(fmt.Errorf("group change at %s/%d", conv, seq), err)
+		return store.GroupChange{}, errors.Join(fmt.Errorf("group change at %s/%d", conv, seq), err)
 	}
-	return store.GroupRecordChange{Conv: conv, Create: rec.Create, Title: rec.Title, Add: rec.Add, Remove: rec.Remove}, nil
+	return store.GroupChange{Conv: conv, Create: rec.Create, Title: rec.Title, Add: rec.Add, Remove: rec.Remove}, nil
 }

@@ -35,7 +35,7 @@ type data struct {
 	convs      map[string]*conv
 	msgIDs     map[[2]string]int64 // (conv, msg_id) → seq
 	members    map[string]map[string]int64
-	changes    map[string]map[int64]store.GroupRecordChange
+	changes    map[string]map[int64]store.GroupChange
 	groupKeys  map[[2]string]string
 	boundaries map[store.MemberKey]*boundary
 	pending    map[store.MemberKey]int64
@@ -77,7 +77,7 @@ func New() *Store {
 		convs:      map[string]*conv{},
 		msgIDs:     map[[2]string]int64{},
 		members:    map[string]map[string]int64{},
-		changes:    map[string]map[int64]store.GroupRecordChange{},
+		changes:    map[string]map[int64]store.GroupChange{},
 		groupKeys:  map[[2]string]string{},
 		boundaries: map[store.MemberKey]*boundary{},
 		pending:    map[store.MemberKey]int64{},
@@ -365,7 +365,7 @@ func (s *Store) Unrepaired(context.Context) ([]string, error) {
 
 // ChangeGroup implements store.Backend: the change is checked and applied
 // by store.ApplyGroupChange; under the lock, nothing is half done.
-func (s *Store) ChangeGroup(_ context.Context, ch store.GroupRecordChange) (store.GroupRecordResult, error) {
+func (s *Store) ChangeGroup(_ context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.GroupRecordResult{}, err
@@ -415,9 +415,9 @@ func (s *Store) ChangeGroup(_ context.Context, ch store.GroupRecordChange) (stor
 	c.title, c.version = next.Title, next.Version
 	d.members[ch.Conv] = next.Members
 	if d.changes[ch.Conv] == nil {
-		d.changes[ch.Conv] = map[int64]store.GroupRecordChange{}
+		d.changes[ch.Conv] = map[int64]store.GroupChange{}
 	}
-	d.changes[ch.Conv][seq] = store.GroupRecordChange{Conv: ch.Conv, Create: ch.Create, Title: ch.Title,
+	d.changes[ch.Conv][seq] = store.GroupChange{Conv: ch.Conv, Create: ch.Create, Title: ch.Title,
 		Add: slices.Clone(ch.Add), Remove: slices.Clone(ch.Remove)}
 	return store.GroupRecordResult{Group: next.State(), Msg: appended.Msg}, nil
 }
@@ -429,15 +429,15 @@ func (d *data) group(convID string) store.GroupRecord {
 }
 
 // GroupChangeAt implements store.Backend.
-func (s *Store) GroupChangeAt(_ context.Context, convID string, seq int64) (store.GroupRecordChange, error) {
+func (s *Store) GroupChangeAt(_ context.Context, convID string, seq int64) (store.GroupChange, error) {
 	d, err := s.lock()
 	if err != nil {
-		return store.GroupRecordChange{}, err
+		return store.GroupChange{}, err
 	}
 	defer d.mu.Unlock()
 	ch, ok := d.changes[convID][seq]
 	if !ok {
-		return store.GroupRecordChange{}, store.ErrNotFound
+		return store.GroupChange{}, store.ErrNotFound
 	}
 	ch.Add, ch.Remove = slices.Clone(ch.Add), slices.Clone(ch.Remove)
 	return ch, nil

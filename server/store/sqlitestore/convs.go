@@ -71,7 +71,7 @@ func (s *Store) Unrepaired(ctx context.Context) ([]string, error) {
 
 // ChangeGroup implements store.Backend: the members, the title, the
 // version, the system message and the change record in one transaction.
-func (s *Store) ChangeGroup(ctx context.Context, c store.GroupRecordChange) (store.GroupRecordResult, error) {
+func (s *Store) ChangeGroup(ctx context.Context, c store.GroupChange) (store.GroupRecordResult, error) {
 	var res store.GroupRecordResult
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -84,7 +84,7 @@ func (s *Store) ChangeGroup(ctx context.Context, c store.GroupRecordChange) (sto
 	return res, nil
 }
 
-func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupRecordChange) (store.GroupRecordResult, error) {
+func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupChange) (store.GroupRecordResult, error) {
 	if c.Create && c.Key != "" {
 		var existing string
 		err := s.queryRowTx(ctx, tx, qGroupKeyGet, c.Creator, c.Key).Scan(&existing)
@@ -147,7 +147,7 @@ func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupReco
 
 // putGroupTx writes a group's row as next has it: a created group's row
 // (with its key, if any), or the title and version that changed.
-func (s *Store) putGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupRecordChange, cur *store.GroupRecord, next store.GroupRecord) error {
+func (s *Store) putGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupChange, cur *store.GroupRecord, next store.GroupRecord) error {
 	if cur == nil {
 		if c.Key != "" {
 			if _, err := s.execTx(ctx, tx, qGroupKeyPut, c.Creator, c.Key, c.Conv); err != nil {
@@ -201,27 +201,27 @@ func (s *Store) groupTx(ctx context.Context, tx *sql.Tx, conv string) (*store.Gr
 }
 
 // GroupChangeAt implements store.Backend.
-func (s *Store) GroupChangeAt(ctx context.Context, conv string, seq int64) (store.GroupRecordChange, error) {
+func (s *Store) GroupChangeAt(ctx context.Context, conv string, seq int64) (store.GroupChange, error) {
 	if err := s.checkOpen(); err != nil {
-		return store.GroupRecordChange{}, err
+		return store.GroupChange{}, err
 	}
 	st, err := s.readStmts.get(ctx, qChangeAt)
 	if err != nil {
-		return store.GroupRecordChange{}, err
+		return store.GroupChange{}, err
 	}
 	var text string
 	err = st.QueryRowContext(ctx, conv, seq).Scan(&text)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.GroupRecordChange{}, store.ErrNotFound
+		return store.GroupChange{}, store.ErrNotFound
 	}
 	if err != nil {
-		return store.GroupRecordChange{}, err
+		return store.GroupChange{}, err
 	}
 	var r changeRecord
 	if err := json.Unmarshal([]byte(text), &r); err != nil {
-		return store.GroupRecordChange{}, fmt.Errorf("change of %s at %d: %w", conv, seq, err)
+		return store.GroupChange{}, fmt.Errorf("change of %s at %d: %w", conv, seq, err)
 	}
-	return store.GroupRecordChange{Conv: conv, Create: r.Create, Title: r.Title, Add: slices.Clone(r.Add), Remove: slices.Clone(r.Remove)}, nil
+	return store.GroupChange{Conv: conv, Create: r.Create, Title: r.Title, Add: slices.Clone(r.Add), Remove: slices.Clone(r.Remove)}, nil
 }
 
 // mustStmt returns a statement prepared at open.
