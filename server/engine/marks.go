@@ -31,33 +31,6 @@ func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, mar
 	return res, nil
 }
 
-// MarkForwarded is Mark for a node that forwarded the marks to this one,
-// the owner of their conversations: instead of Written it returns the
-// tickets of every row the marks put, here (Node left empty) and on the
-// nodes their effects went to, for the asking node to confirm. Effects
-// lost with their node are applied again here, in the background.
-func (e *Engine) MarkForwarded(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, []WriteTicket, error) {
-	life := e.life()
-	res, g, pending, err := e.mark(ctx, user, kind, marks)
-	if err != nil {
-		return store.MarkResult{}, nil, err
-	}
-	tickets := []WriteTicket{{Boot: life, Gen: g}}
-	for _, p := range pending {
-		tickets = append(tickets, p.Ticket)
-	}
-	if len(pending) > 0 {
-		e.settling.Add(1)
-		go func() {
-			defer e.settling.Done()
-			if err := e.confirm(e.stopCtx, pending); err != nil {
-				e.log.Warn("session effects of a mark unconfirmed", "user", user, "err", err)
-			}
-		}()
-	}
-	return res, tickets, nil
-}
-
 // mark applies marks in memory and returns what they changed, the
 // generation that holds the rows put here, and the effects applied on
 // other nodes.
