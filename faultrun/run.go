@@ -14,7 +14,7 @@ import (
 // Config sets up one fault run. Zero fields take the defaults of the
 // short form.
 type Config struct {
-	// ServerBinary is the imserver binary (see BuildServer). Required.
+	// ServerBinary is the imserver binary. Required.
 	ServerBinary string
 	// Dir holds the server's data directory and every profile. Required.
 	Dir string

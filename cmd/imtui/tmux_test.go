@@ -20,6 +20,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/imcore/im/internal/testbin"
 )
 
 // tmuxWait bounds every wait of the tmux test on something to show up.
@@ -46,14 +48,13 @@ func TestTmuxTwoClients(t *testing.T) {
 		t.Skip("tmux is not installed: " + err.Error())
 	}
 	dir := t.TempDir()
-	bin := buildBinaries(t)
-	srv := startImserver(t, filepath.Join(bin, "imserver"), filepath.Join(dir, "server"), "127.0.0.1:0")
+	srv := startImserver(t, filepath.Join(dir, "server"), "127.0.0.1:0")
 	url := "ws://" + srv.addr + "/ws"
 
 	tm := newTmux(t, tmuxPath)
 	imtui := func(user string) string {
 		return strings.Join([]string{
-			shellQuote(filepath.Join(bin, "imtui")),
+			shellQuote(testbin.Path(t, "imtui")),
 			"-server", shellQuote(url),
 			"-user", user,
 			"-data", shellQuote(filepath.Join(dir, "clients-"+user)),
@@ -417,55 +418,15 @@ func (tm *tmuxSession) dump() string {
 
 // The binaries are built once per test run, into a directory TestMain
 // removes.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
 // TestMain removes the binaries the tests built, and the stored profile
 // they copied.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, dir := range []string{binDir, profileDir} {
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
+	testbin.Remove()
+	if profileDir != "" {
+		os.RemoveAll(profileDir)
 	}
 	os.Exit(code)
-}
-
-// buildBinaries builds imserver and imtui (without -race: the tests run
-// them as a user would) and returns their directory.
-func buildBinaries(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() { binDir, buildErr = build() })
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
-
-func build() (string, error) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("the go command is needed to build the binaries: %v", err)
-	}
-	gomod, err := exec.Command(goTool, "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
-		return "", fmt.Errorf("cannot find the module root (go env GOMOD = %q): %v", gomod, err)
-	}
-	bin, err := os.MkdirTemp("", "imtui-test-bin")
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command(goTool, "build", "-o", bin+string(filepath.Separator), "./cmd/imserver", "./cmd/imtui")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(bin)
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // imserverProc is a running imserver.
@@ -480,9 +441,9 @@ var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 // startImserver runs imserver on listen (127.0.0.1:0 for a free port; it
 // reports the address it got) with its data in dataDir, and waits until
 // /healthz answers.
-func startImserver(t *testing.T, path, dataDir, listen string) *imserverProc {
+func startImserver(t *testing.T, dataDir, listen string) *imserverProc {
 	t.Helper()
-	cmd := exec.Command(path, "serve", "-listen", listen, "-data", dataDir)
+	cmd := exec.Command(testbin.Path(t, "imserver"), "serve", "-listen", listen, "-data", dataDir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
