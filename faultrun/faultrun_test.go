@@ -103,7 +103,7 @@ func TestFaultRunCluster(t *testing.T) {
 	}
 	checkReport(t, report)
 	d := report.Dynamo
-	if report.Flushes == 0 || report.Outages == 0 || d.Cut+d.Refused+d.Delayed == 0 {
+	if report.Flushes == 0 || report.Outages == 0 || d.ResetLive+d.Refused+d.Delayed == 0 {
 		t.Errorf("the cluster's chaos did not happen: %d flushes, %d outages, DynamoDB proxy %+v", report.Flushes, report.Outages, d)
 	}
 	if *flagJoins > 0 && (report.Joins == 0 || report.Leaves == 0) {
