@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/servertest"
 )
@@ -291,20 +292,19 @@ func TestSessionBelowTheDeviceIsCheckedInTheHistory(t *testing.T) {
 		{"another message there", []protocol.Message{{Conv: dm, Seq: 3, MsgID: "other", From: "bob", Body: "other"}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := startScriptServer(t)
 			lagging := protocol.Session{Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
 				WriteSeq: 2, ReadSeq: 2, ActiveTS: 10, WriteTS: 10}
-			srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+			srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 				switch f := f.(type) {
 				case *protocol.Sync:
-					c.push(&protocol.Sessions{Ref: f.Ref, Sessions: []protocol.Session{lagging}, Cursor: 10})
+					c.Push(&protocol.Sessions{Ref: f.Ref, Sessions: []protocol.Session{lagging}, Cursor: 10})
 					return true
 				case *protocol.History:
-					c.push(&protocol.Messages{Ref: f.Ref, Conv: f.Conv, Messages: tc.history})
+					c.Push(&protocol.Messages{Ref: f.Ref, Conv: f.Conv, Messages: tc.history})
 					return true
 				}
 				return false
-			}
+			}})
 			alice := newProfile(t, srv.URL, "alice", "")
 			if err := alice.store.PutSessions([]protocol.Session{lagging}); err != nil {
 				t.Fatal(err)

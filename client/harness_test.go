@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -285,4 +286,20 @@ func mustOpen(t testing.TB, path string) *localstore.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// chatMsg is message seq of conv from from.
+func chatMsg(conv string, seq int64, from string) protocol.Message {
+	return protocol.Message{Conv: conv, Seq: seq, MsgID: fmt.Sprintf("m%d", seq), From: from, Body: fmt.Sprintf("message %d", seq), ClientTS: seq, ServerTS: 1000 + seq}
+}
+
+// heldSeqs returns the set of stored seqs of conv.
+func heldSeqs(p *profile, conv string) map[int64]bool {
+	out := map[int64]bool{}
+	for _, m := range p.messages(conv) {
+		if m.Seq > 0 {
+			out[m.Seq] = true
+		}
+	}
+	return out
 }

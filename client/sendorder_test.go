@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/servertest"
 )
@@ -55,9 +56,8 @@ func TestRefusedRetryKeepsPossiblyStoredMessage(t *testing.T) {
 // waits until the refused one is stored.
 func TestRateLimitedSendKeepsOutboxOrder(t *testing.T) {
 	const dm = "d:alice:bob"
-	srv := startScriptServer(t)
 	var once sync.Once
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		s, ok := f.(*protocol.Send)
 		if !ok {
 			return false
@@ -65,10 +65,10 @@ func TestRateLimitedSendKeepsOutboxOrder(t *testing.T) {
 		refused := false
 		once.Do(func() {
 			refused = true
-			c.push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeRateLimited, Message: "too many frames; slow down"})
+			c.Push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeRateLimited, Message: "too many frames; slow down"})
 		})
 		return refused
-	}
+	}})
 	alice := newProfile(t, srv.URL, "alice", "")
 	first, err := alice.client.Send(dm, "are you coming?")
 	if err != nil {
