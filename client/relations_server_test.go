@@ -35,7 +35,7 @@ func TestOfflineRelationsAgainstTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 	bob.waitFor("alice's two messages", func() bool { return len(bob.messages(dm)) == 2 })
 
 	// Bob's device goes away with its profile kept; then alice's client
@@ -63,7 +63,7 @@ func TestOfflineRelationsAgainstTheServer(t *testing.T) {
 	}
 
 	alice.net.refuse.Store(false)
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 
 	// Exactly one send per relation entry, in the order made, after the
 	// two messages.

@@ -38,15 +38,6 @@ func sendsOf(srv *fakeserver.Server) []*protocol.Send {
 	return out
 }
 
-// waitOutboxEmpty waits until every outbox entry of p is answered.
-func waitOutboxEmpty(p *profile) {
-	p.t.Helper()
-	p.waitFor("the outbox to empty", func() bool {
-		box, err := p.store.Outbox()
-		return err == nil && len(box) == 0
-	})
-}
-
 // An edit, a reaction and deletions made offline, one of them of a
 // message still in the outbox, are sent after a restart and a reconnect:
 // once each, in the order they were made, each naming its target's seq.
@@ -54,13 +45,12 @@ func waitOutboxEmpty(p *profile) {
 func TestRelationsMadeOfflineAreSentOnceInOrderAfterARestart(t *testing.T) {
 	const dm = "d:alice:bob"
 	srv := fakeserver.Start(t, fakeserver.Options{})
-	alice := newProfile(t, srv.URL, "alice", "").start()
-	alice.waitOnline()
+	alice := newProfile(t, srv.URL, "alice", "").startOnline()
 	g, err := alice.client.Send(dm, "g")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 
 	alice.net.refuse.Store(true)
 	alice.net.cut()
@@ -85,7 +75,7 @@ func TestRelationsMadeOfflineAreSentOnceInOrderAfterARestart(t *testing.T) {
 	path := alice.path
 	alice.close()
 	alice = newProfile(t, srv.URL, "alice", path).start()
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 
 	type sent struct {
 		kind      string
@@ -262,13 +252,12 @@ func TestRefusedEditIsUndone(t *testing.T) {
 		}
 		return false
 	}})
-	alice := newProfile(t, srv.URL, "alice", "").start()
-	alice.waitOnline()
+	alice := newProfile(t, srv.URL, "alice", "").startOnline()
 	m, err := alice.client.Send(dm, "helo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 	if _, err := alice.client.Edit(dm, m.MsgID, "hello"); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +272,7 @@ func TestRefusedEditIsUndone(t *testing.T) {
 	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "edit in "+dm+" refused") || !strings.Contains(ev.Err.Error(), "too late to edit") {
 		t.Fatalf("error = %v; want it to say the edit was refused, and why", ev.Err)
 	}
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 	if msgs := alice.messages(dm); len(msgs) != 1 || msgs[0].Body != "helo" || msgs[0].EditedTS != 0 {
 		t.Fatalf("after the refusal the chat shows %+v", msgs)
 	}
@@ -308,7 +297,7 @@ func TestRelationToARefusedMessageIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice.start()
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 	for _, s := range sendsOf(srv) {
 		if s.Kind != "" {
 			t.Fatalf("sent %+v for a message never stored", s)

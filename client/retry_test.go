@@ -1,7 +1,6 @@
 package client
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -13,23 +12,16 @@ import (
 // again after a backoff.
 func TestRefusedSyncIsRetried(t *testing.T) {
 	const dm = "d:alice:bob"
-	last := chatMsg(dm, 1, "bob")
-	var once sync.Once
+	once := onlyOnce()
 	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		s, ok := f.(*protocol.Sync)
 		if !ok {
 			return false
 		}
-		refused := false
-		once.Do(func() {
-			refused = true
-			c.Push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeInternal, Message: "storage failure; nothing was changed, try again"})
-		})
-		if !refused {
-			c.Push(&protocol.Sessions{Ref: s.Ref, Cursor: 10, TotalUnread: 1, Sessions: []protocol.Session{{
-				Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
-				UnreadCount: 1, WriteSeq: 1, ActiveTS: 10, WriteTS: 10, LastMsg: &last,
-			}}})
+		if once() {
+			c.Push(internalError(s.Ref))
+		} else {
+			c.Push(chatWithBob(s.Ref, chatMsg(dm, 1, "bob"), 1))
 		}
 		return true
 	}})
@@ -48,26 +40,20 @@ func TestRefusedSyncIsRetried(t *testing.T) {
 // A read frame refused for a passing reason (internal) is sent again.
 func TestReadRefusedInternalIsRetried(t *testing.T) {
 	const dm = "d:alice:bob"
-	last := chatMsg(dm, 3, "bob")
-	var once sync.Once
+	once := onlyOnce()
 	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		switch f := f.(type) {
 		case *protocol.Sync:
 			if f.SubBiz != "" {
 				return false
 			}
-			c.Push(&protocol.Sessions{Ref: f.Ref, Cursor: 10, TotalUnread: 3, Sessions: []protocol.Session{{
-				Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
-				UnreadCount: 3, WriteSeq: 3, ActiveTS: 10, WriteTS: 10, LastMsg: &last,
-			}}})
+			c.Push(chatWithBob(f.Ref, chatMsg(dm, 3, "bob"), 3))
 			return true
 		case *protocol.Read:
-			refused := false
-			once.Do(func() {
-				refused = true
-				c.Push(&protocol.ErrorFrame{Ref: f.Ref, Code: protocol.CodeInternal, Message: "storage failure; nothing was changed, try again"})
-			})
-			return refused
+			if once() {
+				c.Push(internalError(f.Ref))
+				return true
+			}
 		}
 		return false
 	}})
@@ -89,7 +75,7 @@ func TestReadRefusedInternalIsRetried(t *testing.T) {
 // acknowledged and is sent again.
 func TestDeliveredRefusedInternalIsRetried(t *testing.T) {
 	const dm = "d:alice:bob"
-	var once sync.Once
+	once := onlyOnce()
 	srv := fakeserver.Start(t, fakeserver.Options{
 		OnOpen: func(c *fakeserver.Conn) {
 			for seq := int64(1); seq <= 3; seq++ {
@@ -98,15 +84,11 @@ func TestDeliveredRefusedInternalIsRetried(t *testing.T) {
 		},
 		Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 			d, ok := f.(*protocol.Delivered)
-			if !ok {
-				return false
+			if ok && once() {
+				c.Push(internalError(d.Ref))
+				return true
 			}
-			refused := false
-			once.Do(func() {
-				refused = true
-				c.Push(&protocol.ErrorFrame{Ref: d.Ref, Code: protocol.CodeInternal, Message: "storage failure; nothing was changed, try again"})
-			})
-			return refused
+			return false
 		},
 	})
 	alice := newProfile(t, srv.URL, "alice", "").start()
