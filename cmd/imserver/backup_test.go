@@ -30,13 +30,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conv := convs[i%len(convs)]
-			c, _ := protocol.ParseConv(conv)
-			user := c.A
-			if i%2 == 1 {
-				user = c.B
-			}
-			cl := dialHello(t, p.addr, user, fmt.Sprintf("dev%d", i))
+			cl, conv := dialLoadSender(t, p.addr, convs, i)
 			defer cl.ws.Close()
 			for j := 0; ; j++ {
 				select {
@@ -45,14 +39,13 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 				default:
 				}
 				id := fmt.Sprintf("s%d-%d", i, j)
-				f, err := cl.request(&protocol.Send{Ref: protocol.Ref{ID: id}, Conv: conv, MsgID: id, Body: "load " + id, ClientTS: 1}, id)
+				a, err := cl.sendLoad(conv, id)
 				if err != nil {
 					t.Errorf("send under load: %v", err)
 					return
 				}
-				s := f.(*protocol.Sent)
 				mu.Lock()
-				acks = append(acks, acked{conv, id, s.Seq, s.ServerTS})
+				acks = append(acks, a)
 				mu.Unlock()
 			}
 		}()

@@ -55,9 +55,35 @@ func (c *wsClient) request(f protocol.Frame, id string) (protocol.Frame, error) 
 	}
 }
 
+// acked is a message of a load the server acknowledged.
 type acked struct {
 	conv, msgID string
 	seq, ts     int64
+}
+
+// dialLoadSender connects sender i of a load over convs: it writes in
+// convs[i%len(convs)], as one member or the other by i, from a device of
+// its own.
+func dialLoadSender(t *testing.T, addr string, convs []string, i int) (cl *wsClient, conv string) {
+	t.Helper()
+	conv = convs[i%len(convs)]
+	c, _ := protocol.ParseConv(conv)
+	user := c.A
+	if i%2 == 1 {
+		user = c.B
+	}
+	return dialHello(t, addr, user, fmt.Sprintf("dev%d", i)), conv
+}
+
+// sendLoad sends message id of a load in conv and returns its
+// acknowledgement.
+func (c *wsClient) sendLoad(conv, id string) (acked, error) {
+	f, err := c.request(&protocol.Send{Ref: protocol.Ref{ID: id}, Conv: conv, MsgID: id, Body: "load " + id, ClientTS: 1}, id)
+	if err != nil {
+		return acked{}, err
+	}
+	s := f.(*protocol.Sent)
+	return acked{conv, id, s.Seq, s.ServerTS}, nil
 }
 
 // Acceptance: a server killed with SIGKILL mid-load and restarted on the
@@ -79,23 +105,16 @@ func TestSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conv := convs[i%len(convs)]
-			c, _ := protocol.ParseConv(conv)
-			user := c.A
-			if i%2 == 1 {
-				user = c.B
-			}
-			cl := dialHello(t, p.addr, user, fmt.Sprintf("dev%d", i))
+			cl, conv := dialLoadSender(t, p.addr, convs, i)
 			defer cl.ws.Close()
 			for j := 0; ; j++ {
 				id := fmt.Sprintf("s%d-%d", i, j)
-				f, err := cl.request(&protocol.Send{Ref: protocol.Ref{ID: id}, Conv: conv, MsgID: id, Body: "load " + id, ClientTS: 1}, id)
+				a, err := cl.sendLoad(conv, id)
 				if err != nil {
 					return // the server died mid-request: not acknowledged
 				}
-				s := f.(*protocol.Sent)
 				mu.Lock()
-				acks = append(acks, acked{conv, id, s.Seq, s.ServerTS})
+				acks = append(acks, a)
 				if len(acks) >= killAfter {
 					once.Do(func() { close(enough) })
 				}
