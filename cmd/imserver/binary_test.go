@@ -57,16 +57,24 @@ func startServerCmd(t *testing.T, cmd *exec.Cmd) *process {
 	}
 	p := &process{cmd: cmd, logs: &logBuffer{}, done: make(chan error, 1)}
 	addr := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			p.logs.add(sc.Text())
 			if m := listeningLine.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
+				select {
+				case addr <- m[1]:
+				default: // the first one counts
+				}
 			}
 		}
 	}()
-	go func() { p.done <- cmd.Wait() }()
+	go func() {
+		<-scanned // Wait closes the pipe: read it all first, the last lines too
+		p.done <- cmd.Wait()
+	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		<-p.done
