@@ -75,6 +75,86 @@ func dialLoadSender(t *testing.T, addr string, convs []string, i int) (cl *wsCli
 	return dialHello(t, addr, user, fmt.Sprintf("dev%d", i)), conv
 }
 
+// load is senders writing messages over a few conversations, each on a
+// connection of its own, and what the server acknowledged to them.
+type load struct {
+	mu    sync.Mutex
+	acks  []acked
+	added chan struct{} // a token after an acknowledgement
+	stop  chan struct{}
+	once  sync.Once // closes stop
+	wg    sync.WaitGroup
+}
+
+// startLoad starts senders over convs on the server at addr (see
+// dialLoadSender); each sends until end (at the latest when the test
+// ends), or until a send fails, which it hands to failed.
+func startLoad(t *testing.T, addr string, convs []string, senders int, failed func(error)) *load {
+	l := &load{added: make(chan struct{}, 1), stop: make(chan struct{})}
+	t.Cleanup(l.end)
+	for i := range senders {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			cl, conv := dialLoadSender(t, addr, convs, i)
+			defer cl.ws.Close()
+			for j := 0; ; j++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				a, err := cl.sendLoad(conv, fmt.Sprintf("s%d-%d", i, j))
+				if err != nil {
+					failed(err)
+					return
+				}
+				l.mu.Lock()
+				l.acks = append(l.acks, a)
+				l.mu.Unlock()
+				select {
+				case l.added <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	return l
+}
+
+// acknowledged returns what the server acknowledged so far, in order.
+func (l *load) acknowledged() []acked {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]acked(nil), l.acks...)
+}
+
+// await waits until n messages are acknowledged in all; it reports false
+// when within passes first.
+func (l *load) await(n int, within time.Duration) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		got := len(l.acks)
+		l.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-l.added:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// end stops the senders and waits for them.
+func (l *load) end() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
+
 // sendLoad sends message id of a load in conv and returns its
 // acknowledgement.
 func (c *wsClient) sendLoad(conv, id string) (acked, error) {
@@ -94,41 +174,13 @@ func TestSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 	p := startServer(t, "-data", dataDir)
 	const senders, killAfter = 8, 400
 	convs := []string{"d:alice:bob", "d:alice:carol", "d:bob:carol"}
-	var (
-		mu     sync.Mutex
-		acks   []acked
-		wg     sync.WaitGroup
-		enough = make(chan struct{})
-		once   sync.Once
-	)
-	for i := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl, conv := dialLoadSender(t, p.addr, convs, i)
-			defer cl.ws.Close()
-			for j := 0; ; j++ {
-				id := fmt.Sprintf("s%d-%d", i, j)
-				a, err := cl.sendLoad(conv, id)
-				if err != nil {
-					return // the server died mid-request: not acknowledged
-				}
-				mu.Lock()
-				acks = append(acks, a)
-				if len(acks) >= killAfter {
-					once.Do(func() { close(enough) })
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	select {
-	case <-enough:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("only %d sends acknowledged in 60s\n%s", len(acks), p.logs)
+	l := startLoad(t, p.addr, convs, senders, func(error) {}) // a send the kill cut short is not acknowledged
+	if !l.await(killAfter, 60*time.Second) {
+		t.Fatalf("only %d sends acknowledged in 60s\n%s", len(l.acknowledged()), p.logs)
 	}
 	p.stop(t, syscall.SIGKILL) // while the senders are still sending
-	wg.Wait()
+	l.end()
+	acks := l.acknowledged()
 	t.Logf("%d sends acknowledged before SIGKILL", len(acks))
 
 	p2 := startServer(t, "-data", dataDir)
