@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/servertest"
 )
@@ -15,37 +16,17 @@ import (
 // send still settles (no clock forever), the device keeps what it held,
 // set aside before the server's history, and says the server is behind.
 func TestSendToAServerBehindTheDeviceSettles(t *testing.T) {
-	first := servertest.Start(t)
 	dm := conv(t, "alice", "bob")
-	alice := newProfile(t, first.URL, "alice", "").start()
-	alice.waitOnline()
-	for _, body := range []string{"before 1", "before 2"} {
-		if _, err := alice.client.Send(dm, body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	alice.waitFor("both stored", func() bool {
-		box, err := alice.store.Outbox()
-		return err == nil && len(box) == 0
-	})
-	path := alice.path
-	alice.close()
-	first.Stop()
+	path := storedOnAGoneServer(t, posted{dm, "before 1"}, posted{dm, "before 2"})
 
 	empty := servertest.Start(t) // the server came back without its data
-	alice = newProfile(t, empty.URL, "alice", path)
+	alice := newProfile(t, empty.URL, "alice", path)
 	if _, err := alice.client.Send(dm, "written offline"); err != nil {
 		t.Fatal(err)
 	}
 	alice.start()
-	said := alice.waitEvent("the server said behind", func(e Event) bool {
-		ev, ok := e.(ErrorEvent)
-		return ok && errors.Is(ev.Err, ErrServerBehind)
-	}).(ErrorEvent).Err
-	alice.waitFor("the send settled", func() bool {
-		box, err := alice.store.Outbox()
-		return err == nil && len(box) == 0
-	})
+	said := waitSaidBehind(alice)
+	alice.waitOutboxEmpty()
 	if !strings.Contains(said.Error(), dm) {
 		t.Errorf("the warning does not name the conversation: %v", said)
 	}
@@ -64,8 +45,51 @@ func TestSendToAServerBehindTheDeviceSettles(t *testing.T) {
 	}
 }
 
+// posted is a message a test sends: its conversation and body.
+type posted struct{ conv, body string }
+
+// storedOnAGoneServer has a fresh profile of alice send msgs to a server
+// of its own, waits until the server stored them all, then closes the
+// profile and stops the server (its data gone with it); it returns the
+// profile's path.
+func storedOnAGoneServer(t *testing.T, msgs ...posted) string {
+	t.Helper()
+	first := servertest.Start(t)
+	alice := newProfile(t, first.URL, "alice", "").startOnline()
+	for _, m := range msgs {
+		if _, err := alice.client.Send(m.conv, m.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice.waitOutboxEmpty()
+	alice.close()
+	first.Stop()
+	return alice.path
+}
+
+// waitSaidBehind returns the error with which p's engine says the server
+// is behind.
+func waitSaidBehind(p *profile) error {
+	p.t.Helper()
+	return p.waitEvent("the server said behind", func(e Event) bool {
+		ev, ok := e.(ErrorEvent)
+		return ok && errors.Is(ev.Err, ErrServerBehind)
+	}).(ErrorEvent).Err
+}
+
 // behindSaid counts the ErrServerBehind reports p's engine made.
 func behindSaid(p *profile) int64 { return p.client.behindSaid.Load() }
+
+// requireSaidBehind waits until p's engine compared, on one connection,
+// what the server lists with what the device holds, and fails unless it
+// said the server was behind want times.
+func requireSaidBehind(p *profile, want int64) {
+	p.t.Helper()
+	waitBehindChecked(p, 1)
+	if n := behindSaid(p); n != want {
+		p.t.Fatalf("%s: said behind %d times, want %d", p.name, n, want)
+	}
+}
 
 // waitBehindChecked waits until p's engine compared, on n connections,
 // what the server lists with what the device holds.
@@ -78,36 +102,16 @@ func waitBehindChecked(p *profile, n int64) {
 // all (an empty one) learns it at once, with nothing sent: one warning
 // naming how many conversations, and the device keeps what it held.
 func TestReconnectToAnEmptyServerSaysBehind(t *testing.T) {
-	first := servertest.Start(t)
 	withBob, withCarol := conv(t, "alice", "bob"), conv(t, "alice", "carol")
-	alice := newProfile(t, first.URL, "alice", "").start()
-	alice.waitOnline()
-	for _, dm := range []string{withBob, withCarol} {
-		if _, err := alice.client.Send(dm, "before"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	alice.waitFor("both stored", func() bool {
-		box, err := alice.store.Outbox()
-		return err == nil && len(box) == 0
-	})
-	path := alice.path
-	alice.close()
-	first.Stop()
+	path := storedOnAGoneServer(t, posted{withBob, "before"}, posted{withCarol, "before"})
 
 	empty := servertest.Start(t) // the server came back without its data
-	alice = newProfile(t, empty.URL, "alice", path).start()
-	said := alice.waitEvent("the server said behind", func(e Event) bool {
-		ev, ok := e.(ErrorEvent)
-		return ok && errors.Is(ev.Err, ErrServerBehind)
-	}).(ErrorEvent).Err
+	alice := newProfile(t, empty.URL, "alice", path).start()
+	said := waitSaidBehind(alice)
 	if !strings.Contains(said.Error(), "2 conversations") {
 		t.Errorf("the warning does not say how many conversations: %v", said)
 	}
-	waitBehindChecked(alice, 1)
-	if n := behindSaid(alice); n != 1 {
-		t.Errorf("said behind %d times on one connection, want once", n)
-	}
+	requireSaidBehind(alice, 1)
 	for _, dm := range []string{withBob, withCarol} {
 		if msgs := alice.messages(dm); len(msgs) != 1 || msgs[0].Body != "before" {
 			t.Errorf("%s holds %+v after the check, want what it held", dm, msgs)
@@ -129,8 +133,7 @@ func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
 	t.Run("new messages", func(t *testing.T) {
 		env := servertest.Start(t)
 		dm := conv(t, "alice", "bob")
-		alice := newProfile(t, env.URL, "alice", "").start()
-		alice.waitOnline()
+		alice := newProfile(t, env.URL, "alice", "").startOnline()
 		bob := env.DialOnline(t, "bob", "phone")
 		bob.SendN(dm, 3)
 		alice.waitFor("bob's messages", func() bool { return len(alice.messages(dm)) == 3 })
@@ -138,23 +141,16 @@ func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
 		bob.SendN(dm, 2)
 		alice = reopen(alice, env.URL)
 		alice.waitFor("the new messages", func() bool { return len(alice.messages(dm)) == 5 })
-		waitBehindChecked(alice, 1)
-		if n := behindSaid(alice); n != 0 {
-			t.Fatalf("said behind %d times", n)
-		}
+		requireSaidBehind(alice, 0)
 	})
 	t.Run("pending outbox", func(t *testing.T) {
 		env := servertest.Start(t)
 		dm := conv(t, "alice", "bob")
-		alice := newProfile(t, env.URL, "alice", "").start()
-		alice.waitOnline()
+		alice := newProfile(t, env.URL, "alice", "").startOnline()
 		if _, err := alice.client.Send(dm, "sent"); err != nil {
 			t.Fatal(err)
 		}
-		alice.waitFor("the send stored", func() bool {
-			box, err := alice.store.Outbox()
-			return err == nil && len(box) == 0
-		})
+		alice.waitOutboxEmpty()
 		alice.stop()
 		for _, body := range []string{"offline 1", "offline 2"} {
 			if _, err := alice.client.Send(dm, body); err != nil {
@@ -162,14 +158,8 @@ func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
 			}
 		}
 		alice = reopen(alice, env.URL)
-		waitBehindChecked(alice, 1)
-		alice.waitFor("the outbox sent", func() bool {
-			box, err := alice.store.Outbox()
-			return err == nil && len(box) == 0
-		})
-		if n := behindSaid(alice); n != 0 {
-			t.Fatalf("said behind %d times", n)
-		}
+		alice.waitOutboxEmpty()
+		requireSaidBehind(alice, 0)
 		// A fresh server and a device holding only its outbox: nothing
 		// the server lost.
 		fresh := newProfile(t, servertest.Start(t).URL, "alice", "")
@@ -177,10 +167,7 @@ func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		fresh.start()
-		waitBehindChecked(fresh, 1)
-		if n := behindSaid(fresh); n != 0 {
-			t.Fatalf("a device with only its outbox said behind %d times", n)
-		}
+		requireSaidBehind(fresh, 0)
 	})
 	t.Run("left group", func(t *testing.T) {
 		env := servertest.Start(t)
@@ -202,16 +189,12 @@ func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		alice = reopen(alice, env.URL)
-		waitBehindChecked(alice, 1)
-		if n := behindSaid(alice); n != 0 {
-			t.Fatalf("said behind %d times", n)
-		}
+		requireSaidBehind(alice, 0)
 	})
 	t.Run("deleted chat", func(t *testing.T) {
 		env := servertest.Start(t)
 		dm := conv(t, "alice", "bob")
-		alice := newProfile(t, env.URL, "alice", "").start()
-		alice.waitOnline()
+		alice := newProfile(t, env.URL, "alice", "").startOnline()
 		bob := env.DialOnline(t, "bob", "phone")
 		bob.SendN(dm, 2)
 		alice.waitFor("bob's messages", func() bool { return len(alice.messages(dm)) == 2 })
@@ -222,10 +205,7 @@ func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
 			return err == nil && len(ops) == 0 && ok && s.Deleted
 		})
 		alice = reopen(alice, env.URL)
-		waitBehindChecked(alice, 1)
-		if n := behindSaid(alice); n != 0 {
-			t.Fatalf("said behind %d times", n)
-		}
+		requireSaidBehind(alice, 0)
 	})
 }
 
@@ -234,31 +214,14 @@ func TestOrdinaryReconnectsAreNotBehind(t *testing.T) {
 // collides too) and the one it no longer lists are said together, in one
 // warning.
 func TestReconnectToAServerThatLostSomeSaysBehindOnce(t *testing.T) {
-	first := servertest.Start(t)
 	withBob, withCarol := conv(t, "alice", "bob"), conv(t, "alice", "carol")
-	alice := newProfile(t, first.URL, "alice", "").start()
-	alice.waitOnline()
-	for _, s := range []struct{ conv, body string }{{withBob, "before 1"}, {withBob, "before 2"}, {withCarol, "before"}} {
-		if _, err := alice.client.Send(s.conv, s.body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	alice.waitFor("all stored", func() bool {
-		box, err := alice.store.Outbox()
-		return err == nil && len(box) == 0
-	})
-	path := alice.path
-	alice.close()
-	first.Stop()
+	path := storedOnAGoneServer(t, posted{withBob, "before 1"}, posted{withBob, "before 2"}, posted{withCarol, "before"})
 
 	lost := servertest.Start(t)
 	bob := lost.DialOnline(t, "bob", "phone")
 	bob.SendMsg(withBob, "after the loss") // seq 1 again, pushed to alice on hello
-	alice = newProfile(t, lost.URL, "alice", path).start()
-	said := alice.waitEvent("the server said behind", func(e Event) bool {
-		ev, ok := e.(ErrorEvent)
-		return ok && errors.Is(ev.Err, ErrServerBehind)
-	}).(ErrorEvent).Err
+	alice := newProfile(t, lost.URL, "alice", path).start()
+	said := waitSaidBehind(alice)
 	if !strings.Contains(said.Error(), "2 conversations") {
 		t.Errorf("the warning does not say how many conversations: %v", said)
 	}
@@ -270,10 +233,7 @@ func TestReconnectToAServerThatLostSomeSaysBehindOnce(t *testing.T) {
 	if !slices.Contains(bodies, "before 1") || !slices.Contains(bodies, "before 2") {
 		t.Errorf("the chat reads %q, want what the device held kept", bodies)
 	}
-	waitBehindChecked(alice, 1)
-	if n := behindSaid(alice); n != 1 {
-		t.Errorf("said behind %d times on one connection, want once", n)
-	}
+	requireSaidBehind(alice, 1)
 }
 
 // A session is derived from the history and may lag it a moment: a
@@ -291,20 +251,19 @@ func TestSessionBelowTheDeviceIsCheckedInTheHistory(t *testing.T) {
 		{"another message there", []protocol.Message{{Conv: dm, Seq: 3, MsgID: "other", From: "bob", Body: "other"}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := startScriptServer(t)
 			lagging := protocol.Session{Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
 				WriteSeq: 2, ReadSeq: 2, ActiveTS: 10, WriteTS: 10}
-			srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+			srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 				switch f := f.(type) {
 				case *protocol.Sync:
-					c.push(&protocol.Sessions{Ref: f.Ref, Sessions: []protocol.Session{lagging}, Cursor: 10})
+					c.Push(&protocol.Sessions{Ref: f.Ref, Sessions: []protocol.Session{lagging}, Cursor: 10})
 					return true
 				case *protocol.History:
-					c.push(&protocol.Messages{Ref: f.Ref, Conv: f.Conv, Messages: tc.history})
+					c.Push(&protocol.Messages{Ref: f.Ref, Conv: f.Conv, Messages: tc.history})
 					return true
 				}
 				return false
-			}
+			}})
 			alice := newProfile(t, srv.URL, "alice", "")
 			if err := alice.store.PutSessions([]protocol.Session{lagging}); err != nil {
 				t.Fatal(err)
@@ -313,10 +272,7 @@ func TestSessionBelowTheDeviceIsCheckedInTheHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 			alice.start()
-			waitBehindChecked(alice, 1)
-			if n := behindSaid(alice); n != tc.said {
-				t.Fatalf("said behind %d times, want %d", n, tc.said)
-			}
+			requireSaidBehind(alice, tc.said)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/protocol"
 )
@@ -19,7 +20,8 @@ func TestDuplicatePushesStoredOnceAckedOnceTicksNeverGoBack(t *testing.T) {
 	message := func(seq int64) protocol.Frame {
 		return &protocol.MsgPush{Msg: protocol.Message{Conv: dm, Seq: seq, MsgID: "m" + strconv.FormatInt(seq, 10), From: "bob", Body: "hi", ServerTS: seq}}
 	}
-	fs := startFakeServer(t, func(push func(protocol.Frame)) {
+	fs := fakeserver.Start(t, fakeserver.Options{OnOpen: func(c *fakeserver.Conn) {
+		push := c.Push
 		for seq := int64(1); seq <= n; seq++ {
 			push(message(seq))
 			if seq%10 == 0 {
@@ -30,7 +32,7 @@ func TestDuplicatePushesStoredOnceAckedOnceTicksNeverGoBack(t *testing.T) {
 		push(&protocol.Status{Conv: dm, DeliveredSeq: 50, ReadSeq: 40})
 		push(&protocol.Status{Conv: dm, DeliveredSeq: 10, ReadSeq: 5}) // lower: ignored
 		push(&protocol.Typing{Conv: dm, User: "bob"})                  // a marker: all of the above is handled
-	})
+	}})
 	alice := newProfile(t, fs.URL, "alice", "", func(c *Config) { c.AckDelay = 200 * time.Millisecond }).start()
 	alice.waitEvent("the typing marker", func(e Event) bool { _, ok := e.(TypingEvent); return ok })
 
@@ -39,7 +41,7 @@ func TestDuplicatePushesStoredOnceAckedOnceTicksNeverGoBack(t *testing.T) {
 		t.Fatalf("ticks %+v after a lower status, want 50/40", got)
 	}
 
-	alice.waitFor("the delivered frame", func() bool { return len(fs.frames("delivered")) > 0 })
+	alice.waitFor("the delivered frame", func() bool { return len(fs.Frames("delivered")) > 0 })
 	// A round trip after it: any further delivered frame would be ahead of
 	// the receipts request.
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -47,7 +49,7 @@ func TestDuplicatePushesStoredOnceAckedOnceTicksNeverGoBack(t *testing.T) {
 	if _, err := alice.client.Receipts(ctx, dm); err != nil {
 		t.Fatal(err)
 	}
-	delivered := fs.frames("delivered")
+	delivered := fs.Frames("delivered")
 	if len(delivered) != 1 {
 		t.Fatalf("%d delivered frames for one burst, want 1", len(delivered))
 	}

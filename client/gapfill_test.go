@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/servertest"
@@ -22,43 +23,44 @@ func TestGapFillAcknowledgesOnlyStoredMessages(t *testing.T) {
 		}
 		return out
 	}
-	srv := startScriptServer(t)
-	srv.onOpen = func(c *scriptConn) {
-		if c.n != 1 {
-			return
-		}
-		// The start of the replay of bob's 900 pending messages (alice's
-		// other device acknowledged 1..100).
-		for _, m := range all(101, 110) {
-			c.push(&protocol.MsgPush{Msg: m})
-		}
-	}
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
-		h, ok := f.(*protocol.History)
-		if !ok {
-			return false
-		}
-		page := &protocol.Messages{Ref: h.Ref, Conv: dm}
-		switch {
-		case h.AfterSeq != nil:
-			from := *h.AfterSeq + 1
-			to := min(from+int64(max(h.Limit, 20))-1, 1000)
-			page.Messages, page.HasMore = all(from, to), to < 1000
-		case h.BeforeSeq == 0:
-			limit := int64(max(h.Limit, 20))
-			page.Messages, page.HasMore = all(1000-limit+1, 1000), true
-		default:
-			page.Messages = all(max(1, h.BeforeSeq-int64(h.Limit)), h.BeforeSeq-1)
-			page.HasMore = h.BeforeSeq-int64(h.Limit) > 1
-		}
-		c.push(page)
-		return true
-	}
+	srv := fakeserver.Start(t, fakeserver.Options{
+		OnOpen: func(c *fakeserver.Conn) {
+			if c.N() != 1 {
+				return
+			}
+			// The start of the replay of bob's 900 pending messages
+			// (alice's other device acknowledged 1..100).
+			for _, m := range all(101, 110) {
+				c.Push(&protocol.MsgPush{Msg: m})
+			}
+		},
+		Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
+			h, ok := f.(*protocol.History)
+			if !ok {
+				return false
+			}
+			page := &protocol.Messages{Ref: h.Ref, Conv: dm}
+			switch {
+			case h.AfterSeq != nil:
+				from := *h.AfterSeq + 1
+				to := min(from+int64(max(h.Limit, 20))-1, 1000)
+				page.Messages, page.HasMore = all(from, to), to < 1000
+			case h.BeforeSeq == 0:
+				limit := int64(max(h.Limit, 20))
+				page.Messages, page.HasMore = all(1000-limit+1, 1000), true
+			default:
+				page.Messages = all(max(1, h.BeforeSeq-int64(h.Limit)), h.BeforeSeq-1)
+				page.HasMore = h.BeforeSeq-int64(h.Limit) > 1
+			}
+			c.Push(page)
+			return true
+		},
+	})
 	alice := newProfile(t, srv.URL, "alice", "").start()
-	alice.waitFor("a delivered mark", func() bool { return len(srv.frames("delivered")) > 0 })
+	alice.waitFor("a delivered mark", func() bool { return len(srv.Frames("delivered")) > 0 })
 
 	held := heldSeqs(alice, dm)
-	for _, f := range srv.frames("delivered") {
+	for _, f := range srv.Frames("delivered") {
 		for _, m := range f.(*protocol.Delivered).Marks {
 			for seq := int64(101); seq <= m.Seq; seq++ {
 				if !held[seq] {

@@ -42,12 +42,9 @@ func createGroup(t *testing.T, p *profile, title string, members ...string) Grou
 // sender, and a member that leaves keeps what it stored.
 func TestGroupConversation(t *testing.T) {
 	env := servertest.Start(t)
-	alice := newProfile(t, env.URL, "alice", "").start()
-	bob := newProfile(t, env.URL, "bob", "").start()
-	carol := newProfile(t, env.URL, "carol", "").start()
-	for _, p := range []*profile{alice, bob, carol} {
-		p.waitOnline()
-	}
+	alice := newProfile(t, env.URL, "alice", "").startOnline()
+	bob := newProfile(t, env.URL, "bob", "").startOnline()
+	carol := newProfile(t, env.URL, "carol", "").startOnline()
 	g := createGroup(t, alice, "team", "bob", "carol")
 	if !slices.Equal(g.Members, []string{"alice", "bob", "carol"}) || g.Title != "team" {
 		t.Fatalf("group %+v", g)
@@ -118,12 +115,9 @@ func TestGroupConversation(t *testing.T) {
 // error for the user; and that, added back, the add follows it.
 func TestRemovedMemberIsPushedHisRemoval(t *testing.T) {
 	env := servertest.Start(t)
-	alice := newProfile(t, env.URL, "alice", "").start()
-	bob := newProfile(t, env.URL, "bob", "").start()
-	carol := newProfile(t, env.URL, "carol", "").start()
-	for _, p := range []*profile{alice, bob, carol} {
-		p.waitOnline()
-	}
+	alice := newProfile(t, env.URL, "alice", "").startOnline()
+	bob := newProfile(t, env.URL, "bob", "").startOnline()
+	carol := newProfile(t, env.URL, "carol", "").startOnline()
 	g := createGroup(t, alice, "team", "bob", "carol")
 	bob.waitFor("the group", func() bool { s, ok := bob.session(g.Conv); return ok && len(s.Members) == 3 })
 

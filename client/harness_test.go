@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -75,6 +76,14 @@ func (p *profile) start() *profile {
 	return p
 }
 
+// startOnline runs the client until stop and waits until it is welcomed.
+func (p *profile) startOnline() *profile {
+	p.t.Helper()
+	p.start()
+	p.waitOnline()
+	return p
+}
+
 // stop ends Run and returns what it returned.
 func (p *profile) stop() error {
 	if p.cancel == nil {
@@ -143,6 +152,15 @@ func (p *profile) waitEvent(what string, match func(Event) bool) Event {
 func (p *profile) waitOnline() {
 	p.t.Helper()
 	p.waitFor("online", func() bool { return p.client.Conn().State == Online })
+}
+
+// waitOutboxEmpty waits until every outbox entry of p is answered.
+func (p *profile) waitOutboxEmpty() {
+	p.t.Helper()
+	p.waitFor("the outbox to empty", func() bool {
+		box, err := p.store.Outbox()
+		return err == nil && len(box) == 0
+	})
 }
 
 // messages returns every message the profile holds in conv.
@@ -285,4 +303,43 @@ func mustOpen(t testing.TB, path string) *localstore.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// chatMsg is message seq of conv from from.
+func chatMsg(conv string, seq int64, from string) protocol.Message {
+	return protocol.Message{Conv: conv, Seq: seq, MsgID: fmt.Sprintf("m%d", seq), From: from, Body: fmt.Sprintf("message %d", seq), ClientTS: seq, ServerTS: 1000 + seq}
+}
+
+// heldSeqs returns the set of stored seqs of conv.
+func heldSeqs(p *profile, conv string) map[int64]bool {
+	out := map[int64]bool{}
+	for _, m := range p.messages(conv) {
+		if m.Seq > 0 {
+			out[m.Seq] = true
+		}
+	}
+	return out
+}
+
+// chatWithBob is the answer to a sync (ref) that lists one session: the
+// direct chat of alice and bob, last its newest message, unread of it
+// unread.
+func chatWithBob(ref protocol.Ref, last protocol.Message, unread int64) *protocol.Sessions {
+	return &protocol.Sessions{Ref: ref, Cursor: 10, TotalUnread: unread, Sessions: []protocol.Session{{
+		Conv: last.Conv, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
+		UnreadCount: unread, WriteSeq: last.Seq, ActiveTS: 10, WriteTS: 10, LastMsg: &last,
+	}}}
+}
+
+// internalError is the server's refusal of request ref for a passing
+// reason: a storage failure that changed nothing.
+func internalError(ref protocol.Ref) *protocol.ErrorFrame {
+	return &protocol.ErrorFrame{Ref: ref, Code: protocol.CodeInternal, Message: "storage failure; nothing was changed, try again"}
+}
+
+// onlyOnce returns a function that reports true the first time it is
+// called, and false ever after (safe for concurrent use).
+func onlyOnce() func() bool {
+	var done atomic.Bool
+	return func() bool { return done.CompareAndSwap(false, true) }
 }

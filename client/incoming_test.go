@@ -12,8 +12,7 @@ import (
 func TestIncomingReportsNewMessagesFromOthers(t *testing.T) {
 	env := servertest.Start(t)
 	dm := conv(t, "alice", "bob")
-	alice := newProfile(t, env.URL, "alice", "").start()
-	alice.waitOnline()
+	alice := newProfile(t, env.URL, "alice", "").startOnline()
 	env.Dial(t, "alice", "tablet").Send(dm, "a1", "from my tablet")
 	env.Dial(t, "bob", "b").Send(dm, "b1", "hello alice")
 	e := alice.waitEvent("bob's message reported", func(e Event) bool { _, ok := e.(Incoming); return ok }).(Incoming)

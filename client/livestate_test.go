@@ -1,9 +1,9 @@
 package client
 
 import (
-	"sync"
 	"testing"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 )
 
@@ -13,27 +13,19 @@ import (
 func TestOwnMessageOutOfOrderStillReads(t *testing.T) {
 	const dm = "d:alice:bob"
 	first := chatMsg(dm, 1, "bob")
-	srv := startScriptServer(t)
-	var once sync.Once
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	once := onlyOnce()
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		s, ok := f.(*protocol.Sync)
-		if !ok || s.SubBiz != "" {
+		if !ok || s.SubBiz != "" || !once() {
 			return false
 		}
-		answered := false
-		once.Do(func() {
-			answered = true
-			c.push(&protocol.Sessions{Ref: s.Ref, Cursor: 10, TotalUnread: 1, Sessions: []protocol.Session{{
-				Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
-				UnreadCount: 1, ReadSeq: 0, WriteSeq: 1, ActiveTS: 10, WriteTS: 10, LastMsg: &first,
-			}}})
-			c.push(&protocol.MsgPush{Msg: first})
-			c.push(&protocol.MsgPush{Msg: chatMsg(dm, 3, "bob")})
-			c.push(&protocol.MsgPush{Msg: chatMsg(dm, 2, "alice")}) // from alice's phone
-			c.push(&protocol.Typing{Conv: dm, User: "bob"})         // marker
-		})
-		return answered
-	}
+		c.Push(chatWithBob(s.Ref, first, 1))
+		c.Push(&protocol.MsgPush{Msg: first})
+		c.Push(&protocol.MsgPush{Msg: chatMsg(dm, 3, "bob")})
+		c.Push(&protocol.MsgPush{Msg: chatMsg(dm, 2, "alice")}) // from alice's phone
+		c.Push(&protocol.Typing{Conv: dm, User: "bob"})         // marker
+		return true
+	}})
 	alice := newProfile(t, srv.URL, "alice", "").start()
 	alice.waitEvent("the marker", func(e Event) bool { _, ok := e.(TypingEvent); return ok })
 	s, ok := alice.session(dm)

@@ -18,8 +18,7 @@ func TestReadOnOneDeviceClearsUnreadOnTheOther(t *testing.T) {
 	if laptop.client.Device() == phone.client.Device() {
 		t.Fatal("two profiles share a device id")
 	}
-	bob := newProfile(t, env.URL, "bob", "").start()
-	bob.waitOnline()
+	bob := newProfile(t, env.URL, "bob", "").startOnline()
 	for _, body := range []string{"one", "two", "three"} {
 		if _, err := bob.client.Send(dm, body); err != nil {
 			t.Fatal(err)

@@ -15,8 +15,7 @@ func TestNestedListIsFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	dm := conv(t, "alice", "shop")
-	alice := newProfile(t, env.URL, "alice", "").start()
-	alice.waitOnline()
+	alice := newProfile(t, env.URL, "alice", "").startOnline()
 	shop := env.Dial(t, "shop", "till")
 	shop.Send(dm, "s1", "sale!")
 

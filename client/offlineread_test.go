@@ -32,8 +32,7 @@ func TestReadMadeOfflineIsSentAfterRestart(t *testing.T) {
 	path := alice.path
 	alice.close() // the user quits the app
 
-	alice = newProfile(t, env.URL, "alice", path).start()
-	alice.waitOnline()
+	alice = newProfile(t, env.URL, "alice", path).startOnline()
 	// Receipts goes out after what the engine sends on connecting (the
 	// outbox, the queue, the read marks), and the server answers in order.
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)

@@ -37,10 +37,7 @@ func TestOfflineOutboxSurvivesRestartAndIsDeliveredOnce(t *testing.T) {
 	alice.close()
 
 	alice = newProfile(t, env.URL, "alice", path).start()
-	alice.waitFor("the outbox to empty", func() bool {
-		box, err := alice.store.Outbox()
-		return err == nil && len(box) == 0
-	})
+	alice.waitOutboxEmpty()
 	if got := alice.messages(dm); len(got) != 1 || got[0].Outbox || got[0].Seq != 1 || got[0].MsgID != sent.MsgID {
 		t.Fatalf("alice's chat after sent: %+v", got)
 	}
@@ -70,10 +67,7 @@ func TestLostSentAnswerIsNotDoubled(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice.start()
-	alice.waitFor("the outbox to empty", func() bool {
-		box, err := alice.store.Outbox()
-		return err == nil && len(box) == 0
-	})
+	alice.waitOutboxEmpty()
 	if alice.net.trips.Load() != 1 {
 		t.Fatalf("the sent answer was not cut (trips: %d)", alice.net.trips.Load())
 	}
@@ -96,8 +90,7 @@ func TestLostSentAnswerIsNotDoubled(t *testing.T) {
 // the chat, and is reported.
 func TestRefusedSendIsDroppedAndReported(t *testing.T) {
 	env := servertest.Start(t)
-	alice := newProfile(t, env.URL, "alice", "").start()
-	alice.waitOnline()
+	alice := newProfile(t, env.URL, "alice", "").startOnline()
 	others := conv(t, "bob", "carol")
 	if _, err := alice.client.Send(others, "not mine"); err != nil {
 		t.Fatal(err)

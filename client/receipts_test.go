@@ -15,8 +15,7 @@ func TestDeliveredPerBurstAndTicksReachTheSender(t *testing.T) {
 	env := servertest.Start(t)
 	dm := conv(t, "alice", "bob")
 	const n = 40
-	alice := newProfile(t, env.URL, "alice", "").start()
-	alice.waitOnline()
+	alice := newProfile(t, env.URL, "alice", "").startOnline()
 	var last Message
 	for range n {
 		m, err := alice.client.Send(dm, "hello")

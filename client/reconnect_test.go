@@ -53,8 +53,7 @@ func TestDroppedConnectionMidBurstLosesNothing(t *testing.T) {
 	const n = 200
 	// A long AckDelay keeps the first part unacknowledged when the cut
 	// comes, so the server must replay it: duplicates for the store.
-	bob := newProfile(t, env.URL, "bob", "", func(c *Config) { c.AckDelay, c.AckMaxDelay = time.Minute, time.Minute }).start()
-	bob.waitOnline()
+	bob := newProfile(t, env.URL, "bob", "", func(c *Config) { c.AckDelay, c.AckMaxDelay = time.Minute, time.Minute }).startOnline()
 	alice := env.Dial(t, "alice", "phone")
 
 	go writeBurst(alice, dm, 1, n/2)
@@ -153,8 +152,7 @@ func TestUnauthorizedHelloStopsRun(t *testing.T) {
 // A profile is one user's: a welcome as anyone else stops Run.
 func TestProfileOfAnotherUserIsRefused(t *testing.T) {
 	env := servertest.Start(t)
-	first := newProfile(t, env.URL, "alice", "").start()
-	first.waitOnline()
+	first := newProfile(t, env.URL, "alice", "").startOnline()
 	path := first.path
 	first.close()
 	if _, err := New(Config{URL: env.URL, User: "bob", Store: mustOpen(t, path)}); err == nil {
@@ -165,8 +163,7 @@ func TestProfileOfAnotherUserIsRefused(t *testing.T) {
 // Run returns nil when its context ends, and the state is Stopped.
 func TestRunStopsWithItsContext(t *testing.T) {
 	env := servertest.Start(t)
-	p := newProfile(t, env.URL, "alice", "").start()
-	p.waitOnline()
+	p := newProfile(t, env.URL, "alice", "").startOnline()
 	if err := p.stop(); err != nil {
 		t.Fatalf("Run returned %v", err)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/server/servertest"
 )
 
@@ -25,9 +25,8 @@ func runUntil(p *profile, d time.Duration) (err error, ok bool) {
 // HTTP 404 (no WebSocket endpoint there) is a mistake to report, not an
 // outage to wait out.
 func TestWrongPathIsNotRetried(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	t.Cleanup(srv.Close)
-	p := newProfile(t, "ws"+strings.TrimPrefix(srv.URL, "http")+"/wrong", "alice", "")
+	srv := fakeserver.Start(t, fakeserver.Options{})
+	p := newProfile(t, strings.TrimSuffix(srv.URL, "/ws")+"/wrong", "alice", "")
 	err, ok := runUntil(p, waitTimeout)
 	if !ok {
 		t.Fatalf("Run still retried a 404 after %v", waitTimeout)
@@ -40,11 +39,8 @@ func TestWrongPathIsNotRetried(t *testing.T) {
 // TestServerErrorIsRetried checks that a 5xx answer to the upgrade is an
 // outage: Run keeps trying.
 func TestServerErrorIsRetried(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "try later", http.StatusServiceUnavailable)
-	}))
-	t.Cleanup(srv.Close)
-	p := newProfile(t, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", "alice", "")
+	srv := fakeserver.Start(t, fakeserver.Options{Status: http.StatusServiceUnavailable})
+	p := newProfile(t, srv.URL, "alice", "")
 	if err, ok := runUntil(p, 300*time.Millisecond); ok {
 		t.Fatalf("Run gave up on a 503: %v", err)
 	}

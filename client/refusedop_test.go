@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 )
 
@@ -12,15 +13,14 @@ import (
 // after a restart, while the server kept the session as it was.
 func TestRefusedSessionOpIsUndone(t *testing.T) {
 	const dm = "d:alice:bob"
-	srv := startScriptServer(t)
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		op, ok := f.(*protocol.SessionOp)
 		if !ok {
 			return false
 		}
-		c.push(&protocol.ErrorFrame{Ref: op.Ref, Code: protocol.CodeForbidden, Message: "not allowed here"})
+		c.Push(&protocol.ErrorFrame{Ref: op.Ref, Code: protocol.CodeForbidden, Message: "not allowed here"})
 		return true
-	}
+	}})
 	alice := newProfile(t, srv.URL, "alice", "")
 	if err := alice.store.PutSessions([]protocol.Session{{Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"}, ActiveTS: 5, WriteTS: 5}}); err != nil {
 		t.Fatal(err)

@@ -1,97 +1,13 @@
 package client
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"reflect"
-	"strings"
-	"sync"
 	"testing"
 
-	"github.com/gorilla/websocket"
-
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/servertest"
 )
-
-// sendRecorder is a WebSocket proxy between clients and a server that
-// records every send frame the clients write, so that a test against the
-// real server can tell how many times a message went out: the server
-// answers a repeated msg_id without storing it twice, so its history
-// alone cannot.
-type sendRecorder struct {
-	URL   string
-	mu    sync.Mutex
-	sends []protocol.Send
-}
-
-// startSendRecorder runs a recording proxy in front of the server at
-// upstream (a ws:// URL) until the test ends.
-func startSendRecorder(t testing.TB, upstream string) *sendRecorder {
-	t.Helper()
-	r := &sendRecorder{}
-	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	var wg sync.WaitGroup
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		down, err := up.Upgrade(w, req, nil)
-		if err != nil {
-			return
-		}
-		server, _, err := (&websocket.Dialer{HandshakeTimeout: waitTimeout}).DialContext(req.Context(), upstream, nil)
-		if err != nil {
-			down.Close()
-			return
-		}
-		wg.Add(1)
-		defer wg.Done()
-		pump := func(from, to *websocket.Conn, record bool) {
-			defer from.Close()
-			defer to.Close()
-			for {
-				kind, data, err := from.ReadMessage()
-				if err != nil {
-					return
-				}
-				if record {
-					r.record(data)
-				}
-				if err := to.WriteMessage(kind, data); err != nil {
-					return
-				}
-			}
-		}
-		done := make(chan struct{})
-		go func() { pump(server, down, false); close(done) }()
-		pump(down, server, true)
-		<-done
-	}))
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		wg.Wait()
-	})
-	r.URL = "ws" + strings.TrimPrefix(srv.URL, "http")
-	return r
-}
-
-func (r *sendRecorder) record(data []byte) {
-	f, _, perr := protocol.DecodeClientFrame(data)
-	if perr != nil {
-		return
-	}
-	if s, ok := f.(*protocol.Send); ok {
-		r.mu.Lock()
-		r.sends = append(r.sends, *s)
-		r.mu.Unlock()
-	}
-}
-
-// recorded returns the send frames written so far, in order.
-func (r *sendRecorder) recorded() []protocol.Send {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]protocol.Send(nil), r.sends...)
-}
 
 // An edit, a reaction and a deletion for everyone made while alice's
 // client is offline reach the real server after the reconnect: each sent
@@ -102,7 +18,10 @@ func (r *sendRecorder) recorded() []protocol.Send {
 func TestOfflineRelationsAgainstTheServer(t *testing.T) {
 	env := servertest.Start(t)
 	dm := conv(t, "alice", "bob")
-	rec := startSendRecorder(t, env.URL)
+	// A relay records every frame alice's client sends: the server answers
+	// a repeated msg_id without storing it twice, so its history alone
+	// cannot tell how many times a message went out.
+	rec := fakeserver.Start(t, fakeserver.Options{Upstream: env.URL})
 	alice := newProfile(t, rec.URL, "alice", "").start()
 	bob := newProfile(t, env.URL, "bob", "").start()
 	alice.waitOnline()
@@ -116,7 +35,7 @@ func TestOfflineRelationsAgainstTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 	bob.waitFor("alice's two messages", func() bool { return len(bob.messages(dm)) == 2 })
 
 	// Bob's device goes away with its profile kept; then alice's client
@@ -139,12 +58,12 @@ func TestOfflineRelationsAgainstTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(rec.recorded()); n != 2 {
+	if n := len(rec.Frames("send")); n != 2 {
 		t.Fatalf("offline, the server received %d sends, want the 2 made online", n)
 	}
 
 	alice.net.refuse.Store(false)
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 
 	// Exactly one send per relation entry, in the order made, after the
 	// two messages.
@@ -154,7 +73,8 @@ func TestOfflineRelationsAgainstTheServer(t *testing.T) {
 		body        string
 	}
 	var got []sent
-	for _, s := range rec.recorded() {
+	for _, f := range rec.Frames("send") {
+		s := f.(*protocol.Send)
 		got = append(got, sent{s.MsgID, s.Kind, s.RefSeq, s.Body})
 	}
 	want := []sent{
@@ -241,7 +161,7 @@ func TestOfflineRelationsAgainstTheServer(t *testing.T) {
 	n = 3
 	requireStanding(bob, "after a restart, online")
 
-	if n := len(rec.recorded()); n != len(want)+1 {
+	if n := len(rec.Frames("send")); n != len(want)+1 {
 		t.Fatalf("the server received %d sends in the end, want %d", n, len(want)+1)
 	}
 }

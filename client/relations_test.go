@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 )
 
@@ -29,21 +30,12 @@ func entry(conv string, seq int64, from, kind string, ref int64, body string) pr
 }
 
 // sendsOf returns the send frames the server received, in order.
-func sendsOf(srv *scriptServer) []*protocol.Send {
+func sendsOf(srv *fakeserver.Server) []*protocol.Send {
 	var out []*protocol.Send
-	for _, f := range srv.frames("send") {
+	for _, f := range srv.Frames("send") {
 		out = append(out, f.(*protocol.Send))
 	}
 	return out
-}
-
-// waitOutboxEmpty waits until every outbox entry of p is answered.
-func waitOutboxEmpty(p *profile) {
-	p.t.Helper()
-	p.waitFor("the outbox to empty", func() bool {
-		box, err := p.store.Outbox()
-		return err == nil && len(box) == 0
-	})
 }
 
 // An edit, a reaction and deletions made offline, one of them of a
@@ -52,14 +44,13 @@ func waitOutboxEmpty(p *profile) {
 // Meanwhile the chat shows them at once.
 func TestRelationsMadeOfflineAreSentOnceInOrderAfterARestart(t *testing.T) {
 	const dm = "d:alice:bob"
-	srv := startScriptServer(t)
-	alice := newProfile(t, srv.URL, "alice", "").start()
-	alice.waitOnline()
+	srv := fakeserver.Start(t, fakeserver.Options{})
+	alice := newProfile(t, srv.URL, "alice", "").startOnline()
 	g, err := alice.client.Send(dm, "g")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 
 	alice.net.refuse.Store(true)
 	alice.net.cut()
@@ -84,7 +75,7 @@ func TestRelationsMadeOfflineAreSentOnceInOrderAfterARestart(t *testing.T) {
 	path := alice.path
 	alice.close()
 	alice = newProfile(t, srv.URL, "alice", path).start()
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 
 	type sent struct {
 		kind      string
@@ -127,19 +118,18 @@ func TestRelationsMadeOfflineAreSentOnceInOrderAfterARestart(t *testing.T) {
 // Relation entries pushed by the server apply to their targets; only a
 // reaction to the user's own message notifies, and none counts as unread.
 func TestPushedRelationsApplyAndOnlyReactionsToOwnNotify(t *testing.T) {
-	srv := startScriptServer(t)
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		if s, ok := f.(*protocol.Sync); ok {
-			c.push(&protocol.Sessions{Ref: s.Ref, Sessions: []protocol.Session{teamSession()}, Cursor: 1})
+			c.Push(&protocol.Sessions{Ref: s.Ref, Sessions: []protocol.Session{teamSession()}, Cursor: 1})
 			return true
 		}
 		return false
-	}
+	}})
 	alice := newProfile(t, srv.URL, "alice", "").start()
 	alice.waitFor("the group's session", func() bool { _, ok := alice.session(team); return ok })
 	push := func(ms ...protocol.Message) {
 		for _, m := range ms {
-			srv.conn(1).push(&protocol.MsgPush{Msg: m})
+			srv.Conn(1).Push(&protocol.MsgPush{Msg: m})
 		}
 	}
 	incoming := func(seq int64) Incoming {
@@ -209,26 +199,27 @@ func TestGapFillAfterPendingRelationsShowsTheTargetAsItStands(t *testing.T) {
 		entry(team, 4, "bob", protocol.KindReaction, 1, "👍"),
 		entry(team, 5, "bob", protocol.KindEdit, 1, "v3"),
 	}
-	srv := startScriptServer(t)
-	srv.onOpen = func(c *scriptConn) {
-		if c.n == 1 {
-			c.push(&protocol.MsgPush{Msg: history[3]})
-			c.push(&protocol.MsgPush{Msg: history[4]})
-		}
-	}
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
-		switch f := f.(type) {
-		case *protocol.Sync:
-			s := teamSession()
-			s.WriteSeq = 5
-			c.push(&protocol.Sessions{Ref: f.Ref, Sessions: []protocol.Session{s}, Cursor: 1})
-			return true
-		case *protocol.History:
-			c.push(&protocol.Messages{Ref: f.Ref, Conv: team, Messages: history})
-			return true
-		}
-		return false
-	}
+	srv := fakeserver.Start(t, fakeserver.Options{
+		OnOpen: func(c *fakeserver.Conn) {
+			if c.N() == 1 {
+				c.Push(&protocol.MsgPush{Msg: history[3]})
+				c.Push(&protocol.MsgPush{Msg: history[4]})
+			}
+		},
+		Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
+			switch f := f.(type) {
+			case *protocol.Sync:
+				s := teamSession()
+				s.WriteSeq = 5
+				c.Push(&protocol.Sessions{Ref: f.Ref, Sessions: []protocol.Session{s}, Cursor: 1})
+				return true
+			case *protocol.History:
+				c.Push(&protocol.Messages{Ref: f.Ref, Conv: team, Messages: history})
+				return true
+			}
+			return false
+		},
+	})
 	alice := newProfile(t, srv.URL, "alice", "").start()
 	alice.waitFor("the target", func() bool { return len(alice.messages(team)) == 1 && len(heldSeqs(alice, team)) == 1 })
 	alice.waitFor("the whole history", func() bool {
@@ -254,21 +245,19 @@ func TestGapFillAfterPendingRelationsShowsTheTargetAsItStands(t *testing.T) {
 // comes back to the input.
 func TestRefusedEditIsUndone(t *testing.T) {
 	const dm = "d:alice:bob"
-	srv := startScriptServer(t)
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		if s, ok := f.(*protocol.Send); ok && s.Kind == protocol.KindEdit {
-			c.push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeInvalid, Message: "too late to edit"})
+			c.Push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeInvalid, Message: "too late to edit"})
 			return true
 		}
 		return false
-	}
-	alice := newProfile(t, srv.URL, "alice", "").start()
-	alice.waitOnline()
+	}})
+	alice := newProfile(t, srv.URL, "alice", "").startOnline()
 	m, err := alice.client.Send(dm, "helo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 	if _, err := alice.client.Edit(dm, m.MsgID, "hello"); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +272,7 @@ func TestRefusedEditIsUndone(t *testing.T) {
 	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "edit in "+dm+" refused") || !strings.Contains(ev.Err.Error(), "too late to edit") {
 		t.Fatalf("error = %v; want it to say the edit was refused, and why", ev.Err)
 	}
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 	if msgs := alice.messages(dm); len(msgs) != 1 || msgs[0].Body != "helo" || msgs[0].EditedTS != 0 {
 		t.Fatalf("after the refusal the chat shows %+v", msgs)
 	}
@@ -292,14 +281,13 @@ func TestRefusedEditIsUndone(t *testing.T) {
 // A reaction to a message the server then refuses is never sent.
 func TestRelationToARefusedMessageIsDropped(t *testing.T) {
 	const dm = "d:alice:bob"
-	srv := startScriptServer(t)
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		if s, ok := f.(*protocol.Send); ok && s.Kind == "" {
-			c.push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeForbidden, Message: "not a member"})
+			c.Push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeForbidden, Message: "not a member"})
 			return true
 		}
 		return false
-	}
+	}})
 	alice := newProfile(t, srv.URL, "alice", "")
 	m, err := alice.client.Send(dm, "x")
 	if err != nil {
@@ -309,7 +297,7 @@ func TestRelationToARefusedMessageIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice.start()
-	waitOutboxEmpty(alice)
+	alice.waitOutboxEmpty()
 	for _, s := range sendsOf(srv) {
 		if s.Kind != "" {
 			t.Fatalf("sent %+v for a message never stored", s)

@@ -1,10 +1,10 @@
 package client
 
 import (
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 )
 
@@ -12,27 +12,19 @@ import (
 // again after a backoff.
 func TestRefusedSyncIsRetried(t *testing.T) {
 	const dm = "d:alice:bob"
-	last := chatMsg(dm, 1, "bob")
-	srv := startScriptServer(t)
-	var once sync.Once
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	once := onlyOnce()
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		s, ok := f.(*protocol.Sync)
 		if !ok {
 			return false
 		}
-		refused := false
-		once.Do(func() {
-			refused = true
-			c.push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeInternal, Message: "storage failure; nothing was changed, try again"})
-		})
-		if !refused {
-			c.push(&protocol.Sessions{Ref: s.Ref, Cursor: 10, TotalUnread: 1, Sessions: []protocol.Session{{
-				Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
-				UnreadCount: 1, WriteSeq: 1, ActiveTS: 10, WriteTS: 10, LastMsg: &last,
-			}}})
+		if once() {
+			c.Push(internalError(s.Ref))
+		} else {
+			c.Push(chatWithBob(s.Ref, chatMsg(dm, 1, "bob"), 1))
 		}
 		return true
-	}
+	}})
 	alice := newProfile(t, srv.URL, "alice", "").start()
 	alice.waitEvent("the refused sync", func(e Event) bool { ev, ok := e.(ErrorEvent); return ok && ev.Op == "sync" })
 	deadline := time.Now().Add(10 * time.Second)
@@ -41,46 +33,39 @@ func TestRefusedSyncIsRetried(t *testing.T) {
 		return len(list) == 1 || time.Now().After(deadline)
 	})
 	if list, _, _ := alice.client.Sessions(""); len(list) != 1 {
-		t.Fatalf("the list is still empty 10s after one refused sync (%d sync frames sent)", len(srv.frames("sync")))
+		t.Fatalf("the list is still empty 10s after one refused sync (%d sync frames sent)", len(srv.Frames("sync")))
 	}
 }
 
 // A read frame refused for a passing reason (internal) is sent again.
 func TestReadRefusedInternalIsRetried(t *testing.T) {
 	const dm = "d:alice:bob"
-	last := chatMsg(dm, 3, "bob")
-	srv := startScriptServer(t)
-	var once sync.Once
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	once := onlyOnce()
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		switch f := f.(type) {
 		case *protocol.Sync:
 			if f.SubBiz != "" {
 				return false
 			}
-			c.push(&protocol.Sessions{Ref: f.Ref, Cursor: 10, TotalUnread: 3, Sessions: []protocol.Session{{
-				Conv: dm, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
-				UnreadCount: 3, WriteSeq: 3, ActiveTS: 10, WriteTS: 10, LastMsg: &last,
-			}}})
+			c.Push(chatWithBob(f.Ref, chatMsg(dm, 3, "bob"), 3))
 			return true
 		case *protocol.Read:
-			refused := false
-			once.Do(func() {
-				refused = true
-				c.push(&protocol.ErrorFrame{Ref: f.Ref, Code: protocol.CodeInternal, Message: "storage failure; nothing was changed, try again"})
-			})
-			return refused
+			if once() {
+				c.Push(internalError(f.Ref))
+				return true
+			}
 		}
 		return false
-	}
+	}})
 	alice := newProfile(t, srv.URL, "alice", "").start()
 	alice.waitFor("the session", func() bool { _, ok := alice.session(dm); return ok })
 	alice.client.MarkRead(dm, 3)
 	alice.waitEvent("the refused read", func(e Event) bool { ev, ok := e.(ErrorEvent); return ok && ev.Op == "read" })
 	deadline := time.Now().Add(10 * time.Second)
 	alice.waitFor("the read sent again (or the deadline)", func() bool {
-		return len(srv.frames("read")) >= 2 || time.Now().After(deadline)
+		return len(srv.Frames("read")) >= 2 || time.Now().After(deadline)
 	})
-	if n := len(srv.frames("read")); n < 2 {
+	if n := len(srv.Frames("read")); n < 2 {
 		s, _ := alice.session(dm)
 		t.Fatalf("%d read frame(s) in 10s: the refused read was dropped (the local session shows %d unread)", n, s.UnreadCount)
 	}
@@ -90,32 +75,29 @@ func TestReadRefusedInternalIsRetried(t *testing.T) {
 // acknowledged and is sent again.
 func TestDeliveredRefusedInternalIsRetried(t *testing.T) {
 	const dm = "d:alice:bob"
-	srv := startScriptServer(t)
-	var once sync.Once
-	srv.onOpen = func(c *scriptConn) {
-		for seq := int64(1); seq <= 3; seq++ {
-			c.push(&protocol.MsgPush{Msg: chatMsg(dm, seq, "bob")})
-		}
-	}
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
-		d, ok := f.(*protocol.Delivered)
-		if !ok {
+	once := onlyOnce()
+	srv := fakeserver.Start(t, fakeserver.Options{
+		OnOpen: func(c *fakeserver.Conn) {
+			for seq := int64(1); seq <= 3; seq++ {
+				c.Push(&protocol.MsgPush{Msg: chatMsg(dm, seq, "bob")})
+			}
+		},
+		Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
+			d, ok := f.(*protocol.Delivered)
+			if ok && once() {
+				c.Push(internalError(d.Ref))
+				return true
+			}
 			return false
-		}
-		refused := false
-		once.Do(func() {
-			refused = true
-			c.push(&protocol.ErrorFrame{Ref: d.Ref, Code: protocol.CodeInternal, Message: "storage failure; nothing was changed, try again"})
-		})
-		return refused
-	}
+		},
+	})
 	alice := newProfile(t, srv.URL, "alice", "").start()
-	alice.waitFor("the first delivered frame", func() bool { return len(srv.frames("delivered")) >= 1 })
+	alice.waitFor("the first delivered frame", func() bool { return len(srv.Frames("delivered")) >= 1 })
 	deadline := time.Now().Add(10 * time.Second)
 	alice.waitFor("the delivered frame sent again (or the deadline)", func() bool {
-		return len(srv.frames("delivered")) >= 2 || time.Now().After(deadline)
+		return len(srv.Frames("delivered")) >= 2 || time.Now().After(deadline)
 	})
-	if n := len(srv.frames("delivered")); n < 2 {
+	if n := len(srv.Frames("delivered")); n < 2 {
 		t.Fatalf("%d delivered frame(s) in 10s: the refused acknowledgement was never repeated", n)
 	}
 }

@@ -2,34 +2,25 @@ package client
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/imcore/im/internal/fakeserver"
+	"github.com/imcore/im/protocol"
 )
 
 // Run returns promptly when its context ends while it waits for the
 // welcome of a server slow to answer the hello.
 func TestRunEndsPromptlyDuringHello(t *testing.T) {
 	helloRead := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.Close()
-		ws.ReadMessage() // the hello, never answered
+	srv := fakeserver.Start(t, fakeserver.Options{OnHello: func(*fakeserver.Conn, *protocol.Hello) bool {
 		select {
 		case helloRead <- struct{}{}:
 		default:
 		}
-		ws.ReadMessage() // until the client goes
-	}))
-	t.Cleanup(srv.Close)
-	p := newProfile(t, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", "alice", "")
+		return false // never answered
+	}})
+	p := newProfile(t, srv.URL, "alice", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.client.Run(ctx) }()

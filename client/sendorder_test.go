@@ -2,10 +2,10 @@ package client
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/imcore/im/internal/fakeserver"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/servertest"
 )
@@ -38,10 +38,7 @@ func TestRefusedRetryKeepsPossiblyStoredMessage(t *testing.T) {
 	bob.RequestOK(&protocol.GroupOp{Conv: g.Conv, Op: "remove", Users: []string{"alice"}})
 
 	alice.net.refuse.Store(false)
-	alice.waitFor("the outbox to empty", func() bool {
-		box, err := alice.store.Outbox()
-		return err == nil && len(box) == 0
-	})
+	alice.waitOutboxEmpty()
 	for _, m := range alice.messages(g.Conv) {
 		if m.MsgID == sent.MsgID {
 			return
@@ -55,20 +52,15 @@ func TestRefusedRetryKeepsPossiblyStoredMessage(t *testing.T) {
 // waits until the refused one is stored.
 func TestRateLimitedSendKeepsOutboxOrder(t *testing.T) {
 	const dm = "d:alice:bob"
-	srv := startScriptServer(t)
-	var once sync.Once
-	srv.handle = func(c *scriptConn, f protocol.Frame) bool {
+	once := onlyOnce()
+	srv := fakeserver.Start(t, fakeserver.Options{Handle: func(c *fakeserver.Conn, f protocol.Frame) bool {
 		s, ok := f.(*protocol.Send)
-		if !ok {
-			return false
+		if ok && once() {
+			c.Push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeRateLimited, Message: "too many frames; slow down"})
+			return true
 		}
-		refused := false
-		once.Do(func() {
-			refused = true
-			c.push(&protocol.ErrorFrame{Ref: s.Ref, Code: protocol.CodeRateLimited, Message: "too many frames; slow down"})
-		})
-		return refused
-	}
+		return false
+	}})
 	alice := newProfile(t, srv.URL, "alice", "")
 	first, err := alice.client.Send(dm, "are you coming?")
 	if err != nil {
@@ -79,10 +71,7 @@ func TestRateLimitedSendKeepsOutboxOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice.start()
-	alice.waitFor("the outbox to empty", func() bool {
-		box, err := alice.store.Outbox()
-		return err == nil && len(box) == 0
-	})
+	alice.waitOutboxEmpty()
 	msgs := alice.messages(dm)
 	if len(msgs) != 2 || msgs[0].MsgID != first.MsgID || msgs[1].MsgID != second.MsgID {
 		var got []string

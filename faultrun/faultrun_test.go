@@ -5,10 +5,10 @@ import (
 	"flag"
 	"math/rand/v2"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/imcore/im/internal/testbin"
 	"github.com/imcore/im/internal/testengines"
 )
 
@@ -38,34 +38,10 @@ func flagGiven(name string) bool {
 	return given
 }
 
-// The imserver binary the tests build once, and its directory.
-var (
-	binDir   string
-	binOnce  sync.Once
-	binPath  string
-	binError error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testbin.Remove()
 	os.Exit(code)
-}
-
-// serverBinary builds imserver once per test binary.
-func serverBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binError = os.MkdirTemp("", "faultrun-bin"); binError == nil {
-			binPath, binError = BuildServer(context.Background(), ".", binDir)
-		}
-	})
-	if binError != nil {
-		t.Fatal(binError)
-	}
-	return binPath
 }
 
 // TestFaultRun is the fault run (see the package documentation): the
@@ -79,7 +55,7 @@ func TestFaultRun(t *testing.T) {
 	}
 	t.Logf("seed %d", seed)
 	report, err := Run(context.Background(), Config{
-		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: seed,
+		ServerBinary: testbin.Path(t, "imserver"), Dir: t.TempDir(), Seed: seed,
 		Users: *flagUsers, TwoDeviceUsers: *flagTwo,
 		Kills: *flagKills, Cuts: *flagCuts, MaxChaos: *flagDuration,
 		Logf: t.Logf, LogDir: *flagLogs,
@@ -113,7 +89,7 @@ func TestFaultRunCluster(t *testing.T) {
 		cuts = *flagCuts
 	}
 	report, err := Run(context.Background(), Config{
-		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: seed,
+		ServerBinary: testbin.Path(t, "imserver"), Dir: t.TempDir(), Seed: seed,
 		Users: *flagUsers, TwoDeviceUsers: *flagTwo,
 		Kills: kills, Cuts: cuts, MaxChaos: *flagDuration,
 		Cluster: &ClusterConfig{
@@ -127,7 +103,7 @@ func TestFaultRunCluster(t *testing.T) {
 	}
 	checkReport(t, report)
 	d := report.Dynamo
-	if report.Flushes == 0 || report.Outages == 0 || d.Cut+d.Refused+d.Delayed == 0 {
+	if report.Flushes == 0 || report.Outages == 0 || d.ResetLive+d.Refused+d.Delayed == 0 {
 		t.Errorf("the cluster's chaos did not happen: %d flushes, %d outages, DynamoDB proxy %+v", report.Flushes, report.Outages, d)
 	}
 	if *flagJoins > 0 && (report.Joins == 0 || report.Leaves == 0) {
@@ -170,7 +146,7 @@ func TestFaultRunCatchesAServerThatLosesItsData(t *testing.T) {
 		t.Skip("a fault run")
 	}
 	report, err := Run(context.Background(), Config{
-		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: 1,
+		ServerBinary: testbin.Path(t, "imserver"), Dir: t.TempDir(), Seed: 1,
 		Users: 2, TwoDeviceUsers: 1, Kills: 2, Cuts: 1, Converge: 5 * time.Second,
 		MinKillGap: time.Second, MaxKillGap: time.Second,
 		wipeAtKill: 1,
@@ -190,7 +166,7 @@ func TestFaultRunClusterCatchesLostData(t *testing.T) {
 	}
 	endpoint := testengines.DynamoDB(t)
 	report, err := Run(context.Background(), Config{
-		ServerBinary: serverBinary(t), Dir: t.TempDir(), Seed: 1,
+		ServerBinary: testbin.Path(t, "imserver"), Dir: t.TempDir(), Seed: 1,
 		Users: 2, TwoDeviceUsers: 1, Kills: 2, Cuts: 1, Converge: 5 * time.Second,
 		MinKillGap: time.Second, MaxKillGap: time.Second,
 		Cluster:    &ClusterConfig{DynamoDB: endpoint, TablePrefix: testengines.Prefix(t)},

@@ -33,8 +33,8 @@ type Report struct {
 	Dynamo tcpproxy.Stats
 	// EngineRestarts counts the restarts of a device's engine.
 	EngineRestarts int
-	// Proxy is what the proxy did.
-	Proxy ProxyStats
+	// Proxy is what the proxy in front of the servers did.
+	Proxy tcpproxy.Stats
 	// TargetsMet says whether the kills and cuts reached their targets
 	// before MaxChaos.
 	TargetsMet bool
@@ -60,7 +60,7 @@ type Report struct {
 }
 
 // count fills the report's counts from the world.
-func (r *Report) count(w *World, proxy ProxyStats) {
+func (r *Report) count(w *World, proxy tcpproxy.Stats) {
 	r.Proxy = proxy
 	r.Devices = len(w.Devices)
 	r.Conversations = len(w.Members)
@@ -95,7 +95,7 @@ func (r *Report) Summary() string {
 	if c := r.Config.Cluster; c != nil {
 		d := r.Dynamo
 		fmt.Fprintf(&b, "a cluster of %d nodes on DynamoDB and Redis, one node killed at a time: %d FLUSHALLs of Redis (target %d), %d DynamoDB outages (target %d; %d refusing, %d delaying; %v in all) in which the DynamoDB proxy reset %d live and %d new connections and held back %d chunks, the last flush and outage after the last kill; %d nodes joined and %d left with SIGTERM, handing their shards over (target %d each; %d ran out of the shutdown grace), never while a node was down; ",
-			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.Cut, d.Refused, d.Delayed, r.Joins, r.Leaves, c.Joins, r.LateLeaves)
+			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.ResetLive, d.Refused, d.Delayed, r.Joins, r.Leaves, c.Joins, r.LateLeaves)
 		if r.PushRound > 0 {
 			fmt.Fprintf(&b, "after the convergence a push round of %d messages, one per device, with no chaos; ", r.PushRound)
 		} else {
@@ -103,7 +103,7 @@ func (r *Report) Summary() string {
 		}
 	}
 	fmt.Fprintf(&b, "%d restarts of a client engine on its store; ", r.EngineRestarts)
-	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while no server was up), %d welcomed; %d server messages read by the proxy never reached their client whole. ", p.Conns, p.Refused, r.Welcomes, p.Withheld)
+	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while no server was up), %d welcomed; %d server messages read by the proxy never reached their client whole. ", p.Conns, p.Unreachable, r.Welcomes, p.Withheld)
 	fmt.Fprintf(&b, "%d devices of %d users in %d conversations sent %d messages; %d acknowledged by their engines, %d sent answers seen on the wire (%d distinct); history holds %d messages (system ones included), local stores %d. ",
 		r.Devices, r.Config.Users, r.Conversations, r.Queued, r.Acked, r.WireFrames, r.WireAcked, r.History, r.Held)
 	fmt.Fprintf(&b, "Chaos %v, convergence %v, total %v. ", r.Chaos.Round(100*time.Millisecond), r.Converge.Round(100*time.Millisecond), r.Total.Round(100*time.Millisecond))

@@ -9,12 +9,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/imcore/im/internal/tcpproxy"
 )
+
+// DefaultCutPolicy cuts one connection in twenty during the upgrade and
+// most of the others after up to 64 KiB in one direction, and none lives
+// longer than a second.
+var DefaultCutPolicy = tcpproxy.CutPolicy{HandshakeCut: 0.05, BudgetCut: 0.75, MaxBytes: 64 << 10, MaxLife: time.Second}
 
 // Config sets up one fault run. Zero fields take the defaults of the
 // short form.
 type Config struct {
-	// ServerBinary is the imserver binary (see BuildServer). Required.
+	// ServerBinary is the imserver binary. Required.
 	ServerBinary string
 	// Dir holds the server's data directory and every profile. Required.
 	Dir string
@@ -47,8 +54,8 @@ type Config struct {
 	// before it stops sending new ones.
 	ActEvery   time.Duration
 	MaxPending int
-	// Policy is how the proxy cuts connections.
-	Policy CutPolicy
+	// Policy is how the proxy cuts connections (zero: DefaultCutPolicy).
+	Policy tcpproxy.CutPolicy
 
 	// Cluster, when set, makes the run the scaled-out one (see
 	// ClusterConfig): several nodes behind the proxy, and Redis flushes
@@ -92,7 +99,7 @@ func (c *Config) defaults() error {
 	setDefault(&c.MaxRestartGap, 4*time.Second)
 	setDefault(&c.ActEvery, 100*time.Millisecond)
 	setDefault(&c.MaxPending, 20)
-	if c.Policy == (CutPolicy{}) {
+	if c.Policy == (tcpproxy.CutPolicy{}) {
 		c.Policy = DefaultCutPolicy
 	}
 	c.MaxKillGap = max(c.MaxKillGap, c.MinKillGap)
@@ -186,7 +193,7 @@ type run struct {
 	rng     *rand.Rand
 	nodeSet nodeSet  // the server, or the cluster's nodes
 	cluster *cluster // nil: a single embedded server
-	proxy   *Proxy
+	proxy   *tcpproxy.Proxy
 	devices []*Device
 	users   []string
 	members map[string][]string // conv → members, sorted

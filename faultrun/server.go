@@ -2,14 +2,12 @@ package faultrun
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -33,34 +31,6 @@ func serverArgs(addr, dataDir string) []string {
 
 // startTimeout bounds the wait for a started server to listen.
 const startTimeout = 30 * time.Second
-
-// BuildServer builds the imserver binary of the module that holds dir (a
-// directory inside it) into outDir and returns its path.
-func BuildServer(ctx context.Context, dir, outDir string) (string, error) {
-	bin := filepath.Join(outDir, "imserver")
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "github.com/imcore/im/cmd/imserver")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build imserver: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
-// goTool returns the go command of the running toolchain, or the one on
-// PATH.
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
 
 // FreeLoopbackAddr returns a loopback address with a port that was free a
 // moment ago, for a server that must come back on the same address.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/imcore/im/client"
+	"github.com/imcore/im/internal/tcpproxy"
 	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/protocol"
 )
@@ -30,7 +31,8 @@ func (r *run) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.proxy, err = NewBalancingProxy(r.upAddrs, r.cfg.Policy, r.cfg.Seed, r.led.TapServerMessage); err != nil {
+	r.proxy, err = tcpproxy.Start(tcpproxy.Config{Targets: r.upAddrs, Cuts: r.cfg.Policy, Seed: r.cfg.Seed, Tap: r.led.TapServerMessage})
+	if err != nil {
 		return err
 	}
 	url := "ws://" + r.proxy.Addr() + "/ws"

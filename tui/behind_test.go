@@ -8,7 +8,6 @@ import (
 
 	"github.com/imcore/im/client"
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/tui/tuitest"
 )
 
 // Messages the device set aside when the server came back behind it
@@ -31,7 +30,7 @@ func TestMessagesSetAsideShowSent(t *testing.T) {
 // device reads in a 78-column status bar, and its key shows it whole:
 // how many conversations, and that the device keeps what it holds.
 func TestServerBehindWarningReadsInTheStatusBar(t *testing.T) {
-	f := tuitest.NewFake("alice", "dev-081d355fd788d23cf3dce226", "ws://127.0.0.1:7070/ws")
+	f := statusFake()
 	h := newHarness(t, f, 78, 24)
 	h.event(client.ConnChanged{Conn: client.Conn{State: client.Online}})
 	warning := fmt.Errorf("%w in 2 conversations (d:alice:bob, d:alice:carol): it holds less than this device (it lost messages?); the device keeps what it holds", client.ErrServerBehind)
@@ -40,12 +39,6 @@ func TestServerBehindWarningReadsInTheStatusBar(t *testing.T) {
 	if !strings.Contains(bar, "history is behind this device's in 2") || !strings.Contains(bar, "ctrl+x") {
 		t.Fatalf("the status bar reads %q, want the warning's start and the key that shows it", bar)
 	}
-	h.press("ctrl+x")
-	whole := boxText(h.screen())
-	for _, want := range []string{"conversations (d:alice:bob, d:alice:carol)", "the device keeps what it holds"} {
-		if !strings.Contains(whole, want) {
-			t.Fatalf("ctrl+x does not show %q:\n%s", want, h.screen())
-		}
-	}
+	h.showsWhole("conversations (d:alice:bob, d:alice:carol)", "the device keeps what it holds")
 	h.checkGeometry()
 }

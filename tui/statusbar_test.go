@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/imcore/im/client"
-	"github.com/imcore/im/tui/tuitest"
 )
 
 // dialRefused is the error a client reports when nothing listens: the
@@ -24,7 +23,7 @@ var dialRefused = fmt.Errorf("dial ws://127.0.0.1:7070/ws: %w",
 // that retries now and "? help"; the device id is shortened, the server
 // gives way.
 func TestStatusBarAt80Columns(t *testing.T) {
-	f := tuitest.NewFake("alice", "dev-081d355fd788d23cf3dce226", "ws://127.0.0.1:7070/ws")
+	f := statusFake()
 	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(12 * time.Second), Err: dialRefused})
 	h := newHarness(t, f, 80, 24)
 	h.checkGeometry()

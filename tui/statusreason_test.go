@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/imcore/im/client"
-	"github.com/imcore/im/tui/tuitest"
 )
 
 // A reason too long for a narrow status bar is not lost: the bar says
 // which key shows it, and that key shows it whole, wrapped; an error
 // notice too, after it has left the bar.
 func TestCutReasonIsShownWholeOnAKey(t *testing.T) {
-	f := tuitest.NewFake("alice", "dev-081d355fd788d23cf3dce226", "ws://127.0.0.1:7070/ws")
+	f := statusFake()
 	reason := errors.New("websocket: close 1001 (going away): the node is shutting down for maintenance")
 	f.SetConn(client.Conn{State: client.Offline, RetryAt: testNow.Add(12 * time.Second), Err: reason})
 	h := newHarness(t, f, 78, 24)
@@ -22,13 +21,7 @@ func TestCutReasonIsShownWholeOnAKey(t *testing.T) {
 	if !strings.Contains(bar, "ctrl+x") {
 		t.Fatalf("the cut reason does not say which key shows it: %q", bar)
 	}
-	h.press("ctrl+x")
-	whole := boxText(h.screen())
-	for _, want := range []string{"going away", "shutting down for maintenance"} {
-		if !strings.Contains(whole, want) {
-			t.Fatalf("ctrl+x does not show %q:\n%s", want, h.screen())
-		}
-	}
+	h.showsWhole("going away", "shutting down for maintenance")
 	h.checkGeometry()
 	h.press("esc")
 	h.lacks("shutting down for maintenance")
@@ -41,11 +34,7 @@ func TestCutReasonIsShownWholeOnAKey(t *testing.T) {
 		t.Fatalf("the cut notice does not say which key shows it: %q", bar)
 	}
 	h.fireTimers()
-	h.press("ctrl+x")
-	whole = boxText(h.screen())
-	if !strings.Contains(whole, "cannot write in it") {
-		t.Fatalf("ctrl+x does not show the last error whole:\n%s", h.screen())
-	}
+	h.showsWhole("cannot write in it")
 	h.checkGeometry()
 }
 
@@ -53,4 +42,17 @@ func TestCutReasonIsShownWholeOnAKey(t *testing.T) {
 // text wrapped in a dialog reads as one line.
 func boxText(screen string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(screen, "│", " ")), " ")
+}
+
+// showsWhole presses ctrl+x and fails unless the box it opens shows each
+// of wants (across the box's line breaks).
+func (hs *harness) showsWhole(wants ...string) {
+	hs.t.Helper()
+	hs.press("ctrl+x")
+	whole := boxText(hs.screen())
+	for _, want := range wants {
+		if !strings.Contains(whole, want) {
+			hs.t.Fatalf("ctrl+x does not show %q:\n%s", want, hs.screen())
+		}
+	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,70 +17,23 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 	dir := t.TempDir()
 	p := startServer(t, "-data", dir)
 	convs := []string{"d:alice:bob", "d:alice:carol", "d:bob:carol"}
-	var (
-		mu     sync.Mutex
-		acks   []acked
-		before []acked // acknowledged before the backup began
-		wg     sync.WaitGroup
-		stop   = make(chan struct{})
-	)
-	for i := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conv := convs[i%len(convs)]
-			c, _ := protocol.ParseConv(conv)
-			user := c.A
-			if i%2 == 1 {
-				user = c.B
-			}
-			cl := dialHello(t, p.addr, user, fmt.Sprintf("dev%d", i))
-			defer cl.ws.Close()
-			for j := 0; ; j++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := fmt.Sprintf("s%d-%d", i, j)
-				f, err := cl.request(&protocol.Send{Ref: protocol.Ref{ID: id}, Conv: conv, MsgID: id, Body: "load " + id, ClientTS: 1}, id)
-				if err != nil {
-					t.Errorf("send under load: %v", err)
-					return
-				}
-				s := f.(*protocol.Sent)
-				mu.Lock()
-				acks = append(acks, acked{conv, id, s.Seq, s.ServerTS})
-				mu.Unlock()
-			}
-		}()
-	}
+	l := startLoad(t, p.addr, convs, 6, func(err error) { t.Errorf("send under load: %v", err) })
 	// Let the load run, then back up in its middle.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mu.Lock()
-		n := len(acks)
-		mu.Unlock()
-		if n >= 300 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d sends in 30 s", n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !l.await(300, 30*time.Second) {
+		t.Fatalf("only %d sends in 30 s", len(l.acknowledged()))
 	}
 	backup := filepath.Join(t.TempDir(), "im-backup.db")
-	mu.Lock()
-	before = append([]acked(nil), acks...)
-	mu.Unlock()
+	before := l.acknowledged() // acknowledged before the backup began
 	out, errOut, code := runCommand(t, nil, "backup", "-data", dir, backup)
 	if code != 0 {
 		t.Fatalf("backup: %s", errOut)
 	}
-	time.Sleep(200 * time.Millisecond) // more load after the backup
-	close(stop)
-	wg.Wait()
-	t.Logf("%s; %d sends acknowledged before it began, %d in all", strings.TrimSpace(out), len(before), len(acks))
+	// More load after the backup.
+	if n := len(l.acknowledged()) + 50; !l.await(n, 30*time.Second) {
+		t.Fatalf("only %d of %d sends in 30 s after the backup", len(l.acknowledged()), n)
+	}
+	l.end()
+	t.Logf("%s; %d sends acknowledged before it began, %d in all", strings.TrimSpace(out), len(before), len(l.acknowledged()))
 	if err := p.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

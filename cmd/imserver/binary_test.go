@@ -5,41 +5,20 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/imcore/im/internal/testbin"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// imserverBinary builds the real binary once per test run.
-func imserverBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "imserver-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "imserver")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			t.Logf("go build: %s", out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build imserver: %v", buildErr)
-	}
-	return binPath
+// TestMain removes the imserver binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Remove()
+	os.Exit(code)
 }
 
 // process is a running imserver.
@@ -55,14 +34,14 @@ var listeningLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
 // startServer runs imserver with args and waits until it listens.
 func startServer(t *testing.T, args ...string) *process {
 	t.Helper()
-	return startServerCmd(t, exec.Command(imserverBinary(t), append([]string{"serve", "-listen", "127.0.0.1:0"}, args...)...))
+	return startServerCmd(t, exec.Command(testbin.Path(t, "imserver"), append([]string{"serve", "-listen", "127.0.0.1:0"}, args...)...))
 }
 
 // startServerUnder runs imserver through a shell that first runs setup
 // (e.g. "ulimit -n 300"), then waits until it listens.
 func startServerUnder(t *testing.T, setup string, args ...string) *process {
 	t.Helper()
-	argv := append([]string{"-c", setup + ` && exec "$0" "$@"`, imserverBinary(t), "serve", "-listen", "127.0.0.1:0"}, args...)
+	argv := append([]string{"-c", setup + ` && exec "$0" "$@"`, testbin.Path(t, "imserver"), "serve", "-listen", "127.0.0.1:0"}, args...)
 	return startServerCmd(t, exec.Command("bash", argv...))
 }
 
@@ -78,16 +57,24 @@ func startServerCmd(t *testing.T, cmd *exec.Cmd) *process {
 	}
 	p := &process{cmd: cmd, logs: &logBuffer{}, done: make(chan error, 1)}
 	addr := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			p.logs.add(sc.Text())
 			if m := listeningLine.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
+				select {
+				case addr <- m[1]:
+				default: // the first one counts
+				}
 			}
 		}
 	}()
-	go func() { p.done <- cmd.Wait() }()
+	go func() {
+		<-scanned // Wait closes the pipe: read it all first, the last lines too
+		p.done <- cmd.Wait()
+	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		<-p.done
@@ -140,7 +127,7 @@ func (b *logBuffer) String() string {
 // runCommand runs imserver to completion and returns its output and exit code.
 func runCommand(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	bin := imserverBinary(t) // built before the clock starts: a cold build can take a while
+	bin := testbin.Path(t, "imserver") // built before the clock starts: a cold build can take a while
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)

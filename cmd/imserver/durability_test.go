@@ -55,9 +55,115 @@ func (c *wsClient) request(f protocol.Frame, id string) (protocol.Frame, error) 
 	}
 }
 
+// acked is a message of a load the server acknowledged.
 type acked struct {
 	conv, msgID string
 	seq, ts     int64
+}
+
+// dialLoadSender connects sender i of a load over convs: it writes in
+// convs[i%len(convs)], as one member or the other by i, from a device of
+// its own.
+func dialLoadSender(t *testing.T, addr string, convs []string, i int) (cl *wsClient, conv string) {
+	t.Helper()
+	conv = convs[i%len(convs)]
+	c, _ := protocol.ParseConv(conv)
+	user := c.A
+	if i%2 == 1 {
+		user = c.B
+	}
+	return dialHello(t, addr, user, fmt.Sprintf("dev%d", i)), conv
+}
+
+// load is senders writing messages over a few conversations, each on a
+// connection of its own, and what the server acknowledged to them.
+type load struct {
+	mu    sync.Mutex
+	acks  []acked
+	added chan struct{} // a token after an acknowledgement
+	stop  chan struct{}
+	once  sync.Once // closes stop
+	wg    sync.WaitGroup
+}
+
+// startLoad starts senders over convs on the server at addr (see
+// dialLoadSender); each sends until end (at the latest when the test
+// ends), or until a send fails, which it hands to failed.
+func startLoad(t *testing.T, addr string, convs []string, senders int, failed func(error)) *load {
+	l := &load{added: make(chan struct{}, 1), stop: make(chan struct{})}
+	t.Cleanup(l.end)
+	for i := range senders {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			cl, conv := dialLoadSender(t, addr, convs, i)
+			defer cl.ws.Close()
+			for j := 0; ; j++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				a, err := cl.sendLoad(conv, fmt.Sprintf("s%d-%d", i, j))
+				if err != nil {
+					failed(err)
+					return
+				}
+				l.mu.Lock()
+				l.acks = append(l.acks, a)
+				l.mu.Unlock()
+				select {
+				case l.added <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	return l
+}
+
+// acknowledged returns what the server acknowledged so far, in order.
+func (l *load) acknowledged() []acked {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]acked(nil), l.acks...)
+}
+
+// await waits until n messages are acknowledged in all; it reports false
+// when within passes first.
+func (l *load) await(n int, within time.Duration) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		got := len(l.acks)
+		l.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-l.added:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// end stops the senders and waits for them.
+func (l *load) end() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
+
+// sendLoad sends message id of a load in conv and returns its
+// acknowledgement.
+func (c *wsClient) sendLoad(conv, id string) (acked, error) {
+	f, err := c.request(&protocol.Send{Ref: protocol.Ref{ID: id}, Conv: conv, MsgID: id, Body: "load " + id, ClientTS: 1}, id)
+	if err != nil {
+		return acked{}, err
+	}
+	s := f.(*protocol.Sent)
+	return acked{conv, id, s.Seq, s.ServerTS}, nil
 }
 
 // Acceptance: a server killed with SIGKILL mid-load and restarted on the
@@ -68,48 +174,13 @@ func TestSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 	p := startServer(t, "-data", dataDir)
 	const senders, killAfter = 8, 400
 	convs := []string{"d:alice:bob", "d:alice:carol", "d:bob:carol"}
-	var (
-		mu     sync.Mutex
-		acks   []acked
-		wg     sync.WaitGroup
-		enough = make(chan struct{})
-		once   sync.Once
-	)
-	for i := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conv := convs[i%len(convs)]
-			c, _ := protocol.ParseConv(conv)
-			user := c.A
-			if i%2 == 1 {
-				user = c.B
-			}
-			cl := dialHello(t, p.addr, user, fmt.Sprintf("dev%d", i))
-			defer cl.ws.Close()
-			for j := 0; ; j++ {
-				id := fmt.Sprintf("s%d-%d", i, j)
-				f, err := cl.request(&protocol.Send{Ref: protocol.Ref{ID: id}, Conv: conv, MsgID: id, Body: "load " + id, ClientTS: 1}, id)
-				if err != nil {
-					return // the server died mid-request: not acknowledged
-				}
-				s := f.(*protocol.Sent)
-				mu.Lock()
-				acks = append(acks, acked{conv, id, s.Seq, s.ServerTS})
-				if len(acks) >= killAfter {
-					once.Do(func() { close(enough) })
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	select {
-	case <-enough:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("only %d sends acknowledged in 60s\n%s", len(acks), p.logs)
+	l := startLoad(t, p.addr, convs, senders, func(error) {}) // a send the kill cut short is not acknowledged
+	if !l.await(killAfter, 60*time.Second) {
+		t.Fatalf("only %d sends acknowledged in 60s\n%s", len(l.acknowledged()), p.logs)
 	}
 	p.stop(t, syscall.SIGKILL) // while the senders are still sending
-	wg.Wait()
+	l.end()
+	acks := l.acknowledged()
 	t.Logf("%d sends acknowledged before SIGKILL", len(acks))
 
 	p2 := startServer(t, "-data", dataDir)

@@ -7,8 +7,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/imcore/im/client"
-	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/tui"
 )
 
@@ -19,19 +17,10 @@ func TestStatusBarNamesTheProfile(t *testing.T) {
 	t.Parallel()
 	url := deadURL(t)
 	for _, profile := range []string{"phone", "tablet", "default"} {
-		st, err := localstore.Open(filepath.Join(t.TempDir(), "im.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		c, err := client.New(client.Config{URL: url, User: "bob", Store: st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := newEngine(t, filepath.Join(t.TempDir(), "im.db"), url, "bob")
 		want := "bob@" + profile
 		if profile == "default" {
-			want = "bob@" + st.DeviceID()
+			want = "bob@" + c.Device()
 		}
 		d := startDriver(tui.New(backend{Client: c, server: url, profile: profile}, tui.Options{}))
 		d.send(tea.WindowSizeMsg{Width: paintWidth, Height: paintHeight})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -294,33 +293,7 @@ func (p *firstPaint) close() {
 // there (the last chat is one key away).
 func TestFirstPaintOfflineShowsStoredList(t *testing.T) {
 	t.Parallel()
-	path := storedProfile(t)
-	url := deadURL(t)
-
-	st, err := localstore.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	c, err := client.New(client.Config{URL: url, User: "alice", Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As imtui does: the engine runs beside the UI, here against the dead
-	// port, so connection events come in while the list loads.
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-runDone; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		c.Close()
-	}()
-
-	d := startDriver(tui.New(backend{Client: c, server: url}, tui.Options{}))
-	d.send(tea.WindowSizeMsg{Width: paintWidth, Height: paintHeight})
+	d := startOfflineUI(t)
 	if v := ansi.Strip(d.m.View().Content); !strings.Contains(v, "Loading…") {
 		t.Fatalf("before the list is read, the screen should say it is loading:\n%s", v)
 	}

@@ -31,34 +31,58 @@ type engine struct {
 	c *client.Client
 }
 
-// runEngine runs a client of user on url with a fresh profile until the
-// test ends.
-func runEngine(t *testing.T, url, user string) *client.Client {
+// newEngine opens the profile database at path and a client of user on
+// url over it, not running; both are closed when the test ends.
+func newEngine(t testing.TB, path, url, user string, options ...func(*client.Config)) *client.Client {
 	t.Helper()
-	st, err := localstore.Open(filepath.Join(t.TempDir(), user+".db"))
+	st, err := localstore.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(client.Config{URL: url, User: user, Store: st,
-		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	cfg := client.Config{URL: url, User: user, Store: st}
+	for _, o := range options {
+		o(&cfg)
+	}
+	c, err := client.New(cfg)
 	if err != nil {
+		st.Close()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		<-done
 		c.Close()
 		st.Close()
 	})
 	return c
 }
 
+// runEngine runs c, as imtui runs its engine beside the UI, until the
+// test ends; Run must then return nil.
+func runEngine(t testing.TB, c *client.Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// freshEngine runs a client of user on url with a fresh profile, quick
+// to reconnect, until the test ends.
+func freshEngine(t *testing.T, url, user string) *client.Client {
+	t.Helper()
+	c := newEngine(t, filepath.Join(t.TempDir(), user+".db"), url, user, func(c *client.Config) {
+		c.MinBackoff, c.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
+	})
+	runEngine(t, c)
+	return c
+}
+
 // startEngine runs a client of user whose events the test reads.
 func startEngine(t *testing.T, url, user string) *engine {
-	return &engine{t: t, c: runEngine(t, url, user)}
+	return &engine{t: t, c: freshEngine(t, url, user)}
 }
 
 // until reads events until cond holds (it is checked first, then after
@@ -131,7 +155,7 @@ func (e *engine) send(conv, body string) {
 // (the list beside the chat), and waits until the list shows title.
 func startUI(t *testing.T, url, user, title string) *driver {
 	t.Helper()
-	c := runEngine(t, url, user)
+	c := freshEngine(t, url, user)
 	d := startDriver(tui.New(backend{Client: c, server: url}, tui.Options{}))
 	d.send(tea.WindowSizeMsg{Width: paintWidth, Height: paintHeight})
 	d.waitView(t, "the list with "+title, func(v string) bool { return strings.Contains(v, title) })

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +8,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/imcore/im/client"
-	"github.com/imcore/im/localstore"
 	"github.com/imcore/im/tui"
 )
 
@@ -19,28 +16,7 @@ import (
 // once, and the notice says the server has yet to hear of it.
 func TestOfflinePinShowsAtOnce(t *testing.T) {
 	t.Parallel()
-	path := storedProfile(t)
-	url := deadURL(t)
-	st, err := localstore.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	c, err := client.New(client.Config{URL: url, User: "alice", Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-runDone
-		c.Close()
-	}()
-
-	d := startDriver(tui.New(backend{Client: c, server: url}, tui.Options{}))
-	d.send(tea.WindowSizeMsg{Width: paintWidth, Height: paintHeight})
+	d := startOfflineUI(t)
 	if _, _, err := d.until(10*time.Second, func(v string) bool {
 		return strings.Contains(v, fixtureTitle(1)) && strings.Contains(ansi.Strip(v), "○ offline")
 	}); err != nil {
@@ -64,4 +40,18 @@ func TestOfflinePinShowsAtOnce(t *testing.T) {
 		}
 		t.Fatalf("the pin does not show offline: %v\n%s", err, last)
 	}
+}
+
+// startOfflineUI runs imtui's model on the real engine over a copy of the
+// stored profile, in a window of the paint size. The engine runs beside
+// it, as imtui runs it, against a port nobody listens on: connection
+// events come in while the list loads.
+func startOfflineUI(t *testing.T) *driver {
+	t.Helper()
+	url := deadURL(t)
+	c := newEngine(t, storedProfile(t), url, "alice")
+	runEngine(t, c)
+	d := startDriver(tui.New(backend{Client: c, server: url}, tui.Options{}))
+	d.send(tea.WindowSizeMsg{Width: paintWidth, Height: paintHeight})
+	return d
 }

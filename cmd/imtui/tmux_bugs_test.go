@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/charmbracelet/x/ansi"
 )
 
 // Screens users found wrong, each reproduced with the real binaries the
@@ -23,6 +21,19 @@ func (r *rig) newChat(p pane, peer string) {
 	r.tm.waitFor(p, "the chat with "+peer+" open", false, func(s string) bool {
 		return !strings.Contains(s, "New chat") && strings.Contains(s, "direct chat") && strings.Contains(s, "Type a message")
 	})
+}
+
+// queueGroup asks, from the list of p while offline, for a group named
+// title with member, and waits until the list shows it being created.
+func (r *rig) queueGroup(p pane, title, member string) {
+	r.t.Helper()
+	r.tm.keys(p, "N")
+	r.tm.waitFor(p, "the new group dialog", false, containsAll("New group", "Members"))
+	r.tm.text(p, title)
+	r.tm.keys(p, "Enter")
+	r.tm.text(p, member)
+	r.tm.keys(p, "Enter")
+	r.tm.waitFor(p, "the group being created", false, containsAll("creating group "+title))
 }
 
 // send types text into the open chat of p, sends it and waits for its
@@ -48,13 +59,7 @@ func TestTmuxGroupCreatedOfflineKeepsFocusAndDraft(t *testing.T) {
 
 	r.stopServer()
 	r.tm.waitFor(alice, "alice offline", false, containsAll("○ offline"))
-	r.tm.keys(alice, "N")
-	r.tm.waitFor(alice, "the new group dialog", false, containsAll("New group", "Members"))
-	r.tm.text(alice, "queued group")
-	r.tm.keys(alice, "Enter")
-	r.tm.text(alice, "bob")
-	r.tm.keys(alice, "Enter")
-	r.tm.waitFor(alice, "the group being created", false, containsAll("creating group queued group"))
+	r.queueGroup(alice, "queued group", "bob")
 	// Meanwhile, bob's chat: the only row of the list.
 	r.tm.keys(alice, "Enter")
 	r.tm.text(alice, "half typed draft")
@@ -86,17 +91,7 @@ func TestTmuxTicksAfterAZWJEmoji(t *testing.T) {
 	r.tm.keys(bob, "Enter")
 	r.tm.waitFor(bob, "the message in bob's open chat", false, containsAll("direct chat", "zwj"))
 
-	readSGR := sgrForms(tickReadColour)
-	bubble := regexp.MustCompile(`zwj .* x +\d\d:\d\d`)
-	r.tm.waitFor(alice, "two read ticks after the emoji", true, func(s string) bool {
-		for _, line := range strings.Split(s, "\n") {
-			if bubble.MatchString(ansi.Strip(line)) {
-				glyphs, fg, _ := ticksAfter(line, "x ")
-				return glyphs == "✓✓" && readSGR[fg]
-			}
-		}
-		return false
-	})
+	r.tm.waitFor(alice, "two read ticks after the emoji", true, readTicks(regexp.MustCompile(`zwj .* x +\d\d:\d\d`), "x "))
 }
 
 // TestTmuxLongPasteIsRefusedWhole: a body over the limit is refused whole,

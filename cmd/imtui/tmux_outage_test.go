@@ -57,12 +57,17 @@ func countIn(s, text string) int {
 // readTicksOn returns a screen condition: the user's bubble of text shows
 // two ticks in the read colour.
 func readTicksOn(text string) func(string) bool {
+	return readTicks(regexp.MustCompile(regexp.QuoteMeta(text)+` +\d\d:\d\d`), text)
+}
+
+// readTicks returns a screen condition: the first line whose text matches
+// bubble shows, after the text after, two ticks in the read colour.
+func readTicks(bubble *regexp.Regexp, after string) func(string) bool {
 	readSGR := sgrForms(tickReadColour)
-	bubble := regexp.MustCompile(regexp.QuoteMeta(text) + ` +\d\d:\d\d`)
 	return func(s string) bool {
 		for _, line := range strings.Split(s, "\n") {
 			if bubble.MatchString(ansi.Strip(line)) {
-				glyphs, fg, _ := ticksAfter(line, text)
+				glyphs, fg, _ := ticksAfter(line, after)
 				return glyphs == "✓✓" && readSGR[fg]
 			}
 		}
@@ -100,13 +105,7 @@ func TestTmuxOutageLosesNothing(t *testing.T) {
 	// back to bob's chat and a draft there.
 	r.send(alice, "sent offline 1")
 	r.toList(alice)
-	r.tm.keys(alice, "N")
-	r.tm.waitFor(alice, "the new group dialog", false, containsAll("New group", "Members"))
-	r.tm.text(alice, "queued group")
-	r.tm.keys(alice, "Enter")
-	r.tm.text(alice, "bob")
-	r.tm.keys(alice, "Enter")
-	r.tm.waitFor(alice, "the group being created", false, containsAll("creating group queued group"))
+	r.queueGroup(alice, "queued group", "bob")
 	r.tm.keys(alice, "Down", "Enter") // carol's row, below bob's
 	r.tm.waitFor(alice, "carol's chat", false, chatOpen("carol", ""))
 	r.tm.text(alice, "draft for carol")

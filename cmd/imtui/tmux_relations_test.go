@@ -98,34 +98,13 @@ func linesInOrder(patterns ...string) func(string) bool {
 // a captured line with its escape sequences, normalised as ticksAfter
 // does; ok is false when the line does not show text.
 func fgOf(line, text string) (fg string, ok bool) {
-	var plain strings.Builder
-	var fgs []string // each rune's foreground
-	cur := ""
-	for i := 0; i < len(line); {
-		if line[i] == 0x1b && i+1 < len(line) && line[i+1] == '[' {
-			j := i + 2
-			for j < len(line) && (line[j] < 0x40 || line[j] > 0x7e) {
-				j++
-			}
-			if j == len(line) {
-				break
-			}
-			if line[j] == 'm' {
-				cur = applySGR(cur, line[i+2:j])
-			}
-			i = j + 1
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(line[i:])
-		i += n
-		plain.WriteRune(r)
-		fgs = append(fgs, cur)
-	}
-	at := strings.Index(plain.String(), text)
+	runes, fgs := styledRunes(line)
+	plain := string(runes)
+	at := strings.Index(plain, text)
 	if at < 0 {
 		return "", false
 	}
-	return fgs[utf8.RuneCountInString(plain.String()[:at])], true
+	return fgs[utf8.RuneCountInString(plain[:at])], true
 }
 
 // chipIn returns a screen condition, of a capture with escapes: the

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,6 +19,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/imcore/im/internal/testbin"
 )
 
 // tmuxWait bounds every wait of the tmux test on something to show up.
@@ -41,69 +42,34 @@ var (
 // turn blue (read), told apart from the grey delivered ticks by colour.
 func TestTmuxTwoClients(t *testing.T) {
 	t.Parallel()
-	tmuxPath, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed: " + err.Error())
-	}
-	dir := t.TempDir()
-	bin := buildBinaries(t)
-	srv := startImserver(t, filepath.Join(bin, "imserver"), filepath.Join(dir, "server"), "127.0.0.1:0")
-	url := "ws://" + srv.addr + "/ws"
-
-	tm := newTmux(t, tmuxPath)
-	imtui := func(user string) string {
-		return strings.Join([]string{
-			shellQuote(filepath.Join(bin, "imtui")),
-			"-server", shellQuote(url),
-			"-user", user,
-			"-data", shellQuote(filepath.Join(dir, "clients-"+user)),
-			"-log", shellQuote(filepath.Join(dir, user+".log")),
-		}, " ")
-	}
-	// One invocation, so that remain-on-exit holds before either client
-	// runs: a client that dies leaves its last screen (its error) to see.
-	out := tm.run("set-option", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", "im", "-x", "220", "-y", "50", "-P", "-F", "alice=#{pane_id}", imtui("alice"), ";",
-		"split-window", "-h", "-t", "im", "-P", "-F", "bob=#{pane_id}", imtui("bob"))
+	r := newRig(t) // panes stay after their program exits: an error is there to see
+	tm := r.tm
+	out := tm.run("new-session", "-d", "-s", "im", "-x", "220", "-y", "50", "-P", "-F", "alice=#{pane_id}", r.imtui("alice", "alice"), ";",
+		"split-window", "-h", "-t", "im", "-P", "-F", "bob=#{pane_id}", r.imtui("bob", "bob"))
 	for _, l := range strings.Fields(out) {
 		if name, id, ok := strings.Cut(l, "="); ok {
-			tm.panes = append(tm.panes, pane{name: name, id: id})
+			p := pane{name: name, id: id}
+			tm.panes = append(tm.panes, p)
+			r.panes[name] = p
 		}
 	}
 	if len(tm.panes) != 2 {
 		t.Fatalf("tmux did not report two panes: %q", out)
 	}
 	alice, bob := tm.panes[0], tm.panes[1]
-	tm.onFail = func() string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "--- imserver log:\n%s\n", srv.logs.tail(30))
-		for _, u := range []string{"alice", "bob"} {
-			log, _ := os.ReadFile(filepath.Join(dir, u+".log"))
-			fmt.Fprintf(&b, "--- %s's engine log (tail):\n%s\n", u, tailLines(string(log), 30))
-		}
-		return b.String()
-	}
 
 	// Both clients up and connected: keys typed before the UI runs would
 	// go to a terminal still in cooked mode.
 	tm.waitFor(alice, "alice online", false, containsAll("● online"))
 	tm.waitFor(bob, "bob online", false, containsAll("● online"))
 
-	// Alice: n, the user id, enter: the new chat opens with the input focused.
-	tm.keys(alice, "n")
-	tm.waitFor(alice, "the new chat dialog", false, containsAll("New chat", "User id"))
-	tm.text(alice, "bob")
-	tm.waitFor(alice, "bob typed in the dialog", false, containsAll("› bob"))
-	tm.keys(alice, "Enter")
-	tm.waitFor(alice, "the chat with bob open", false, func(s string) bool {
-		return !strings.Contains(s, "New chat") && strings.Contains(s, "direct chat") && strings.Contains(s, "Type a message")
-	})
+	// Alice: n, the user id, enter: the new chat opens with the input
+	// focused; she sends, and her bubble shows the text, the time, then
+	// the ticks.
+	r.newChat(alice, "bob")
 	text := fmt.Sprintf("hi bob, tmux %06d", time.Now().UnixNano()%1000000)
-	tm.text(alice, text)
-	tm.keys(alice, "Enter")
-	// Her bubble: the text, the time, then the ticks.
+	r.send(alice, text)
 	ownBubble := regexp.MustCompile(regexp.QuoteMeta(text) + ` +\d\d:\d\d [◷✓]`)
-	tm.waitFor(alice, "alice's message in her chat", false, ownBubble.MatchString)
 
 	// Her ticks, read off the screen with its colours: the glyphs after
 	// the text on the bubble's line and the colour they are drawn in.
@@ -200,9 +166,35 @@ func sgrForms(c color.Color) map[string]bool {
 // foreground they are drawn in ("" for the default), as SGR parameters
 // normalised to "38;5;N", "38;2;R;G;B" or "3N"/"9N".
 func ticksAfter(line, text string) (glyphs, fg string, ok bool) {
+	runes, fgs := styledRunes(line)
 	var plain strings.Builder
-	cur := ""
 	after := false
+	for i, r := range runes {
+		plain.WriteRune(r)
+		if !after {
+			after = strings.Contains(plain.String(), text)
+			continue
+		}
+		switch {
+		case r == '✓' || r == '◷':
+			if glyphs == "" {
+				fg = fgs[i]
+			}
+			glyphs += string(r)
+			ok = true
+		case glyphs != "":
+			return glyphs, fg, ok
+		}
+	}
+	return glyphs, fg, ok
+}
+
+// styledRunes returns the characters a captured line with its escape
+// sequences shows, up to an escape sequence it cuts short, each with the
+// foreground it is drawn in, as applySGR normalises it ("" for the
+// default).
+func styledRunes(line string) (runes []rune, fgs []string) {
+	cur := ""
 	for i := 0; i < len(line); {
 		if line[i] == 0x1b && i+1 < len(line) && line[i+1] == '[' {
 			j := i + 2
@@ -220,23 +212,10 @@ func ticksAfter(line, text string) (glyphs, fg string, ok bool) {
 		}
 		r, n := utf8.DecodeRuneInString(line[i:])
 		i += n
-		plain.WriteRune(r)
-		if !after {
-			after = strings.Contains(plain.String(), text)
-			continue
-		}
-		switch {
-		case r == '✓' || r == '◷':
-			if glyphs == "" {
-				fg = cur
-			}
-			glyphs += string(r)
-			ok = true
-		case glyphs != "":
-			return glyphs, fg, ok
-		}
+		runes = append(runes, r)
+		fgs = append(fgs, cur)
 	}
-	return glyphs, fg, ok
+	return runes, fgs
 }
 
 // applySGR returns the foreground after the SGR sequence with params.
@@ -417,55 +396,15 @@ func (tm *tmuxSession) dump() string {
 
 // The binaries are built once per test run, into a directory TestMain
 // removes.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
 // TestMain removes the binaries the tests built, and the stored profile
 // they copied.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, dir := range []string{binDir, profileDir} {
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
+	testbin.Remove()
+	if profileDir != "" {
+		os.RemoveAll(profileDir)
 	}
 	os.Exit(code)
-}
-
-// buildBinaries builds imserver and imtui (without -race: the tests run
-// them as a user would) and returns their directory.
-func buildBinaries(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() { binDir, buildErr = build() })
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
-
-func build() (string, error) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("the go command is needed to build the binaries: %v", err)
-	}
-	gomod, err := exec.Command(goTool, "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
-		return "", fmt.Errorf("cannot find the module root (go env GOMOD = %q): %v", gomod, err)
-	}
-	bin, err := os.MkdirTemp("", "imtui-test-bin")
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command(goTool, "build", "-o", bin+string(filepath.Separator), "./cmd/imserver", "./cmd/imtui")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(bin)
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
 }
 
 // imserverProc is a running imserver.
@@ -480,9 +419,9 @@ var listeningRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 // startImserver runs imserver on listen (127.0.0.1:0 for a free port; it
 // reports the address it got) with its data in dataDir, and waits until
 // /healthz answers.
-func startImserver(t *testing.T, path, dataDir, listen string) *imserverProc {
+func startImserver(t *testing.T, dataDir, listen string) *imserverProc {
 	t.Helper()
-	cmd := exec.Command(path, "serve", "-listen", listen, "-data", dataDir)
+	cmd := exec.Command(testbin.Path(t, "imserver"), "serve", "-listen", listen, "-data", dataDir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

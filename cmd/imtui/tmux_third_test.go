@@ -156,7 +156,7 @@ func TestTmuxRefusedFolderNameIsNotKept(t *testing.T) {
 func TestTmuxFailsOverToTheNextServer(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	other := startImserver(t, filepath.Join(r.bin, "imserver"), filepath.Join(r.dir, "other"), "127.0.0.1:0")
+	other := startImserver(t, filepath.Join(r.dir, "other"), "127.0.0.1:0")
 	otherURL := "ws://" + other.addr + "/ws"
 	alice := r.client("alice", "alice", 140, 24, "-server", r.url()+","+otherURL)
 	r.tm.waitFor(alice, "alice on the first server", false, containsAll("● online", r.url()))

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/imcore/im/internal/testbin"
 )
 
 // rig is the real binaries in a detached tmux server of the test's own:
@@ -14,7 +16,6 @@ import (
 type rig struct {
 	t       *testing.T
 	dir     string
-	bin     string
 	srvData string
 	srv     *imserverProc
 	tm      *tmuxSession
@@ -31,9 +32,8 @@ func newRig(t *testing.T) *rig {
 		t.Skip("tmux is not installed: " + err.Error())
 	}
 	r := &rig{t: t, dir: t.TempDir(), panes: map[string]pane{}}
-	r.bin = buildBinaries(t)
 	r.srvData = filepath.Join(r.dir, "server")
-	r.srv = startImserver(t, filepath.Join(r.bin, "imserver"), r.srvData, "127.0.0.1:0")
+	r.srv = startImserver(t, r.srvData, "127.0.0.1:0")
 	r.tm = newTmux(t, tmuxPath)
 	r.tm.run("set-option", "-g", "remain-on-exit", "on", ";",
 		"new-session", "-d", "-s", "rig", "-x", "20", "-y", "5", "cat")
@@ -48,7 +48,7 @@ func (r *rig) url() string { return "ws://" + r.srv.addr + "/ws" }
 // directory and log), with extra flags.
 func (r *rig) imtui(name, user string, extra ...string) string {
 	args := []string{
-		shellQuote(filepath.Join(r.bin, "imtui")),
+		shellQuote(testbin.Path(r.t, "imtui")),
 		"-server", shellQuote(r.url()),
 		"-user", user,
 		"-data", shellQuote(filepath.Join(r.dir, "clients-"+name)),
@@ -87,7 +87,7 @@ func (r *rig) stopServer() { r.srv.kill() }
 // startServer starts imserver again on its address, on the same data.
 func (r *rig) startServer() {
 	r.t.Helper()
-	r.srv = startImserver(r.t, filepath.Join(r.bin, "imserver"), r.srvData, r.srv.addr)
+	r.srv = startImserver(r.t, r.srvData, r.srv.addr)
 }
 
 // paste pastes text into p as a terminal paste (bracketed, when the

@@ -12,8 +12,10 @@ import (
 // testWait bounds every wait of these tests.
 const testWait = 10 * time.Second
 
-// echoServer accepts connections on a loopback port and echoes them.
-func echoServer(t *testing.T) string {
+// tcpServer accepts connections on a loopback port until the test ends
+// and hands each to serve, on a goroutine of its own; it returns the
+// address.
+func tcpServer(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -26,13 +28,30 @@ func echoServer(t *testing.T) string {
 			if err != nil {
 				return
 			}
-			go func() {
-				defer conn.Close()
-				io.Copy(conn, conn)
-			}()
+			go serve(conn)
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// echoServer accepts connections on a loopback port and echoes them.
+func echoServer(t *testing.T) string {
+	return tcpServer(t, func(conn net.Conn) {
+		defer conn.Close()
+		io.Copy(conn, conn)
+	})
+}
+
+// echoProxy starts a proxy in front of an echo server, closed when the
+// test ends.
+func echoProxy(t *testing.T) *Proxy {
+	t.Helper()
+	p, err := New(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
 
 // roundTrip writes msg on conn and reads it back.
@@ -73,11 +92,7 @@ func dialAndRoundTrip(addr, msg string) error {
 }
 
 func TestRefusesThenRecovers(t *testing.T) {
-	p, err := New(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := echoProxy(t)
 	live := dialOrFail(t, p.Addr())
 	if err := roundTrip(live, "before"); err != nil {
 		t.Fatalf("before the outage: %v", err)
@@ -93,8 +108,8 @@ func TestRefusesThenRecovers(t *testing.T) {
 	if err := dialAndRoundTrip(p.Addr(), "during"); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("a new connection got %v during a refusal, want it reset", err)
 	}
-	if s := p.Stats(); s.Cut != 1 || s.Refused != 1 {
-		t.Errorf("stats %+v, want 1 cut and 1 refused", s)
+	if s := p.Stats(); s.ResetLive != 1 || s.Refused != 1 {
+		t.Errorf("stats %+v, want 1 live connection reset and 1 refused", s)
 	}
 
 	p.Recover()
@@ -104,18 +119,14 @@ func TestRefusesThenRecovers(t *testing.T) {
 }
 
 func TestDelaysButDelivers(t *testing.T) {
-	p, err := New(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := echoProxy(t)
 	conn := dialOrFail(t, p.Addr())
 	p.Delay(10 * time.Millisecond)
 	if err := roundTrip(conn, "slow"); err != nil {
 		t.Fatalf("during a delaying outage: %v", err)
 	}
 	// The request and its echo were each held once at least.
-	if s := p.Stats(); s.Delayed < 2 || s.Cut != 0 || s.Refused != 0 {
+	if s := p.Stats(); s.Delayed < 2 || s.ResetLive != 0 || s.Refused != 0 {
 		t.Errorf("stats %+v, want 2 chunks delayed at least and nothing cut", s)
 	}
 	p.Recover()
@@ -137,11 +148,7 @@ func TestDelayIsPerRoundTripNotPerChunk(t *testing.T) {
 	// either case below would take 5 delays or more.
 	const latency = 100 * time.Millisecond
 	const bound = 2*latency + 250*time.Millisecond
-	p, err := New(echoServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := echoProxy(t)
 	conn := dialOrFail(t, p.Addr())
 	p.Delay(latency)
 	conn.SetDeadline(time.Now().Add(testWait))

@@ -4,51 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/imcore/im/internal/testbin"
 	"github.com/imcore/im/server"
-)
-
-// Binaries returns a directory holding imserver and imtui built from this
-// module, built once per test process (the Go build cache makes the later
-// processes' builds quick).
-func Binaries(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "im-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		cmd := exec.Command(goTool, "build", "-o", dir+string(filepath.Separator),
-			"github.com/imcore/im/cmd/imserver", "github.com/imcore/im/cmd/imtui")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		binDir = dir
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binDir
-}
-
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
 )
 
 // Process is the real imserver binary running as a child process, on a
@@ -112,7 +77,7 @@ func (p *Process) Start() {
 		p.mu.Unlock()
 		p.t.Fatalf("imserver on %s is running already", p.Addr)
 	}
-	cmd := exec.Command(filepath.Join(Binaries(p.t), "imserver"), p.args...)
+	cmd := exec.Command(testbin.Path(p.t, "imserver"), p.args...)
 	cmd.Stdout, cmd.Stderr = p.logWriter(), p.logWriter()
 	if err := cmd.Start(); err != nil {
 		p.mu.Unlock()

@@ -276,13 +276,7 @@ func (f *Fake) Send(conv, body string) (client.Message, error) {
 	if f.SendErr != nil {
 		return client.Message{}, f.SendErr
 	}
-	f.outSeq++
-	m := client.Message{Message: protocol.Message{
-		Conv: conv, MsgID: fmt.Sprintf("out-%d", f.outSeq), From: f.user, Body: body,
-		ClientTS: f.Now().UnixMilli(),
-	}, Outbox: true}
-	f.msgs[conv] = append(f.msgs[conv], m)
-	return m, nil
+	return f.queue(conv, body, 0), nil
 }
 
 // Reply implements tui.Backend: the reply goes to the outbox, naming the
@@ -291,20 +285,23 @@ func (f *Fake) Reply(conv, targetID, body string) (client.Message, error) {
 	f.record(Call{Method: "Reply", Conv: conv, Body: body, Target: targetID})
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.SendErr != nil {
-		return client.Message{}, f.SendErr
+	t, err := f.target(conv, targetID)
+	if err != nil {
+		return client.Message{}, err
 	}
-	t := f.find(conv, targetID)
-	if t == nil {
-		return client.Message{}, client.ErrNoTarget
-	}
+	return f.queue(conv, body, t.Seq), nil
+}
+
+// queue puts a message of the user's in the outbox of conv, a reply to
+// seq replyTo (0: none); the caller holds the lock.
+func (f *Fake) queue(conv, body string, replyTo int64) client.Message {
 	f.outSeq++
 	m := client.Message{Message: protocol.Message{
 		Conv: conv, MsgID: fmt.Sprintf("out-%d", f.outSeq), From: f.user, Body: body,
-		ClientTS: f.Now().UnixMilli(), ReplyTo: t.Seq,
+		ClientTS: f.Now().UnixMilli(), ReplyTo: replyTo,
 	}, Outbox: true}
 	f.msgs[conv] = append(f.msgs[conv], m)
-	return m, nil
+	return m
 }
 
 // Edit implements tui.Backend: the target shows the edit at once.
@@ -331,15 +328,25 @@ func (f *Fake) React(conv, targetID, reaction string) (client.Message, error) {
 func (f *Fake) relate(conv, targetID string, apply func(*client.Message)) (client.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.SendErr != nil {
-		return client.Message{}, f.SendErr
-	}
-	t := f.find(conv, targetID)
-	if t == nil {
-		return client.Message{}, client.ErrNoTarget
+	t, err := f.target(conv, targetID)
+	if err != nil {
+		return client.Message{}, err
 	}
 	apply(t)
 	return client.Message{Message: protocol.Message{Conv: conv, From: f.user}, Outbox: true}, nil
+}
+
+// target returns message targetID of conv, which a reply or a relation
+// names, or the error the engine gives (SendErr first); the caller holds
+// the lock.
+func (f *Fake) target(conv, targetID string) (*client.Message, error) {
+	if f.SendErr != nil {
+		return nil, f.SendErr
+	}
+	if t := f.find(conv, targetID); t != nil {
+		return t, nil
+	}
+	return nil, client.ErrNoTarget
 }
 
 // find returns message msgID of conv; the caller holds the lock.

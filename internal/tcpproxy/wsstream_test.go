@@ -1,4 +1,4 @@
-package faultrun
+package tcpproxy
 
 import (
 	"encoding/binary"
