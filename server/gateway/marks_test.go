@@ -56,7 +56,7 @@ func (s *markStore) Mark(_ context.Context, _ string, kind store.MarkKind, marks
 		}
 		if next != cur {
 			s.ticks[m.Conv] = next
-			res.Ticks = append(res.Ticks, store.TickChange{Conv: m.Conv, Ticks: next})
+			res.Ticks = append(res.Ticks, store.TickChange{Conv: m.Conv, Ticks: next, Members: s.membersLocked(m.Conv)})
 		}
 	}
 	s.mu.Unlock()
@@ -82,6 +82,23 @@ func (s *markStore) Membership(_ context.Context, conv, user string) (store.Memb
 
 func (s *markStore) Group(_ context.Context, conv string) (store.GroupState, error) {
 	return store.GroupState{}, nil // every group exists
+}
+
+// membersLocked returns conv's members, as an owner reports them with a
+// tick rise: a direct chat's two users, or a group's members set by
+// setMember.
+func (s *markStore) membersLocked(conv string) []string {
+	if c, ok := protocol.ParseConv(conv); ok && c.Kind == protocol.ConvDirect {
+		return []string{c.A, c.B}
+	}
+	var members []string
+	for key, in := range s.member {
+		if c, user, _ := strings.Cut(key, " "); c == conv && in {
+			members = append(members, user)
+		}
+	}
+	slices.Sort(members)
+	return members
 }
 
 func (s *markStore) setMember(conv, user string, member bool) {
