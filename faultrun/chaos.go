@@ -36,7 +36,11 @@ func (r *run) chaos(ctx context.Context) error {
 		r.restartEngines(driveCtx)
 	}()
 	if r.cluster != nil {
-		events.Add(3)
+		events.Add(4)
+		go func() {
+			defer events.Done()
+			r.pauseNodes(eventCtx)
+		}()
 		go func() {
 			defer events.Done()
 			r.flushRedis(eventCtx)
@@ -61,6 +65,7 @@ func (r *run) chaos(ctx context.Context) error {
 		r.report.Flushes = int(r.flushes.Load())
 		r.report.Outages = int(r.outages.Load())
 		r.report.Joins = int(r.joins.Load())
+		r.report.Pauses = int(r.pauses.Load())
 		r.report.Leaves = int(r.leaves.Load())
 		r.report.LateLeaves = int(r.lateLeaves.Load())
 	}()
@@ -208,7 +213,7 @@ func (r *run) targetsMet() bool {
 	met := r.killsMet() && r.proxy.Stats().Cuts >= int64(r.cfg.Cuts)
 	if c := r.cfg.Cluster; c != nil {
 		met = met && r.flushes.Load() >= int64(c.Flushes) && r.outages.Load() >= int64(c.Outages) &&
-			r.joins.Load() >= int64(c.Joins) && r.leaves.Load() >= int64(c.Joins)
+			r.joins.Load() >= int64(c.Joins) && r.leaves.Load() >= int64(c.Joins) && r.pauses.Load() >= int64(c.Pauses)
 	}
 	return met
 }

@@ -45,6 +45,12 @@ type ClusterConfig struct {
 	// and, after a while, a member leaves it (SIGTERM: it hands its shards
 	// over); each counts once as a join and once as a leave.
 	Joins int
+	// Pauses is a target too: that many times a node is stopped by SIGSTOP
+	// for longer than its lease (Lease and a random outage's length), then
+	// resumed.
+	Pauses int
+	// Lease is the nodes' -lease; 5 s (imserver's default) when zero.
+	Lease time.Duration
 	// MinEventGap and MaxEventGap bound the random time before each flush
 	// and each outage; 1 s and 5 s when zero.
 	MinEventGap, MaxEventGap time.Duration
@@ -68,6 +74,7 @@ func (c *ClusterConfig) defaults() error {
 	setDefault(&c.MinOutage, 500*time.Millisecond)
 	setDefault(&c.MaxOutage, 3*time.Second)
 	setDefault(&c.MaxLatency, time.Second)
+	setDefault(&c.Lease, 5*time.Second)
 	c.MaxEventGap = max(c.MaxEventGap, c.MinEventGap)
 	c.MaxOutage = max(c.MaxOutage, c.MinOutage)
 	return nil
@@ -142,7 +149,7 @@ func (r *run) newClusterNode(i int) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append(c.storeArgs(), "-redis", c.redis.URL(), "-node-id", nodeID(i))
+	args := append(c.storeArgs(), "-redis", c.redis.URL(), "-node-id", nodeID(i), "-lease", c.cfg.Lease.String())
 	node := newNode(r.cfg.ServerBinary, addr, dataDir, nodeID(i), append(args, diag...), c.env)
 	node.logPath, node.pprofAddr = r.logPath(nodeID(i)), pprofAddr
 	return node, nil

@@ -24,6 +24,7 @@ var (
 	flagFlushes  = flag.Int("flushes", 2, "cluster fault run: FLUSHALLs of Redis to reach")
 	flagOutages  = flag.Int("dynamo-outages", 2, "cluster fault run: DynamoDB outages to reach")
 	flagJoins    = flag.Int("joins", 1, "cluster fault run: nodes to join the cluster, and members to leave it (SIGTERM)")
+	flagPauses   = flag.Int("pauses", 1, "cluster fault run: SIGSTOP pauses of a node past its lease")
 	flagLogs     = flag.String("logs", "", "fault run: a directory to write each server's whole log to (one file per node)")
 )
 
@@ -94,7 +95,7 @@ func TestFaultRunCluster(t *testing.T) {
 		Kills: kills, Cuts: cuts, MaxChaos: *flagDuration,
 		Cluster: &ClusterConfig{
 			DynamoDB: endpoint, TablePrefix: testengines.Prefix(t), Nodes: *flagNodes,
-			Flushes: *flagFlushes, Outages: *flagOutages, Joins: *flagJoins,
+			Flushes: *flagFlushes, Outages: *flagOutages, Joins: *flagJoins, Pauses: *flagPauses,
 		},
 		Logf: t.Logf, LogDir: *flagLogs,
 	})
@@ -108,6 +109,9 @@ func TestFaultRunCluster(t *testing.T) {
 	}
 	if *flagJoins > 0 && (report.Joins == 0 || report.Leaves == 0) {
 		t.Errorf("no node joined and left: %d joins, %d leaves", report.Joins, report.Leaves)
+	}
+	if *flagPauses > 0 && report.Pauses == 0 {
+		t.Errorf("no node was paused past its lease")
 	}
 }
 

@@ -17,6 +17,8 @@ type Report struct {
 
 	// Kills counts SIGKILLs (the server was started Kills+1 times).
 	Kills int
+	// Pauses counts a cluster run's SIGSTOPs of a node past its lease.
+	Pauses int
 	// Flushes counts a cluster run's FLUSHALLs of Redis; Outages its
 	// outages of DynamoDB, RefusingOutages those that reset connections
 	// (the others delayed them), OutageTime their length together.
@@ -94,8 +96,8 @@ func (r *Report) Summary() string {
 		r.Config.Seed, r.Kills, r.Config.Kills, p.Cuts, r.Config.Cuts, p.MidFrame, p.Handshake, p.BudgetCuts, p.TimedCuts, p.Resets)
 	if c := r.Config.Cluster; c != nil {
 		d := r.Dynamo
-		fmt.Fprintf(&b, "a cluster of %d nodes on DynamoDB and Redis, one node killed at a time: %d FLUSHALLs of Redis (target %d), %d DynamoDB outages (target %d; %d refusing, %d delaying; %v in all) in which the DynamoDB proxy reset %d live and %d new connections and held back %d chunks, the last flush and outage after the last kill; %d nodes joined and %d left with SIGTERM, handing their shards over (target %d each; %d ran out of the shutdown grace), never while a node was down; ",
-			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.ResetLive, d.Refused, d.Delayed, r.Joins, r.Leaves, c.Joins, r.LateLeaves)
+		fmt.Fprintf(&b, "a cluster of %d nodes on DynamoDB and Redis, one node killed at a time: %d FLUSHALLs of Redis (target %d), %d DynamoDB outages (target %d; %d refusing, %d delaying; %v in all) in which the DynamoDB proxy reset %d live and %d new connections and held back %d chunks, the last flush and outage after the last kill; %d nodes joined and %d left with SIGTERM, handing their shards over (target %d each; %d ran out of the shutdown grace), never while a node was down; %d SIGSTOP pauses of a node past its %v lease (target %d); ",
+			c.Nodes, r.Flushes, c.Flushes, r.Outages, c.Outages, r.RefusingOutages, r.Outages-r.RefusingOutages, r.OutageTime.Round(100*time.Millisecond), d.ResetLive, d.Refused, d.Delayed, r.Joins, r.Leaves, c.Joins, r.LateLeaves, r.Pauses, c.Lease, c.Pauses)
 		if r.PushRound > 0 {
 			fmt.Fprintf(&b, "after the convergence a push round of %d messages, one per device, with no chaos; ", r.PushRound)
 		} else {
@@ -119,7 +121,7 @@ func (r *Report) Targets() string {
 	c := r.Config
 	s := fmt.Sprintf("%d of %d kills, %d of %d cuts", r.Kills, c.Kills, r.Proxy.Cuts, c.Cuts)
 	if cc := c.Cluster; cc != nil {
-		s += fmt.Sprintf(", %d of %d flushes, %d of %d outages, %d of %d joins, %d of %d leaves", r.Flushes, cc.Flushes, r.Outages, cc.Outages, r.Joins, cc.Joins, r.Leaves, cc.Joins)
+		s += fmt.Sprintf(", %d of %d flushes, %d of %d outages, %d of %d joins, %d of %d leaves, %d of %d pauses", r.Flushes, cc.Flushes, r.Outages, cc.Outages, r.Joins, cc.Joins, r.Leaves, cc.Joins, r.Pauses, cc.Pauses)
 	}
 	return s
 }

@@ -203,7 +203,7 @@ type run struct {
 	// kills, flushes, outages, joins and leaves count the chaos's events
 	// so far, lateLeaves the leaves that ran out of their grace (the
 	// report gets them at its end).
-	kills, flushes, outages, joins, leaves, lateLeaves atomic.Int64
+	kills, flushes, outages, joins, leaves, lateLeaves, pauses atomic.Int64
 
 	violationMu sync.Mutex
 	leaveFaults []Violation // leaves that did not stop cleanly

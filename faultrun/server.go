@@ -204,6 +204,23 @@ func (s *Server) Alive() bool {
 	}
 }
 
+// Pause stops the server with SIGSTOP: its sockets stay open and it
+// answers nothing until Resume.
+func (s *Server) Pause() error { return s.send(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.send(syscall.SIGCONT) }
+
+// send sends sig to the running server without waiting for anything.
+func (s *Server) send(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("%s is not running", s.Name())
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // Kill sends SIGKILL to the server and waits for it to exit.
 func (s *Server) Kill() error {
 	_, _, err := s.signal(syscall.SIGKILL)
