@@ -166,7 +166,7 @@ func (b *syncBuffer) String() string {
 
 // revocableServer is a token-auth server whose tokens can be revoked,
 // checking live connections every 50ms.
-func revocableServer(t *testing.T) (*servertest.Env, *auth.Tokens, *sqlitestore.Store) {
+func revocableServer(t *testing.T) (*servertest.Env, *auth.Tokens, *sqlitestore.Backend) {
 	t.Helper()
 	env := servertest.Start(t, servertest.OnSQLite, func(c *server.Config) { // epochs are kept by the SQLite store
 		c.Auth = server.AuthToken
@@ -176,7 +176,7 @@ func revocableServer(t *testing.T) (*servertest.Env, *auth.Tokens, *sqlitestore.
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := env.Server.Backend().(*sqlitestore.Store)
+	st := env.Server.Backend().(*sqlitestore.Backend)
 	return env, &auth.Tokens{Secret: secret, Epochs: st}, st
 }
 

@@ -175,7 +175,7 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 // beside the nodes (tokens, accounts, archiving): the DynamoDB store on
 // its Redis sequencing, and the blob store Blob names. close releases both
 // connections.
-func (so ScaleOut) OpenStore(ctx context.Context) (st *dynamostore.Store, close func() error, err error) {
+func (so ScaleOut) OpenStore(ctx context.Context) (st *dynamostore.Backend, close func() error, err error) {
 	rdb, db, blobs, err := so.openEngines(ctx)
 	if err != nil {
 		return nil, nil, err

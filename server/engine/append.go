@@ -11,7 +11,7 @@ import (
 	"github.com/imcore/im/session"
 )
 
-// Append implements store.Store: the message is appended to the log
+// Append implements chat.Engine: the message is appended to the log
 // (durable when Append returns), then its derived state is applied in
 // memory and written behind.
 func (e *Engine) Append(ctx context.Context, req store.AppendRequest) (store.AppendResult, error) {
@@ -26,7 +26,7 @@ func (e *Engine) appendMessage(ctx context.Context, req store.AppendRequest) (st
 	return e.startAppend(ctx, req)()
 }
 
-// StartAppend implements store.Store: the message takes its seq now, in
+// StartAppend implements chat.Engine: the message takes its seq now, in
 // the order of the calls, and is written behind (ownedappend.go); wait
 // returns once it is durable and derived. A reply or a relation entry is
 // checked against its target and stored before StartAppend returns.

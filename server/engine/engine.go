@@ -1,5 +1,5 @@
 // Package engine is the messaging domain's state, written once above
-// storage: it implements store.Store on any store.Backend.
+// storage: it implements chat.Engine on any store.Backend.
 //
 // A send is one atomic append to the log (Backend.Append: the message, its
 // seq, its idempotency key). Everything the message implies for each member

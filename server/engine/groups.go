@@ -9,7 +9,7 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// Group implements store.Store, from memory.
+// Group implements chat.Engine, from memory.
 func (e *Engine) Group(ctx context.Context, conv string) (store.GroupState, error) {
 	cs, err := e.group(ctx, conv)
 	if err != nil {
@@ -23,7 +23,7 @@ func (e *Engine) Group(ctx context.Context, conv string) (store.GroupState, erro
 	return cs.groupState(), nil
 }
 
-// Membership implements store.Store, from memory.
+// Membership implements chat.Engine, from memory.
 func (e *Engine) Membership(ctx context.Context, conv, user string) (store.Membership, error) {
 	cs, err := e.group(ctx, conv)
 	if err != nil {
@@ -54,7 +54,7 @@ func (e *Engine) group(ctx context.Context, conv string) (*convState, error) {
 	return cs, nil
 }
 
-// ChangeGroup implements store.Store: the change and its system message are
+// ChangeGroup implements chat.Engine: the change and its system message are
 // recorded in one atomic step of the backend; what they imply for each
 // member is derived as for any message.
 func (e *Engine) ChangeGroup(ctx context.Context, req store.GroupChange) (store.GroupResult, error) {

@@ -10,7 +10,7 @@ import (
 	"github.com/imcore/im/session"
 )
 
-// Mark implements store.Store: the marks apply in memory now; the result's
+// Mark implements chat.Engine: the marks apply in memory now; the result's
 // Written waits for their rows.
 func (e *Engine) Mark(ctx context.Context, user string, kind store.MarkKind, marks []protocol.Mark) (store.MarkResult, error) {
 	res, g, pending, err := e.mark(ctx, user, kind, marks)

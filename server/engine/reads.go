@@ -9,13 +9,13 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-// History implements store.Store: messages are durable before they are
+// History implements chat.Engine: messages are durable before they are
 // answered sent, so the log is read as it is.
 func (e *Engine) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
 	return e.be.History(ctx, conv, q)
 }
 
-// Pending implements store.Store, once the rows put before it are written.
+// Pending implements chat.Engine, once the rows put before it are written.
 func (e *Engine) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
 	if e.closed.Load() {
 		return nil, store.ErrClosed
@@ -40,7 +40,7 @@ func (e *Engine) RowsOf(user string) []WriteTicket {
 	return nil
 }
 
-// Receipts implements store.Store, from memory.
+// Receipts implements chat.Engine, from memory.
 func (e *Engine) Receipts(ctx context.Context, conv string) ([]protocol.MemberReceipt, error) {
 	if e.closed.Load() {
 		return nil, store.ErrClosed

@@ -9,7 +9,7 @@ import (
 	"github.com/imcore/im/session"
 )
 
-// SessionOp implements store.Store. It returns once the change is written.
+// SessionOp implements chat.Engine. It returns once the change is written.
 func (e *Engine) SessionOp(ctx context.Context, user, conv string, op session.Op, args session.OpArgs) (store.SessionResult, error) {
 	ctx, err := e.begin(ctx)
 	if err != nil {
@@ -99,12 +99,12 @@ func (e *Engine) renderState(ctx context.Context, st session.State, now int64) (
 	return render(row, now), nil
 }
 
-// SetAccount implements store.Store.
+// SetAccount implements chat.Engine.
 func (e *Engine) SetAccount(ctx context.Context, user, category, subBiz string) error {
 	return e.be.SetAccount(ctx, user, category, subBiz)
 }
 
-// Sync implements store.Store. Mutes that have expired are turned off
+// Sync implements chat.Engine. Mutes that have expired are turned off
 // first, as a change of their sessions, so that the totals are exact and
 // every device learns it; the page is read once everything before it is
 // written.

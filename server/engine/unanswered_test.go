@@ -17,7 +17,7 @@ import (
 
 // seqLog is a memstore that stores a message at the seq it is given, as
 // an owner's backend does.
-type seqLog struct{ *memstore.Store }
+type seqLog struct{ *memstore.Backend }
 
 func (s seqLog) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	// A seq at or below the newest is taken (the log keeps no gap below

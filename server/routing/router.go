@@ -40,7 +40,7 @@ type Placement interface {
 	TrustedUntil(shard ownership.Shard) (time.Time, bool)
 }
 
-// Router is a node's store.Store in a deployment where conversations and
+// Router is a node's chat.Engine in a deployment where conversations and
 // users have owners: it serves what this node owns with its engine and
 // forwards the rest.
 type Router struct {

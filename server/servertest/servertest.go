@@ -283,7 +283,7 @@ func (e *Env) Restart(t testing.TB, options ...func(*server.Config)) *Env {
 	t.Helper()
 	e.Stop()
 	cfg := e.Config
-	if mem, ok := cfg.Backend.(*memstore.Store); ok {
+	if mem, ok := cfg.Backend.(*memstore.Backend); ok {
 		cfg.Backend = mem.Reopen()
 	}
 	if cfg.Cluster != nil {

@@ -20,7 +20,7 @@ const maxPlacements = 16
 // Append implements store.Backend, in the order doc.go explains: reserve
 // (conv, msg_id) at a seq, put the message at that seq, raise the
 // conversation's max seq.
-func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+func (s *Backend) Append(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.AppendResult{}, err
 	}
@@ -62,13 +62,13 @@ func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendRes
 const claimWait = 2 * time.Second
 
 // claimSeq records seq on m's reservation, unless one is recorded.
-func (s *Store) claimSeq(ctx context.Context, m protocol.Message, seq int64) (bool, error) {
+func (s *Backend) claimSeq(ctx context.Context, m protocol.Message, seq int64) (bool, error) {
 	return s.update(ctx, tMessageIDs, msgIDKey(m.Conv, m.MsgID), "SET #s = :s", "attribute_exists(#c) AND attribute_not_exists(#s)",
 		map[string]string{"#s": aSeq, "#c": aConv}, item{":s": numV(seq)})
 }
 
 // checkGroup returns ErrNotFound unless group conv exists.
-func (s *Store) checkGroup(ctx context.Context, conv string) error {
+func (s *Backend) checkGroup(ctx context.Context, conv string) error {
 	if _, ok := s.groups.Load(conv); ok {
 		return nil
 	}
@@ -85,7 +85,7 @@ func (s *Store) checkGroup(ctx context.Context, conv string) error {
 
 // reserveID puts m's idempotency key (at seq when not 0); false when the
 // key is already reserved (by an earlier attempt, or another sender).
-func (s *Store) reserveID(ctx context.Context, m protocol.Message, seq int64) (bool, error) {
+func (s *Backend) reserveID(ctx context.Context, m protocol.Message, seq int64) (bool, error) {
 	it := item{aConv: strV(m.Conv), aMsgID: strV(m.MsgID), aSender: strV(m.From), aReservedAt: numV(time.Now().UnixMilli())}
 	if seq > 0 {
 		it[aSeq] = numV(seq)
@@ -107,7 +107,7 @@ func (s *Store) reserveID(ctx context.Context, m protocol.Message, seq int64) (b
 // moveReservation moves m's reservation from seq old to seq new; false
 // when it is no longer at old (another attempt of the same message moved
 // it).
-func (s *Store) moveReservation(ctx context.Context, m protocol.Message, old, new int64) (bool, error) {
+func (s *Backend) moveReservation(ctx context.Context, m protocol.Message, old, new int64) (bool, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 s.table(tMessageIDs),
 		Key:                       msgIDKey(m.Conv, m.MsgID),
@@ -127,7 +127,7 @@ func (s *Store) moveReservation(ctx context.Context, m protocol.Message, old, ne
 
 // place writes m at seq, reserved for it, moving to a fresh seq when
 // another message took that one, then raises the conversation's max seq.
-func (s *Store) place(ctx context.Context, m protocol.Message, seq int64, kind protocol.ConvKind) (store.AppendResult, error) {
+func (s *Backend) place(ctx context.Context, m protocol.Message, seq int64, kind protocol.ConvKind) (store.AppendResult, error) {
 	for range maxPlacements {
 		m.Seq = seq
 		it, err := messageItem(m, nil)
@@ -177,7 +177,7 @@ func (s *Store) place(ctx context.Context, m protocol.Message, seq int64, kind p
 // resume handles an append whose (conv, msg_id) is already reserved: a
 // duplicate, another sender's key, or an earlier attempt cut short
 // (reserved, perhaps written, not finished), which it finishes.
-func (s *Store) resume(ctx context.Context, m protocol.Message, kind protocol.ConvKind) (store.AppendResult, error) {
+func (s *Backend) resume(ctx context.Context, m protocol.Message, kind protocol.ConvKind) (store.AppendResult, error) {
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		res, err := s.getItem(ctx, tMessageIDs, msgIDKey(m.Conv, m.MsgID))
 		if err != nil {
@@ -232,7 +232,7 @@ func (s *Store) resume(ctx context.Context, m protocol.Message, kind protocol.Co
 // that attempt have stopped short of raising the conversation's max seq,
 // this call raises it, and the conversation shows as behind its derived
 // state (Unrepaired): the engine derives the message then.
-func (s *Store) finishStored(ctx context.Context, stored item, kind protocol.ConvKind) (store.AppendResult, error) {
+func (s *Backend) finishStored(ctx context.Context, stored item, kind protocol.ConvKind) (store.AppendResult, error) {
 	msgs, err := s.messagesOf(ctx, []item{stored})
 	if err != nil {
 		return store.AppendResult{}, err
@@ -250,7 +250,7 @@ func (s *Store) finishStored(ctx context.Context, stored item, kind protocol.Con
 // raiseMax raises conv's max seq to seq (creating a direct chat's item on
 // its first message) and marks it behind its derived state; false when
 // the max seq was already there.
-func (s *Store) raiseMax(ctx context.Context, conv string, seq int64, kind protocol.ConvKind) (bool, error) {
+func (s *Backend) raiseMax(ctx context.Context, conv string, seq int64, kind protocol.ConvKind) (bool, error) {
 	cond := "attribute_not_exists(#m) OR #m < :s"
 	if kind == protocol.ConvGroup {
 		cond = "attribute_exists(#m) AND #m < :s"
@@ -285,7 +285,7 @@ func (s *Store) raiseMax(ctx context.Context, conv string, seq int64, kind proto
 // or the repair, fills. Two round trips before the message is durable,
 // not three; the raises of a conversation's appends in flight together
 // are one write (maxRaises).
-func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+func (s *Backend) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.AppendResult{}, err
 	}
@@ -340,7 +340,7 @@ func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendR
 
 // takeBackID deletes m's key reserved at m.Seq, where m will not be
 // stored, and returns why (cause), or why the key could not be taken back.
-func (s *Store) takeBackID(ctx context.Context, m protocol.Message, cause error) error {
+func (s *Backend) takeBackID(ctx context.Context, m protocol.Message, cause error) error {
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: s.table(tMessageIDs), Key: msgIDKey(m.Conv, m.MsgID),
 		ConditionExpression:       aws.String("#s = :s"),
@@ -354,7 +354,7 @@ func (s *Store) takeBackID(ctx context.Context, m protocol.Message, cause error)
 }
 
 // NewestSeq implements store.Backend.
-func (s *Store) NewestSeq(ctx context.Context, conv string) (int64, error) {
+func (s *Backend) NewestSeq(ctx context.Context, conv string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}

@@ -18,7 +18,7 @@ import (
 // removed) on condition that s3_ref is still not set, so that two runs
 // never move a body twice. A Scan reads the whole table: archival is a
 // batch job, run rarely.
-func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error) {
+func (s *Backend) Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -71,7 +71,7 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 // (conv, seq) when a deletion erased that body after it was read (the
 // item then has no body, and the archive's update did not hold): the
 // deletion, finding no s3_ref, erased no blob.
-func (s *Store) eraseIfDeleted(ctx context.Context, conv string, seq int64, key string) error {
+func (s *Backend) eraseIfDeleted(ctx context.Context, conv string, seq int64, key string) error {
 	it, err := s.messageItemAt(ctx, conv, seq)
 	if err != nil || it == nil {
 		return err

@@ -17,7 +17,7 @@ import (
 // Conversation implements store.Backend: the conversation's item (a group
 // change cut short is finished first), then its members' boundary and
 // pending rows in one batch read.
-func (s *Store) Conversation(ctx context.Context, conv string) (store.ConvRecord, error) {
+func (s *Backend) Conversation(ctx context.Context, conv string) (store.ConvRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.ConvRecord{}, err
 	}
@@ -57,7 +57,7 @@ func (s *Store) Conversation(ctx context.Context, conv string) (store.ConvRecord
 }
 
 // batchGetByTable is batchGet with its results by table, then id.
-func (s *Store) batchGetByTable(ctx context.Context, keys []batchKey) (map[string]map[string]item, error) {
+func (s *Backend) batchGetByTable(ctx context.Context, keys []batchKey) (map[string]map[string]item, error) {
 	scoped := make([]batchKey, len(keys))
 	for i, k := range keys {
 		scoped[i] = batchKey{table: k.table, key: k.key, id: k.table + "\x00" + k.id}
@@ -80,7 +80,7 @@ func (s *Store) batchGetByTable(ctx context.Context, keys []batchKey) (map[strin
 
 // convItem reads conv's item, finishing a group change cut short first;
 // nil when the conversation does not exist.
-func (s *Store) convItem(ctx context.Context, conv string) (item, error) {
+func (s *Backend) convItem(ctx context.Context, conv string) (item, error) {
 	c, err := s.getItem(ctx, tConvs, convKey(conv))
 	if err != nil || c == nil || !c.has(aPendingCh) {
 		return c, err
@@ -114,7 +114,7 @@ func groupState(conv string, c item) store.GroupState {
 // Unrepaired implements store.Backend: the sparse index on behind lists
 // the conversations whose max seq moved past their derived watermark;
 // each is checked on its item (the index is eventually consistent).
-func (s *Store) Unrepaired(ctx context.Context) ([]string, error) {
+func (s *Backend) Unrepaired(ctx context.Context) ([]string, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (s *Store) Unrepaired(ctx context.Context) ([]string, error) {
 }
 
 // Sessions implements store.Backend: one batch read.
-func (s *Store) Sessions(ctx context.Context, conv string, users []string) (map[string]session.State, error) {
+func (s *Backend) Sessions(ctx context.Context, conv string, users []string) (map[string]session.State, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}

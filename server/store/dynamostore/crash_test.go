@@ -109,7 +109,7 @@ func messageDerived(alice, bob, conv string) store.Derived {
 }
 
 // checkCut checks what a reader finds after the writer died.
-func checkCut(t *testing.T, s *Store, cut int64, alice, bob, conv string) {
+func checkCut(t *testing.T, s *Backend, cut int64, alice, bob, conv string) {
 	t.Helper()
 	ctx := t.Context()
 	rec, err := s.User(ctx, bob)

@@ -18,7 +18,7 @@ const aSecret = "secret"
 // SharedSecret returns the deployment's secret called name, made (from
 // fresh random bytes) by the first node that asks: nodes that share the
 // tables share it, and it outlives everything Redis loses.
-func (s *Store) SharedSecret(ctx context.Context, name string) (string, error) {
+func (s *Backend) SharedSecret(ctx context.Context, name string) (string, error) {
 	if err := s.checkOpen(); err != nil {
 		return "", err
 	}
@@ -41,7 +41,7 @@ func (s *Store) SharedSecret(ctx context.Context, name string) (string, error) {
 // FirstUse reports whether the deployment never used what before, and
 // records that it now does: durable, it tells a fresh deployment from one
 // whose Redis lost its keys (ownership.Config.FirstUse).
-func (s *Store) FirstUse(ctx context.Context, what string) (bool, error) {
+func (s *Backend) FirstUse(ctx context.Context, what string) (bool, error) {
 	if err := s.checkOpen(); err != nil {
 		return false, err
 	}

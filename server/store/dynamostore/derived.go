@@ -34,7 +34,7 @@ const applyWorkers = 16
 //     rises only once everything derived below it is written, so a crash
 //     before leaves it behind, and the next operation on it (or a repair)
 //     derives it again.
-func (s *Store) Apply(ctx context.Context, d store.Derived) error {
+func (s *Backend) Apply(ctx context.Context, d store.Derived) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s *Store) Apply(ctx context.Context, d store.Derived) error {
 
 // phase runs each step's writes, applyWorkers at a time, one step after
 // another; it stops at the first error.
-func (s *Store) phase(ctx context.Context, steps ...func(g *errgroup.Group, ctx context.Context)) error {
+func (s *Backend) phase(ctx context.Context, steps ...func(g *errgroup.Group, ctx context.Context)) error {
 	for _, step := range steps {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(applyWorkers)
@@ -90,7 +90,7 @@ func (s *Store) phase(ctx context.Context, steps ...func(g *errgroup.Group, ctx 
 // memberRows starts the writes of d's boundary, pending and former rows.
 // A member's Gone and boundary rows go together, Gone first, as one task:
 // the same key's writes in the order given.
-func (s *Store) memberRows(ctx context.Context, g *errgroup.Group, d store.Derived) {
+func (s *Backend) memberRows(ctx context.Context, g *errgroup.Group, d store.Derived) {
 	type boundaryTask struct {
 		gone []store.MemberGone
 		rows []store.BoundaryRow
@@ -138,7 +138,7 @@ func (s *Store) memberRows(ctx context.Context, g *errgroup.Group, d store.Deriv
 
 // update runs one conditional UpdateItem; false when its condition did
 // not hold.
-func (s *Store) update(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (bool, error) {
+func (s *Backend) update(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (bool, error) {
 	_, ok, err := s.updateItem(ctx, t, key, expr, cond, names, values, types.ReturnValueNone)
 	return ok, err
 }
@@ -146,12 +146,12 @@ func (s *Store) update(ctx context.Context, t string, key item, expr, cond strin
 // updateReturning is update answering the item as the update left it
 // (nil when the condition did not hold): DynamoDB returns it with the
 // write, at no extra call.
-func (s *Store) updateReturning(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (item, bool, error) {
+func (s *Backend) updateReturning(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item) (item, bool, error) {
 	return s.updateItem(ctx, t, key, expr, cond, names, values, types.ReturnValueAllNew)
 }
 
 // updateItem runs one conditional UpdateItem returning what ret asks for.
-func (s *Store) updateItem(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item, ret types.ReturnValue) (item, bool, error) {
+func (s *Backend) updateItem(ctx context.Context, t string, key item, expr, cond string, names map[string]string, values item, ret types.ReturnValue) (item, bool, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName: s.table(t), Key: key, UpdateExpression: aws.String(expr),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
@@ -171,7 +171,7 @@ func (s *Store) updateItem(ctx context.Context, t string, key item, expr, cond s
 }
 
 // put runs one conditional PutItem; false when its condition did not hold.
-func (s *Store) put(ctx context.Context, t string, it item, cond string, names map[string]string, values item) (bool, error) {
+func (s *Backend) put(ctx context.Context, t string, it item, cond string, names map[string]string, values item) (bool, error) {
 	in := &dynamodb.PutItemInput{TableName: s.table(t), Item: it, ExpressionAttributeNames: names}
 	if cond != "" {
 		in.ConditionExpression = aws.String(cond)
@@ -190,7 +190,7 @@ func (s *Store) put(ctx context.Context, t string, it item, cond string, names m
 }
 
 // del runs one conditional DeleteItem.
-func (s *Store) del(ctx context.Context, t string, key item, cond string, names map[string]string, values item) error {
+func (s *Backend) del(ctx context.Context, t string, key item, cond string, names map[string]string, values item) error {
 	in := &dynamodb.DeleteItemInput{TableName: s.table(t), Key: key}
 	if cond != "" {
 		in.ConditionExpression = aws.String(cond)
@@ -204,7 +204,7 @@ func (s *Store) del(ctx context.Context, t string, key item, cond string, names 
 }
 
 // applyGone deletes a member's boundary row if it joined before Before.
-func (s *Store) applyGone(ctx context.Context, g store.MemberGone) error {
+func (s *Backend) applyGone(ctx context.Context, g store.MemberGone) error {
 	return s.del(ctx, tStatus, userConvKey(g.User, g.Conv), "#j < :b",
 		map[string]string{"#j": aJoined}, item{":b": numV(g.Before)})
 }
@@ -214,7 +214,7 @@ func (s *Store) applyGone(ctx context.Context, g store.MemberGone) error {
 // exists but for a member's first boundary, so it is raised first, both
 // boundaries in one update, and put only when that found no row: one
 // call in the common case.
-func (s *Store) applyBoundary(ctx context.Context, r store.BoundaryRow) error {
+func (s *Backend) applyBoundary(ctx context.Context, r store.BoundaryRow) error {
 	key := userConvKey(r.User, r.Conv)
 	delivered := max(r.DeliveredSeq, r.ReadSeq)
 	names := map[string]string{"#u": aUser, "#d": aDelivered, "#r": aRead}
@@ -259,7 +259,7 @@ func (s *Store) applyBoundary(ctx context.Context, r store.BoundaryRow) error {
 // applyPending clears a pending row at or below Clear, then puts one if
 // absent: with both, one put on condition that the row is absent or
 // cleared by Clear (what a delete then a put if absent would leave).
-func (s *Store) applyPending(ctx context.Context, p store.PendingRow) error {
+func (s *Backend) applyPending(ctx context.Context, p store.PendingRow) error {
 	row := item{aReceiver: strV(p.User), aConv: strV(p.Conv), aFirst: numV(p.FirstUndelivered)}
 	switch {
 	case p.FirstUndelivered > 0 && p.Clear > 0:
@@ -302,7 +302,7 @@ func sameEpochCond(fence int64) string {
 // applySession writes a session newer than the stored one (see newerCond);
 // at the same epoch and active_ts, a rise of the ticks written in place is
 // max-merged into the stored row.
-func (s *Store) applySession(ctx context.Context, st session.State, fence int64) error {
+func (s *Backend) applySession(ctx context.Context, st session.State, fence int64) error {
 	it := sessionItem(st)
 	it[aFence] = numV(fence)
 	ok, err := s.put(ctx, tSessions, it, newerCond(fence),
@@ -333,7 +333,7 @@ func (s *Store) applySession(ctx context.Context, st session.State, fence int64)
 // behind marker once the watermark reached the max seq. The raise answers
 // the item as it left it, so the marker's removal is tried only when that
 // item says it is due (or when nothing rose, and so nothing was seen).
-func (s *Store) applyConv(ctx context.Context, c store.ConvDerived) error {
+func (s *Backend) applyConv(ctx context.Context, c store.ConvDerived) error {
 	key := convKey(c.Conv)
 	names := map[string]string{"#c": aConv, "#d": aDerivedSeq, "#td": aTickDeliv, "#tr": aTickRead}
 	after, ok, err := s.updateReturning(ctx, tConvs, key, "SET #d = :d, #td = :td, #tr = :tr",
@@ -375,7 +375,7 @@ func behindDue(c item) bool {
 }
 
 // applyFormer puts or deletes a former member's view.
-func (s *Store) applyFormer(ctx context.Context, f store.FormerRow) error {
+func (s *Backend) applyFormer(ctx context.Context, f store.FormerRow) error {
 	if f.Delete {
 		return s.del(ctx, tFormer, userConvKey(f.User, f.Conv), "", nil, nil)
 	}

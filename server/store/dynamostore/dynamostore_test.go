@@ -73,7 +73,7 @@ func testEngines(t testing.TB) engines {
 
 // openFresh migrates tables under a fresh prefix and opens a store on
 // them, closed when the test ends.
-func openFresh(t testing.TB, blobs blob.Store) (*Store, engines) {
+func openFresh(t testing.TB, blobs blob.Store) (*Backend, engines) {
 	t.Helper()
 	e := testEngines(t)
 	prefix := testengines.Prefix(t)
@@ -146,7 +146,7 @@ func message(conv, from, id string) protocol.Message {
 	return protocol.Message{Conv: conv, MsgID: id, From: from, Body: "body of " + id, ClientTS: 7, ServerTS: 1000}
 }
 
-func mustAppend(t *testing.T, s *Store, m protocol.Message) store.AppendResult {
+func mustAppend(t *testing.T, s *Backend, m protocol.Message) store.AppendResult {
 	t.Helper()
 	res, err := s.Append(t.Context(), m)
 	if err != nil {
@@ -156,7 +156,7 @@ func mustAppend(t *testing.T, s *Store, m protocol.Message) store.AppendResult {
 }
 
 // allSeqs returns conv's stored seqs and msg_ids in order.
-func allSeqs(t *testing.T, s *Store, conv string) ([]int64, []string) {
+func allSeqs(t *testing.T, s *Backend, conv string) ([]int64, []string) {
 	t.Helper()
 	msgs, _, err := s.History(t.Context(), conv, store.HistoryQuery{After: true, Limit: 1000})
 	if err != nil {
@@ -291,7 +291,7 @@ func TestUnreachableIsAnError(t *testing.T) {
 	if _, err := Open(t.Context(), Options{DynamoDB: db, Redis: e.redis, Prefix: testengines.Prefix(t)}); err == nil || errors.Is(err, ErrNoTables) {
 		t.Fatalf("Open on an unreachable endpoint: %v, want a connection error", err)
 	}
-	s := &Store{db: db, redis: e.redis, prefix: testengines.Prefix(t)}
+	s := &Backend{db: db, redis: e.redis, prefix: testengines.Prefix(t)}
 	if _, err := s.Append(t.Context(), message("d:alice:bob", "alice", "m1")); err == nil {
 		t.Fatal("Append on an unreachable endpoint succeeded")
 	}

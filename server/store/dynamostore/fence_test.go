@@ -32,7 +32,7 @@ func fencedWrite(fence, clock, priority int64) store.Derived {
 // storedMark returns the priority of alice's stored session and her main
 // total (fencedWrite's mark in both: the total is her session's unread
 // count).
-func storedMark(t *testing.T, s *Store) (session, total int64) {
+func storedMark(t *testing.T, s *Backend) (session, total int64) {
 	t.Helper()
 	ctx := context.Background()
 	got, err := s.Sessions(ctx, "c1", []string{"alice"})

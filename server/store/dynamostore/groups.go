@@ -28,7 +28,7 @@ type pendingChange struct {
 
 // ChangeGroup implements store.Backend (see doc.go for the order of the
 // writes and what each crash point leaves).
-func (s *Store) ChangeGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
+func (s *Backend) ChangeGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.GroupRecordResult{}, err
 	}
@@ -41,7 +41,7 @@ func (s *Store) ChangeGroup(ctx context.Context, ch store.GroupChange) (store.Gr
 // createGroup writes the key (if any), the system message at seq 1, its
 // idempotency key, and last the conversation's item, which makes the group
 // exist.
-func (s *Store) createGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
+func (s *Backend) createGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	// The create's own rules are checked before anything is written;
 	// whether its group exists, the conditional writes below find.
 	if err := store.CheckGroupChange(nil, ch); err != nil {
@@ -119,7 +119,7 @@ func (s *Store) createGroup(ctx context.Context, ch store.GroupChange) (store.Gr
 // adoptCreate handles a create whose seq 1 is taken: the group exists, or
 // an earlier attempt of a keyed create stopped after writing its message,
 // which this one adopts.
-func (s *Store) adoptCreate(ctx context.Context, ch store.GroupChange) (protocol.Message, changeRecord, error) {
+func (s *Backend) adoptCreate(ctx context.Context, ch store.GroupChange) (protocol.Message, changeRecord, error) {
 	stored, err := s.messageItemAt(ctx, ch.Conv, 1)
 	if err != nil {
 		return protocol.Message{}, changeRecord{}, err
@@ -140,7 +140,7 @@ func (s *Store) adoptCreate(ctx context.Context, ch store.GroupChange) (protocol
 }
 
 // existingGroup answers a create that found its group made meanwhile.
-func (s *Store) existingGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
+func (s *Backend) existingGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	if ch.Key == "" {
 		return store.GroupRecordResult{}, fmt.Errorf("create %s: the group exists", ch.Conv)
 	}
@@ -154,7 +154,7 @@ func (s *Store) existingGroup(ctx context.Context, ch store.GroupChange) (store.
 // changeGroup commits the change on the conversation's item (membership
 // version checked, the change recorded as pending at its seq), then
 // writes the system message and clears the pending record.
-func (s *Store) changeGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
+func (s *Backend) changeGroup(ctx context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	var seq int64
 	for range maxChangeTries {
 		c, err := s.convItem(ctx, ch.Conv)
@@ -225,7 +225,7 @@ func groupRecord(conv string, c item) *store.GroupRecord {
 // on the group's item if its membership version is still cur's and no
 // other change is pending, with pj, the change's pending record; false
 // when either moved (the caller reads the item again).
-func (s *Store) commitChange(ctx context.Context, cur, next store.GroupRecord, raise bool, seq int64, pj string) (bool, error) {
+func (s *Backend) commitChange(ctx context.Context, cur, next store.GroupRecord, raise bool, seq int64, pj string) (bool, error) {
 	names := map[string]string{"#v": aVersion, "#p": aPendingCh, "#b": aBehind}
 	values := item{":v": numV(cur.Version), ":p": strV(pj), ":b": strV("1")}
 	// seqValue names a seq among the values, once however often it is used.
@@ -300,7 +300,7 @@ func join(parts []string) string {
 // to run twice, concurrently too: whoever reads the item first finishes
 // the change. When another message took the change's seq (Redis lost the
 // counter), the change moves to a fresh seq first.
-func (s *Store) completeChange(ctx context.Context, conv, pj string) error {
+func (s *Backend) completeChange(ctx context.Context, conv, pj string) error {
 	var p pendingChange
 	if err := json.Unmarshal([]byte(pj), &p); err != nil {
 		return fmt.Errorf("pending change of %s: %w", conv, err)
@@ -347,7 +347,7 @@ func (s *Store) completeChange(ctx context.Context, conv, pj string) error {
 // movePending moves a pending change whose seq was taken to a fresh seq:
 // its record, the joined seqs of the members it adds and its reservation.
 // It returns the new record, or "" when the record is no longer pending.
-func (s *Store) movePending(ctx context.Context, conv, pj string, p *pendingChange) (string, error) {
+func (s *Backend) movePending(ctx context.Context, conv, pj string, p *pendingChange) (string, error) {
 	next, err := s.reseed(ctx, conv)
 	if err != nil {
 		return "", err

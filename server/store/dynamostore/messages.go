@@ -63,7 +63,7 @@ func messageOf(it item) (protocol.Message, bool, error) {
 }
 
 // messagesOf decodes stored messages with their archived bodies read back.
-func (s *Store) messagesOf(ctx context.Context, items []item) ([]protocol.Message, error) {
+func (s *Backend) messagesOf(ctx context.Context, items []item) ([]protocol.Message, error) {
 	out := make([]protocol.Message, len(items))
 	for i, it := range items {
 		var storedBody bool
@@ -83,7 +83,7 @@ func (s *Store) messagesOf(ctx context.Context, items []item) ([]protocol.Messag
 }
 
 // archivedBody reads an archived body back from the blob store.
-func (s *Store) archivedBody(ctx context.Context, ref string) (string, error) {
+func (s *Backend) archivedBody(ctx context.Context, ref string) (string, error) {
 	if s.blobs == nil {
 		return "", fmt.Errorf("message body archived at %s but no blob store is configured", ref)
 	}
@@ -95,13 +95,13 @@ func (s *Store) archivedBody(ctx context.Context, ref string) (string, error) {
 }
 
 // messageItemAt reads the stored item at (conv, seq); nil when none.
-func (s *Store) messageItemAt(ctx context.Context, conv string, seq int64) (item, error) {
+func (s *Backend) messageItemAt(ctx context.Context, conv string, seq int64) (item, error) {
 	return s.getItem(ctx, tMessages, msgKey(conv, seq))
 }
 
 // putMessage writes it at its seq unless that seq is taken (the guard
 // against reusing a seq): conditionFailed then.
-func (s *Store) putMessage(ctx context.Context, it item) error {
+func (s *Backend) putMessage(ctx context.Context, it item) error {
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: s.table(tMessages), Item: it,
 		ConditionExpression:      aws.String("attribute_not_exists(#s)"),
@@ -111,7 +111,7 @@ func (s *Store) putMessage(ctx context.Context, it item) error {
 }
 
 // Message implements store.Backend.
-func (s *Store) Message(ctx context.Context, conv string, seq int64) (protocol.Message, error) {
+func (s *Backend) Message(ctx context.Context, conv string, seq int64) (protocol.Message, error) {
 	if err := s.checkOpen(); err != nil {
 		return protocol.Message{}, err
 	}
@@ -131,7 +131,7 @@ func (s *Store) Message(ctx context.Context, conv string, seq int64) (protocol.M
 
 // History implements store.Backend: one Query from the bound asked from,
 // outwards, Limit+1 items.
-func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
+func (s *Backend) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, false, err
 	}
@@ -180,7 +180,7 @@ func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) 
 }
 
 // Senders implements store.Backend.
-func (s *Store) Senders(ctx context.Context, conv string, after, upTo int64) ([]string, error) {
+func (s *Backend) Senders(ctx context.Context, conv string, after, upTo int64) ([]string, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (s *Store) Senders(ctx context.Context, conv string, after, upTo int64) ([]
 }
 
 // GroupChangeAt implements store.Backend.
-func (s *Store) GroupChangeAt(ctx context.Context, conv string, seq int64) (store.GroupChange, error) {
+func (s *Backend) GroupChangeAt(ctx context.Context, conv string, seq int64) (store.GroupChange, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.GroupChange{}, err
 	}

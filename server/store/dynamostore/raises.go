@@ -34,7 +34,7 @@ type raiseWaiter struct {
 // raise returns once conv's max seq was raised to seq or above (or was
 // found there), or the write failed. ctx bounds the wait, not the write:
 // a write under way finishes for the others waiting on it.
-func (s *Store) raise(ctx context.Context, conv string, seq int64, kind protocol.ConvKind) error {
+func (s *Backend) raise(ctx context.Context, conv string, seq int64, kind protocol.ConvKind) error {
 	done := make(chan error, 1)
 	r := &s.raises
 	r.mu.Lock()
@@ -61,7 +61,7 @@ func (s *Store) raise(ctx context.Context, conv string, seq int64, kind protocol
 }
 
 // runRaises writes conv's raises until no append waits for one.
-func (s *Store) runRaises(conv string, c *convRaises) {
+func (s *Backend) runRaises(conv string, c *convRaises) {
 	r := &s.raises
 	for {
 		r.mu.Lock()

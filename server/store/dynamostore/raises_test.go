@@ -85,7 +85,7 @@ func TestAppendsInFlightShareOneMaxSeqRaise(t *testing.T) {
 
 // waiting counts the raises of conv waiting, the one being written
 // included.
-func waiting(s *Store, conv string) int {
+func waiting(s *Backend, conv string) int {
 	s.raises.mu.Lock()
 	defer s.raises.mu.Unlock()
 	if c := s.raises.convs[conv]; c != nil {

@@ -24,7 +24,7 @@ const stateTries = 8
 // are removed item by item. A crash in between leaves the conversation
 // behind its derived state (Unrepaired), and the engine's repair applies
 // the entry again: every step is idempotent.
-func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
+func (s *Backend) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func erases(change store.RelationChange, seq int64) bool {
 // writeTargetState stores the target's new state, if it changed, on
 // condition that its state is still old, and removes its body if the
 // change erases it; false when the state changed meanwhile.
-func (s *Store) writeTargetState(ctx context.Context, rel protocol.Message, old string, st *store.TargetState, change store.RelationChange) (bool, error) {
+func (s *Backend) writeTargetState(ctx context.Context, rel protocol.Message, old string, st *store.TargetState, change store.RelationChange) (bool, error) {
 	key := msgKey(rel.Conv, rel.RefSeq)
 	if !change.Changed {
 		if !erases(change, rel.RefSeq) {
@@ -114,7 +114,7 @@ func (s *Store) writeTargetState(ctx context.Context, rel protocol.Message, old 
 
 // eraseEntry removes the body of the edit entry at seq and marks it
 // erased; it returns the entry's blob key when its body was archived.
-func (s *Store) eraseEntry(ctx context.Context, conv string, seq int64) (string, error) {
+func (s *Backend) eraseEntry(ctx context.Context, conv string, seq int64) (string, error) {
 	text, err := (&store.ErasedEntry).Encode()
 	if err != nil {
 		return "", err
@@ -140,7 +140,7 @@ func (s *Store) eraseEntry(ctx context.Context, conv string, seq int64) (string,
 // applyStored applies m to its target when it is a relation entry just
 // stored or found stored (a repeat finishes what its first attempt may
 // have cut short); the caller giving up must not stop it half-way.
-func (s *Store) applyStored(ctx context.Context, m protocol.Message) error {
+func (s *Backend) applyStored(ctx context.Context, m protocol.Message) error {
 	if !m.IsRelation() {
 		return nil
 	}
@@ -150,7 +150,7 @@ func (s *Store) applyStored(ctx context.Context, m protocol.Message) error {
 // MessageSeq implements store.Backend: the seq the key's reservation
 // records once its message has one (a reservation without a seq is a send
 // not stored yet: ErrNotFound).
-func (s *Store) MessageSeq(ctx context.Context, conv, msgID string) (int64, error) {
+func (s *Backend) MessageSeq(ctx context.Context, conv, msgID string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}

@@ -95,7 +95,7 @@ func TestRelationCutAtEveryPointIsRepaired(t *testing.T) {
 
 // wantErased requires the target at seq deleted, and its body and its
 // edit's (at editSeq) gone from their items.
-func wantErased(t *testing.T, s *Store, conv string, cut, seq, editSeq int64) {
+func wantErased(t *testing.T, s *Backend, conv string, cut, seq, editSeq int64) {
 	t.Helper()
 	got, err := s.Message(t.Context(), conv, seq)
 	if err != nil || !got.Deleted || got.Body != "" {

@@ -10,7 +10,7 @@ import (
 )
 
 // seqKey is the Redis counter of conv's seqs.
-func (s *Store) seqKey(conv string) string { return s.prefix + "seq:" + conv }
+func (s *Backend) seqKey(conv string) string { return s.prefix + "seq:" + conv }
 
 // reseedScript raises the counter to at least ARGV[1], then increments
 // it: a counter Redis lost (or rolled back) resumes above the newest
@@ -25,7 +25,7 @@ return redis.call('INCR', KEYS[1])`)
 // again at 1 may have been lost: when seq 1 is stored already, the counter
 // is re-seeded from the table (a conversation's first appends, racing,
 // find seq 1 free and keep it).
-func (s *Store) nextSeq(ctx context.Context, conv string) (int64, error) {
+func (s *Backend) nextSeq(ctx context.Context, conv string) (int64, error) {
 	n, err := s.redis.Incr(ctx, s.seqKey(conv)).Result()
 	if err != nil {
 		return 0, fmt.Errorf("sequence %s: %w", conv, err)
@@ -43,7 +43,7 @@ func (s *Store) nextSeq(ctx context.Context, conv string) (int64, error) {
 // reseed returns a seq candidate above the newest stored seq of conv (the
 // newest message, or the conversation's max seq when a group change has
 // claimed a seq before its message is written).
-func (s *Store) reseed(ctx context.Context, conv string) (int64, error) {
+func (s *Backend) reseed(ctx context.Context, conv string) (int64, error) {
 	floor, err := s.storedNewest(ctx, conv)
 	if err != nil {
 		return 0, err
@@ -52,7 +52,7 @@ func (s *Store) reseed(ctx context.Context, conv string) (int64, error) {
 }
 
 // reseedFrom returns a seq candidate above floor.
-func (s *Store) reseedFrom(ctx context.Context, conv string, floor int64) (int64, error) {
+func (s *Backend) reseedFrom(ctx context.Context, conv string, floor int64) (int64, error) {
 	n, err := reseedScript.Run(ctx, s.redis, []string{s.seqKey(conv)}, floor).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("sequence %s: reseed from %d: %w", conv, floor, err)
@@ -61,7 +61,7 @@ func (s *Store) reseedFrom(ctx context.Context, conv string, floor int64) (int64
 }
 
 // storedNewest is the newest seq conv's tables know of.
-func (s *Store) storedNewest(ctx context.Context, conv string) (int64, error) {
+func (s *Backend) storedNewest(ctx context.Context, conv string) (int64, error) {
 	items, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName:                 s.table(tMessages),
 		KeyConditionExpression:    aws.String("#c = :c"),

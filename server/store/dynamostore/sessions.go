@@ -67,7 +67,7 @@ func sessionOf(it item) session.State {
 }
 
 // TimedMutes implements store.Backend: the sparse by_timed_mute index.
-func (s *Store) TimedMutes(ctx context.Context, user string, now int64) ([]string, error) {
+func (s *Backend) TimedMutes(ctx context.Context, user string, now int64) ([]string, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (s *Store) TimedMutes(ctx context.Context, user string, now int64) ([]strin
 // the user left, then, unless q.SkipTotal, the list's total summed from
 // its sessions (totals.go). DynamoDB has no snapshot across items: each
 // item is read consistently, the page as a whole is not one snapshot.
-func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
+func (s *Backend) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, 0, err
 	}
@@ -184,7 +184,7 @@ func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery)
 
 // Pending implements store.Backend: the user's pending rows, then one
 // batch read of their boundary rows and conversations.
-func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
+func (s *Backend) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelive
 }
 
 // Account implements store.Backend.
-func (s *Store) Account(ctx context.Context, user string) (string, string, error) {
+func (s *Backend) Account(ctx context.Context, user string) (string, string, error) {
 	if err := s.checkOpen(); err != nil {
 		return "", "", err
 	}
@@ -229,7 +229,7 @@ func (s *Store) Account(ctx context.Context, user string) (string, string, error
 }
 
 // SetAccount implements store.Backend.
-func (s *Store) SetAccount(ctx context.Context, user, category, subBiz string) error {
+func (s *Backend) SetAccount(ctx context.Context, user, category, subBiz string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}

@@ -23,9 +23,9 @@ import (
 )
 
 var (
-	_ store.Backend  = (*Store)(nil)
-	_ store.Archiver = (*Store)(nil)
-	_ auth.Epochs    = (*Store)(nil)
+	_ store.Backend  = (*Backend)(nil)
+	_ store.Archiver = (*Backend)(nil)
+	_ auth.Epochs    = (*Backend)(nil)
 )
 
 // NewClient returns a DynamoDB client for region, talking to endpoint when
@@ -61,9 +61,9 @@ type Options struct {
 	Blobs blob.Store
 }
 
-// Store is a store.Backend on DynamoDB tables with Redis sequencing. Safe
+// Backend is a store.Backend on DynamoDB tables with Redis sequencing. Safe
 // for concurrent use; several processes may share the same tables.
-type Store struct {
+type Backend struct {
 	db     *dynamodb.Client
 	redis  redis.UniversalClient
 	prefix string
@@ -75,27 +75,27 @@ type Store struct {
 	raises maxRaises
 }
 
-// Open returns a Store on the tables under o.Prefix; ErrNoTables when one
+// Open returns a Backend on the tables under o.Prefix; ErrNoTables when one
 // is missing.
-func Open(ctx context.Context, o Options) (*Store, error) {
+func Open(ctx context.Context, o Options) (*Backend, error) {
 	if o.DynamoDB == nil || o.Redis == nil {
 		return nil, errors.New("dynamostore: a DynamoDB client and a Redis client are required")
 	}
 	if err := checkTables(ctx, o.DynamoDB, o.Prefix); err != nil {
 		return nil, err
 	}
-	return &Store{db: o.DynamoDB, redis: o.Redis, prefix: o.Prefix, blobs: o.Blobs}, nil
+	return &Backend{db: o.DynamoDB, redis: o.Redis, prefix: o.Prefix, blobs: o.Blobs}, nil
 }
 
 // Close implements store.Backend: later calls fail with store.ErrClosed.
 // Every write has returned by then (none is queued); the clients belong
 // to the caller.
-func (s *Store) Close() error {
+func (s *Backend) Close() error {
 	s.closed.Store(true)
 	return nil
 }
 
-func (s *Store) checkOpen() error {
+func (s *Backend) checkOpen() error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -103,7 +103,7 @@ func (s *Store) checkOpen() error {
 }
 
 // table returns a table's full name.
-func (s *Store) table(t string) *string { return aws.String(s.prefix + t) }
+func (s *Backend) table(t string) *string { return aws.String(s.prefix + t) }
 
 // conditionFailed reports a conditional write whose condition did not
 // hold.
@@ -114,7 +114,7 @@ func conditionFailed(err error) bool {
 
 // getItem reads one item with a strongly consistent read; nil when
 // absent.
-func (s *Store) getItem(ctx context.Context, t string, key item) (item, error) {
+func (s *Backend) getItem(ctx context.Context, t string, key item) (item, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table(t), Key: key, ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", t, err)
@@ -127,7 +127,7 @@ func (s *Store) getItem(ctx context.Context, t string, key item) (item, error) {
 
 // query runs q to the end of its pages or until max items (0: no bound)
 // and returns the items.
-func (s *Store) query(ctx context.Context, q *dynamodb.QueryInput, max int) ([]item, error) {
+func (s *Backend) query(ctx context.Context, q *dynamodb.QueryInput, max int) ([]item, error) {
 	var out []item
 	q.ConsistentRead = aws.Bool(q.IndexName == nil || isLocalIndex(*q.IndexName))
 	for {
@@ -161,7 +161,7 @@ type batchKey struct {
 
 // batchGet reads many items with strongly consistent reads, 100 keys a
 // request, and returns them by batchKey.id (absent keys missing).
-func (s *Store) batchGet(ctx context.Context, keys []batchKey) (map[string]item, error) {
+func (s *Backend) batchGet(ctx context.Context, keys []batchKey) (map[string]item, error) {
 	out := map[string]item{}
 	seen := map[string]bool{}
 	var uniq []batchKey

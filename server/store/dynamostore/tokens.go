@@ -19,7 +19,7 @@ const revocationsUser = "#revocations"
 const revPart = "r"
 
 // TokenEpoch implements auth.Epochs.
-func (s *Store) TokenEpoch(ctx context.Context, user string) (int64, error) {
+func (s *Backend) TokenEpoch(ctx context.Context, user string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -33,7 +33,7 @@ func (s *Store) TokenEpoch(ctx context.Context, user string) (int64, error) {
 // RevokeTokens moves user's token epoch on, so that every token minted
 // before refuses, and returns the new epoch. It takes a revision from the
 // revocation counter first, then moves the epoch with that revision.
-func (s *Store) RevokeTokens(ctx context.Context, user string) (int64, error) {
+func (s *Backend) RevokeTokens(ctx context.Context, user string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -50,7 +50,7 @@ func (s *Store) RevokeTokens(ctx context.Context, user string) (int64, error) {
 
 // addOne adds one to a number attribute (also setting set) and returns
 // the new value.
-func (s *Store) addOne(ctx context.Context, key item, attr string, set map[string]int64) (int64, error) {
+func (s *Backend) addOne(ctx context.Context, key item, attr string, set map[string]int64) (int64, error) {
 	names := map[string]string{"#a": attr}
 	values := item{":one": numV(1)}
 	expr := "ADD #a :one"
@@ -74,7 +74,7 @@ func (s *Store) addOne(ctx context.Context, key item, attr string, set map[strin
 }
 
 // RevokedSince implements auth.Revocations through the by_rev index.
-func (s *Store) RevokedSince(ctx context.Context, since int64) ([]auth.Revocation, int64, error) {
+func (s *Backend) RevokedSince(ctx context.Context, since int64) ([]auth.Revocation, int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, since, err
 	}

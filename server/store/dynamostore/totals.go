@@ -37,7 +37,7 @@ func contributionNames(keyNames map[string]string) map[string]string {
 // User implements store.Backend: the user's sessions read once (the
 // attributes a total is summed from), the clock their newest active_ts,
 // the totals their contributions summed by list.
-func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error) {
+func (s *Backend) User(ctx context.Context, user string) (store.UserRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.UserRecord{}, err
 	}
@@ -62,7 +62,7 @@ func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error)
 
 // listTotal sums the contributions of user's sessions filed in list (the
 // by_list index: the list's rows only).
-func (s *Store) listTotal(ctx context.Context, user, list string) (int64, error) {
+func (s *Backend) listTotal(ctx context.Context, user, list string) (int64, error) {
 	items, err := s.query(ctx, &dynamodb.QueryInput{
 		TableName: s.table(tSessions), IndexName: aws.String(ixByList),
 		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#l, :p)"),
@@ -113,7 +113,7 @@ func userWrites(d store.Derived) []*userWrite {
 }
 
 // writeUser writes w's sessions, one after another in ascending active_ts.
-func (s *Store) writeUser(ctx context.Context, w *userWrite) error {
+func (s *Backend) writeUser(ctx context.Context, w *userWrite) error {
 	for _, st := range w.sessions {
 		if err := s.applySession(ctx, st, w.fence); err != nil {
 			return err

@@ -10,11 +10,11 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-var _ store.Archiver = (*Store)(nil)
+var _ store.Archiver = (*Backend)(nil)
 
 // NewWithBlobs returns an empty store that archives bodies to blobs (see
 // Archive) and reads archived bodies back from it.
-func NewWithBlobs(blobs blob.Store) *Store {
+func NewWithBlobs(blobs blob.Store) *Backend {
 	s := New()
 	s.d.blobs = blobs
 	return s
@@ -53,7 +53,7 @@ func (d *data) loadBodies(ctx context.Context, list []archivedBody) error {
 // Archive implements store.Archiver: each message older than cutoff not
 // archived yet has its body put in the blob store (outside the lock), then
 // is marked archived and emptied, unless another run marked it first.
-func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error) {
+func (s *Backend) Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error) {
 	d, err := s.lock()
 	if err != nil {
 		return 0, err

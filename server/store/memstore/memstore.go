@@ -20,11 +20,11 @@ import (
 	"github.com/imcore/im/session"
 )
 
-var _ store.Backend = (*Store)(nil)
+var _ store.Backend = (*Backend)(nil)
 
-// Store is a handle on in-memory data. Its methods are safe for concurrent
+// Backend is a handle on in-memory data. Its methods are safe for concurrent
 // use.
-type Store struct {
+type Backend struct {
 	d      *data
 	closed atomic.Bool
 }
@@ -72,8 +72,8 @@ type boundary struct{ delivered, read, joined int64 }
 type total struct{ value, at int64 }
 
 // New returns an empty store.
-func New() *Store {
-	return &Store{d: &data{
+func New() *Backend {
+	return &Backend{d: &data{
 		convs:      map[string]*conv{},
 		msgIDs:     map[[2]string]int64{},
 		members:    map[string]map[string]int64{},
@@ -90,16 +90,16 @@ func New() *Store {
 
 // Reopen returns a new handle on the same data, open whatever this one
 // is: what a process restarted on the same database would find.
-func (s *Store) Reopen() *Store { return &Store{d: s.d} }
+func (s *Backend) Reopen() *Backend { return &Backend{d: s.d} }
 
 // Close implements store.Backend.
-func (s *Store) Close() error {
+func (s *Backend) Close() error {
 	s.closed.Store(true)
 	return nil
 }
 
 // lock takes the data's lock, or reports the handle closed.
-func (s *Store) lock() (*data, error) {
+func (s *Backend) lock() (*data, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
@@ -108,13 +108,13 @@ func (s *Store) lock() (*data, error) {
 }
 
 // Append implements store.Backend.
-func (s *Store) Append(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+func (s *Backend) Append(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	m.Seq = 0
 	return s.appendMsg(ctx, m)
 }
 
 // appendMsg stores m at m.Seq, or at the next seq when it is 0.
-func (s *Store) appendMsg(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+func (s *Backend) appendMsg(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.AppendResult{}, err
@@ -185,7 +185,7 @@ func (c *conv) has(seq int64) bool {
 }
 
 // AppendAt implements store.Backend: Append, at the seq m carries.
-func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+func (s *Backend) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
 	if m.Seq <= 0 {
 		return store.AppendResult{}, fmt.Errorf("append to %s: seq %d is not a seq", m.Conv, m.Seq)
 	}
@@ -194,10 +194,10 @@ func (s *Store) AppendAt(ctx context.Context, m protocol.Message) (store.AppendR
 
 // AppendWriters implements store.AppendWriters: appends cost nothing to
 // wait for.
-func (s *Store) AppendWriters() int { return 256 }
+func (s *Backend) AppendWriters() int { return 256 }
 
 // NewestSeq implements store.Backend.
-func (s *Store) NewestSeq(_ context.Context, convID string) (int64, error) {
+func (s *Backend) NewestSeq(_ context.Context, convID string) (int64, error) {
 	d, err := s.lock()
 	if err != nil {
 		return 0, err
@@ -210,7 +210,7 @@ func (s *Store) NewestSeq(_ context.Context, convID string) (int64, error) {
 }
 
 // History implements store.Backend.
-func (s *Store) History(ctx context.Context, convID string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
+func (s *Backend) History(ctx context.Context, convID string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
 	if q.Limit <= 0 {
 		return nil, false, fmt.Errorf("history of %s: limit %d must be positive", convID, q.Limit)
 	}
@@ -271,7 +271,7 @@ func (s *Store) History(ctx context.Context, convID string, q store.HistoryQuery
 }
 
 // Message implements store.Backend.
-func (s *Store) Message(ctx context.Context, convID string, seq int64) (protocol.Message, error) {
+func (s *Backend) Message(ctx context.Context, convID string, seq int64) (protocol.Message, error) {
 	d, err := s.lock()
 	if err != nil {
 		return protocol.Message{}, err
@@ -291,7 +291,7 @@ func (s *Store) Message(ctx context.Context, convID string, seq int64) (protocol
 }
 
 // Senders implements store.Backend.
-func (s *Store) Senders(_ context.Context, convID string, after, upTo int64) ([]string, error) {
+func (s *Backend) Senders(_ context.Context, convID string, after, upTo int64) ([]string, error) {
 	d, err := s.lock()
 	if err != nil {
 		return nil, err
@@ -312,7 +312,7 @@ func (s *Store) Senders(_ context.Context, convID string, after, upTo int64) ([]
 }
 
 // Conversation implements store.Backend.
-func (s *Store) Conversation(_ context.Context, convID string) (store.ConvRecord, error) {
+func (s *Backend) Conversation(_ context.Context, convID string) (store.ConvRecord, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.ConvRecord{}, err
@@ -347,7 +347,7 @@ func (s *Store) Conversation(_ context.Context, convID string) (store.ConvRecord
 }
 
 // Unrepaired implements store.Backend.
-func (s *Store) Unrepaired(context.Context) ([]string, error) {
+func (s *Backend) Unrepaired(context.Context) ([]string, error) {
 	d, err := s.lock()
 	if err != nil {
 		return nil, err
@@ -365,7 +365,7 @@ func (s *Store) Unrepaired(context.Context) ([]string, error) {
 
 // ChangeGroup implements store.Backend: the change is checked and applied
 // by store.ApplyGroupChange; under the lock, nothing is half done.
-func (s *Store) ChangeGroup(_ context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
+func (s *Backend) ChangeGroup(_ context.Context, ch store.GroupChange) (store.GroupRecordResult, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.GroupRecordResult{}, err
@@ -429,7 +429,7 @@ func (d *data) group(convID string) store.GroupRecord {
 }
 
 // GroupChangeAt implements store.Backend.
-func (s *Store) GroupChangeAt(_ context.Context, convID string, seq int64) (store.GroupChange, error) {
+func (s *Backend) GroupChangeAt(_ context.Context, convID string, seq int64) (store.GroupChange, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.GroupChange{}, err
@@ -444,7 +444,7 @@ func (s *Store) GroupChangeAt(_ context.Context, convID string, seq int64) (stor
 }
 
 // Apply implements store.Backend, with the semantics of store.Derived.
-func (s *Store) Apply(_ context.Context, der store.Derived) error {
+func (s *Backend) Apply(_ context.Context, der store.Derived) error {
 	d, err := s.lock()
 	if err != nil {
 		return err
@@ -509,7 +509,7 @@ func (s *Store) Apply(_ context.Context, der store.Derived) error {
 }
 
 // User implements store.Backend.
-func (s *Store) User(_ context.Context, user string) (store.UserRecord, error) {
+func (s *Backend) User(_ context.Context, user string) (store.UserRecord, error) {
 	d, err := s.lock()
 	if err != nil {
 		return store.UserRecord{}, err
@@ -530,7 +530,7 @@ func (s *Store) User(_ context.Context, user string) (store.UserRecord, error) {
 }
 
 // Sessions implements store.Backend.
-func (s *Store) Sessions(_ context.Context, convID string, users []string) (map[string]session.State, error) {
+func (s *Backend) Sessions(_ context.Context, convID string, users []string) (map[string]session.State, error) {
 	d, err := s.lock()
 	if err != nil {
 		return nil, err
@@ -546,7 +546,7 @@ func (s *Store) Sessions(_ context.Context, convID string, users []string) (map[
 }
 
 // TimedMutes implements store.Backend.
-func (s *Store) TimedMutes(_ context.Context, user string, now int64) ([]string, error) {
+func (s *Backend) TimedMutes(_ context.Context, user string, now int64) ([]string, error) {
 	d, err := s.lock()
 	if err != nil {
 		return nil, err
@@ -563,7 +563,7 @@ func (s *Store) TimedMutes(_ context.Context, user string, now int64) ([]string,
 }
 
 // SessionPage implements store.Backend.
-func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
+func (s *Backend) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
 	if q.Limit <= 0 {
 		return nil, 0, fmt.Errorf("sessions of %s: limit %d must be positive", user, q.Limit)
 	}
@@ -634,7 +634,7 @@ func (d *data) row(st session.State) store.SessionRow {
 }
 
 // Pending implements store.Backend.
-func (s *Store) Pending(_ context.Context, user string) ([]store.PendingDelivery, error) {
+func (s *Backend) Pending(_ context.Context, user string) ([]store.PendingDelivery, error) {
 	d, err := s.lock()
 	if err != nil {
 		return nil, err
@@ -659,7 +659,7 @@ func (s *Store) Pending(_ context.Context, user string) ([]store.PendingDelivery
 }
 
 // Account implements store.Backend.
-func (s *Store) Account(_ context.Context, user string) (string, string, error) {
+func (s *Backend) Account(_ context.Context, user string) (string, string, error) {
 	d, err := s.lock()
 	if err != nil {
 		return "", "", err
@@ -670,7 +670,7 @@ func (s *Store) Account(_ context.Context, user string) (string, string, error) 
 }
 
 // SetAccount implements store.Backend.
-func (s *Store) SetAccount(_ context.Context, user, category, subBiz string) error {
+func (s *Backend) SetAccount(_ context.Context, user, category, subBiz string) error {
 	d, err := s.lock()
 	if err != nil {
 		return err

@@ -75,7 +75,7 @@ func (d *data) applyRelation(rel protocol.Message) (blobs []string) {
 }
 
 // ApplyRelation implements store.Backend.
-func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
+func (s *Backend) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	d, err := s.lock()
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 }
 
 // MessageSeq implements store.Backend.
-func (s *Store) MessageSeq(_ context.Context, conv, msgID string) (int64, error) {
+func (s *Backend) MessageSeq(_ context.Context, conv, msgID string) (int64, error) {
 	d, err := s.lock()
 	if err != nil {
 		return 0, err

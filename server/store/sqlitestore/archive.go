@@ -10,7 +10,7 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-var _ store.Archiver = (*Store)(nil)
+var _ store.Archiver = (*Backend)(nil)
 
 // archiveBatch bounds the messages one step of Archive reads, puts in the
 // blob store and then marks in one write.
@@ -29,7 +29,7 @@ type archiveCandidate struct {
 // emptied where s3_ref is still empty — so a concurrent run (the server's
 // and the command's) counts each message once, and a crash between the
 // two steps leaves the rows whole, to be moved again by the next run.
-func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error) {
+func (s *Backend) Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error) {
 	if s.blobs == nil {
 		return 0, errors.New("archive: no blob store configured")
 	}
@@ -72,7 +72,7 @@ func (s *Store) Archive(ctx context.Context, cutoff int64, progress func(moved i
 
 // archiveCandidates reads the next batch of messages older than cutoff
 // still holding their bodies, after rowid after.
-func (s *Store) archiveCandidates(ctx context.Context, after, cutoff int64) ([]archiveCandidate, error) {
+func (s *Backend) archiveCandidates(ctx context.Context, after, cutoff int64) ([]archiveCandidate, error) {
 	rows, err := s.query(ctx, qArchiveCandidates, after, cutoff, archiveBatch)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func (s *Store) archiveCandidates(ctx context.Context, after, cutoff int64) ([]a
 }
 
 // putBodies writes a batch's bodies to the blob store, a few at a time.
-func (s *Store) putBodies(ctx context.Context, batch []archiveCandidate) error {
+func (s *Backend) putBodies(ctx context.Context, batch []archiveCandidate) error {
 	return eachAtOnce(batch, func(c archiveCandidate) error {
 		return s.blobs.Put(ctx, blob.Key(c.conv, c.seq), []byte(c.body))
 	})
@@ -98,7 +98,7 @@ func (s *Store) putBodies(ctx context.Context, batch []archiveCandidate) error {
 
 // markArchived records a batch as moved, in one write, and returns how
 // many rows it changed (a row another run marked first is not counted).
-func (s *Store) markArchived(ctx context.Context, batch []archiveCandidate) (int, error) {
+func (s *Backend) markArchived(ctx context.Context, batch []archiveCandidate) (int, error) {
 	var n int64
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		n = 0
@@ -122,7 +122,7 @@ func (s *Store) markArchived(ctx context.Context, batch []archiveCandidate) (int
 // that a deletion erased after they were read: a deletion that committed
 // before the batch was marked found no s3_ref to erase, one after it
 // found it and erased the blob itself.
-func (s *Store) eraseDeletedMeanwhile(ctx context.Context, batch []archiveCandidate) error {
+func (s *Backend) eraseDeletedMeanwhile(ctx context.Context, batch []archiveCandidate) error {
 	for _, c := range batch {
 		var state string
 		err := mustStmt(s.readStmts, qStateAt).QueryRowContext(ctx, c.conv, c.seq).Scan(&state)

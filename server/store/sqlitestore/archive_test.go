@@ -22,7 +22,7 @@ const (
 
 // appendMany queues n messages of conv at server timestamp ts (the writer
 // commits them in a few batches) and waits for them.
-func appendMany(t *testing.T, s *Store, conv string, n int, ts int64, prefix string) {
+func appendMany(t *testing.T, s *Backend, conv string, n int, ts int64, prefix string) {
 	t.Helper()
 	waits := make([]func() (store.AppendResult, error), 0, n)
 	for i := range n {
@@ -42,7 +42,7 @@ func appendMany(t *testing.T, s *Store, conv string, n int, ts int64, prefix str
 
 // rowState counts conv's rows by what they hold: bodies in the row, and
 // archived rows (s3_ref set, body empty) whose ref is their blob.Key.
-func rowState(t *testing.T, s *Store, conv string) (inRow, archived int) {
+func rowState(t *testing.T, s *Backend, conv string) (inRow, archived int) {
 	t.Helper()
 	rows, err := s.r.QueryContext(t.Context(), `SELECT seq, body, s3_ref FROM messages WHERE conv = ?`, conv)
 	if err != nil {
@@ -71,7 +71,7 @@ func rowState(t *testing.T, s *Store, conv string) (inRow, archived int) {
 }
 
 // checkHistory reads conv's whole history and checks every body.
-func checkHistory(t *testing.T, s *Store, conv string, n int) {
+func checkHistory(t *testing.T, s *Backend, conv string, n int) {
 	t.Helper()
 	var seen int
 	for after := int64(0); ; {

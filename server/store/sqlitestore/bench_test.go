@@ -71,7 +71,7 @@ func BenchmarkAppendDurable(b *testing.B) {
 			}
 			// The store is fresh: its stats count these appends and the
 			// writes of their derived state.
-			batches, ops := s.Backend().(*Store).BatchStats()
+			batches, ops := s.Backend().(*Backend).BatchStats()
 			b.ReportMetric(float64(ops)/float64(batches), "writes/commit")
 		})
 	}

@@ -22,7 +22,7 @@ const bodyFetches = 8
 // loadBodies fills the bodies of archived messages from the blob store.
 // Reads call it after their rows are closed, and only when a row had an
 // s3_ref: a read of nothing archived costs nothing more.
-func (s *Store) loadBodies(ctx context.Context, archived []archivedBody) error {
+func (s *Backend) loadBodies(ctx context.Context, archived []archivedBody) error {
 	if len(archived) == 0 {
 		return nil
 	}
@@ -48,7 +48,7 @@ func eachAtOnce[T any](items []T, fn func(T) error) error {
 }
 
 // loadBody reads one archived body into its message.
-func (s *Store) loadBody(ctx context.Context, a archivedBody) error {
+func (s *Backend) loadBody(ctx context.Context, a archivedBody) error {
 	body, err := s.blobs.Get(ctx, a.ref)
 	if err != nil {
 		return fmt.Errorf("archived body of %s/%d: %w", a.msg.Conv, a.msg.Seq, err)

@@ -13,7 +13,7 @@ import (
 )
 
 // Conversation implements store.Backend, from one read transaction.
-func (s *Store) Conversation(ctx context.Context, conv string) (store.ConvRecord, error) {
+func (s *Backend) Conversation(ctx context.Context, conv string) (store.ConvRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.ConvRecord{}, err
 	}
@@ -65,13 +65,13 @@ func (s *Store) Conversation(ctx context.Context, conv string) (store.ConvRecord
 }
 
 // Unrepaired implements store.Backend.
-func (s *Store) Unrepaired(ctx context.Context) ([]string, error) {
+func (s *Backend) Unrepaired(ctx context.Context) ([]string, error) {
 	return s.strings(ctx, qUnrepaired)
 }
 
 // ChangeGroup implements store.Backend: the members, the title, the
 // version, the system message and the change record in one transaction.
-func (s *Store) ChangeGroup(ctx context.Context, c store.GroupChange) (store.GroupRecordResult, error) {
+func (s *Backend) ChangeGroup(ctx context.Context, c store.GroupChange) (store.GroupRecordResult, error) {
 	var res store.GroupRecordResult
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -84,7 +84,7 @@ func (s *Store) ChangeGroup(ctx context.Context, c store.GroupChange) (store.Gro
 	return res, nil
 }
 
-func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupChange) (store.GroupRecordResult, error) {
+func (s *Backend) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupChange) (store.GroupRecordResult, error) {
 	if c.Create && c.Key != "" {
 		var existing string
 		err := s.queryRowTx(ctx, tx, qGroupKeyGet, c.Creator, c.Key).Scan(&existing)
@@ -147,7 +147,7 @@ func (s *Store) changeGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupChan
 
 // putGroupTx writes a group's row as next has it: a created group's row
 // (with its key, if any), or the title and version that changed.
-func (s *Store) putGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupChange, cur *store.GroupRecord, next store.GroupRecord) error {
+func (s *Backend) putGroupTx(ctx context.Context, tx *sql.Tx, c store.GroupChange, cur *store.GroupRecord, next store.GroupRecord) error {
 	if cur == nil {
 		if c.Key != "" {
 			if _, err := s.execTx(ctx, tx, qGroupKeyPut, c.Creator, c.Key, c.Conv); err != nil {
@@ -174,7 +174,7 @@ type changeRecord struct {
 
 // groupTx reads a group inside the writer's transaction, with the seq its
 // next message takes; nil and 1 when there is none.
-func (s *Store) groupTx(ctx context.Context, tx *sql.Tx, conv string) (*store.GroupRecord, int64, error) {
+func (s *Backend) groupTx(ctx context.Context, tx *sql.Tx, conv string) (*store.GroupRecord, int64, error) {
 	g := store.GroupRecord{Conv: conv, Members: map[string]int64{}}
 	var maxSeq int64
 	err := s.queryRowTx(ctx, tx, qGroupOf, conv).Scan(&g.Title, &g.Version, &maxSeq)
@@ -201,7 +201,7 @@ func (s *Store) groupTx(ctx context.Context, tx *sql.Tx, conv string) (*store.Gr
 }
 
 // GroupChangeAt implements store.Backend.
-func (s *Store) GroupChangeAt(ctx context.Context, conv string, seq int64) (store.GroupChange, error) {
+func (s *Backend) GroupChangeAt(ctx context.Context, conv string, seq int64) (store.GroupChange, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.GroupChange{}, err
 	}
@@ -234,11 +234,11 @@ func mustStmt(c *stmtCache, query string) *sql.Stmt {
 }
 
 // txRow reads one row inside a reader's transaction.
-func (s *Store) txRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+func (s *Backend) txRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
 	return tx.StmtContext(ctx, mustStmt(s.readStmts, query)).QueryRowContext(ctx, args...)
 }
 
 // txQuery reads rows inside a reader's transaction.
-func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+func (s *Backend) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
 	return tx.StmtContext(ctx, mustStmt(s.readStmts, query)).QueryContext(ctx, args...)
 }

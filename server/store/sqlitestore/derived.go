@@ -11,7 +11,7 @@ import (
 // Apply implements store.Backend: every row of d in one write of the
 // writer's next batch. Each statement is an idempotent update (see
 // store.Derived), so a batch applied late or twice changes nothing more.
-func (s *Store) Apply(ctx context.Context, d store.Derived) error {
+func (s *Backend) Apply(ctx context.Context, d store.Derived) error {
 	if d.Empty() {
 		return nil
 	}
@@ -22,7 +22,7 @@ func (s *Store) Apply(ctx context.Context, d store.Derived) error {
 	return nil
 }
 
-func (s *Store) applyTx(ctx context.Context, tx *sql.Tx, d store.Derived) error {
+func (s *Backend) applyTx(ctx context.Context, tx *sql.Tx, d store.Derived) error {
 	exec := func(query string, args ...any) error {
 		_, err := s.execTx(ctx, tx, query, args...)
 		return err

@@ -14,14 +14,14 @@ import (
 
 // Append implements store.Backend: one write of the writer's next batch,
 // at the conversation's next seq.
-func (s *Store) Append(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+func (s *Backend) Append(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
 	msg.Seq = 0
 	return s.appendQueued(ctx, msg)
 }
 
 // AppendAt implements store.Backend: one write of the writer's next
 // batch, at msg.Seq, which the conversation's owner gave it.
-func (s *Store) AppendAt(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+func (s *Backend) AppendAt(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
 	if msg.Seq <= 0 {
 		return store.AppendResult{}, fmt.Errorf("append to %s: seq %d is not a seq", msg.Conv, msg.Seq)
 	}
@@ -31,10 +31,10 @@ func (s *Store) AppendAt(ctx context.Context, msg protocol.Message) (store.Appen
 // AppendWriters implements store.AppendWriters: the writer commits every
 // append queued together, with one fsync, and the derived rows in the
 // same batches.
-func (s *Store) AppendWriters() int { return maxBatch }
+func (s *Backend) AppendWriters() int { return maxBatch }
 
 // NewestSeq implements store.Backend.
-func (s *Store) NewestSeq(ctx context.Context, conv string) (int64, error) {
+func (s *Backend) NewestSeq(ctx context.Context, conv string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -52,7 +52,7 @@ func (s *Store) NewestSeq(ctx context.Context, conv string) (int64, error) {
 
 // appendQueued stores msg at msg.Seq, or at the next seq when it is 0,
 // in the writer's next batch, and waits for it.
-func (s *Store) appendQueued(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+func (s *Backend) appendQueued(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
 	wait, err := s.queueAppend(ctx, msg)
 	if err != nil {
 		return store.AppendResult{}, err
@@ -62,7 +62,7 @@ func (s *Store) appendQueued(ctx context.Context, msg protocol.Message) (store.A
 
 // queueAppend hands the append of msg to the writer and returns a wait for
 // its result: the writer takes appends in the order they are queued.
-func (s *Store) queueAppend(ctx context.Context, msg protocol.Message) (func() (store.AppendResult, error), error) {
+func (s *Backend) queueAppend(ctx context.Context, msg protocol.Message) (func() (store.AppendResult, error), error) {
 	var res store.AppendResult
 	var erased []string // archived bodies the entry erased
 	op, err := s.queueProof(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -102,7 +102,7 @@ func (s *Store) queueAppend(ctx context.Context, msg protocol.Message) (func() (
 // conversation's next seq. A group must exist; a direct chat is created
 // on its first message. system says the message tells of a group change
 // (whose msg_id is the server's: a duplicate is an error, not an answer).
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, system bool) (store.AppendResult, error) {
+func (s *Backend) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, system bool) (store.AppendResult, error) {
 	var seq int64
 	err := s.queryRowTx(ctx, tx, qSeqOfMsgID, m.Conv, m.MsgID).Scan(&seq)
 	switch {
@@ -164,7 +164,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, m protocol.Message, sy
 }
 
 // History implements store.Backend.
-func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
+func (s *Backend) History(ctx context.Context, conv string, q store.HistoryQuery) ([]protocol.Message, bool, error) {
 	if q.Limit <= 0 {
 		return nil, false, fmt.Errorf("history of %s: limit %d must be positive", conv, q.Limit)
 	}
@@ -230,7 +230,7 @@ func (s *Store) History(ctx context.Context, conv string, q store.HistoryQuery) 
 }
 
 // Message implements store.Backend.
-func (s *Store) Message(ctx context.Context, conv string, seq int64) (protocol.Message, error) {
+func (s *Backend) Message(ctx context.Context, conv string, seq int64) (protocol.Message, error) {
 	if err := s.checkOpen(); err != nil {
 		return protocol.Message{}, err
 	}
@@ -252,12 +252,12 @@ func (s *Store) Message(ctx context.Context, conv string, seq int64) (protocol.M
 }
 
 // Senders implements store.Backend.
-func (s *Store) Senders(ctx context.Context, conv string, after, upTo int64) ([]string, error) {
+func (s *Backend) Senders(ctx context.Context, conv string, after, upTo int64) ([]string, error) {
 	return s.strings(ctx, qSenders, conv, after, upTo)
 }
 
 // strings runs a read returning one string column.
-func (s *Store) strings(ctx context.Context, query string, args ...any) ([]string, error) {
+func (s *Backend) strings(ctx context.Context, query string, args ...any) ([]string, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}

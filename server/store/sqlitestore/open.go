@@ -1,4 +1,4 @@
-// Package sqlitestore is the embedded backend of store.Store: one SQLite
+// Package sqlitestore is the embedded store.Backend: one SQLite
 // database file (modernc.org/sqlite, pure Go) in WAL mode, one writer that
 // commits many operations per transaction, and a pool of readers.
 package sqlitestore
@@ -18,10 +18,10 @@ import (
 	"github.com/imcore/im/server/store"
 )
 
-var _ store.Backend = (*Store)(nil)
+var _ store.Backend = (*Backend)(nil)
 
-// Store is a store.Store on one SQLite database file.
-type Store struct {
+// Backend is a store.Backend on one SQLite database file.
+type Backend struct {
 	w *sql.DB // the writer: a single connection
 	r *sql.DB // readers
 
@@ -43,7 +43,7 @@ type Store struct {
 	fault    atomic.Pointer[error] // the last commit's storage fault, nil when it succeeded
 }
 
-// Options tune a Store. The zero value is the production setting.
+// Options tune a Backend. The zero value is the production setting.
 type Options struct {
 	// Readers is the size of the reader pool; 4 when zero.
 	Readers int
@@ -65,7 +65,7 @@ type Options struct {
 // schema up to date. A database its directory's marker says existed must
 // be there, whole and intact (PRAGMA quick_check), or Open refuses it with
 // an error wrapping ErrIntegrity that says what to do.
-func Open(path string, opts Options) (*Store, error) {
+func Open(path string, opts Options) (*Backend, error) {
 	if opts.Readers <= 0 {
 		opts.Readers = 4
 	}
@@ -105,7 +105,7 @@ func Open(path string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	s := &Store{
+	s := &Backend{
 		w:          w,
 		r:          r,
 		writeStmts: writeStmts,
@@ -149,7 +149,7 @@ func dsn(path string, readOnly bool) string {
 }
 
 // Close finishes the writes already queued, then closes the database.
-func (s *Store) Close() error {
+func (s *Backend) Close() error {
 	s.closeMu.Lock()
 	already := s.closed
 	s.closed = true
@@ -171,7 +171,7 @@ func (s *Store) Close() error {
 
 // checkOpen returns store.ErrClosed once Close has begun, so that reads
 // fail the way writes do.
-func (s *Store) checkOpen() error {
+func (s *Backend) checkOpen() error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
@@ -182,6 +182,6 @@ func (s *Store) checkOpen() error {
 
 // BatchStats reports how many commits the writer made and how many
 // operations they carried; their ratio is the group-commit factor.
-func (s *Store) BatchStats() (batches, ops int64) {
+func (s *Backend) BatchStats() (batches, ops int64) {
 	return s.stats.batches.Load(), s.stats.ops.Load()
 }

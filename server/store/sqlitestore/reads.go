@@ -13,7 +13,7 @@ import (
 )
 
 // User implements store.Backend.
-func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error) {
+func (s *Backend) User(ctx context.Context, user string) (store.UserRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.UserRecord{}, err
 	}
@@ -38,7 +38,7 @@ func (s *Store) User(ctx context.Context, user string) (store.UserRecord, error)
 }
 
 // Sessions implements store.Backend.
-func (s *Store) Sessions(ctx context.Context, conv string, users []string) (map[string]session.State, error) {
+func (s *Backend) Sessions(ctx context.Context, conv string, users []string) (map[string]session.State, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -74,12 +74,12 @@ func (s *Store) Sessions(ctx context.Context, conv string, users []string) (map[
 }
 
 // TimedMutes implements store.Backend.
-func (s *Store) TimedMutes(ctx context.Context, user string, now int64) ([]string, error) {
+func (s *Backend) TimedMutes(ctx context.Context, user string, now int64) ([]string, error) {
 	return s.strings(ctx, qExpiredMutes, user, now)
 }
 
 // SessionPage implements store.Backend.
-func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
+func (s *Backend) SessionPage(ctx context.Context, user string, q store.SyncQuery) ([]store.SessionRow, int64, error) {
 	if q.Limit <= 0 {
 		return nil, 0, fmt.Errorf("sessions of %s: limit %d must be positive", user, q.Limit)
 	}
@@ -139,7 +139,7 @@ func (s *Store) SessionPage(ctx context.Context, user string, q store.SyncQuery)
 // showGroup fills what user's group session shows of the group: its
 // members, or, for a user who left, none and the title and ticks of when
 // it left.
-func (s *Store) showGroup(ctx context.Context, tx *sql.Tx, row *store.SessionRow, user string) error {
+func (s *Backend) showGroup(ctx context.Context, tx *sql.Tx, row *store.SessionRow, user string) error {
 	rows, err := s.txQuery(ctx, tx, qMemberNames, row.State.Conv)
 	if err != nil {
 		return err
@@ -207,7 +207,7 @@ func scanSession(sc scanner, extra ...any) (session.State, error) {
 }
 
 // Pending implements store.Backend.
-func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
+func (s *Backend) Pending(ctx context.Context, user string) ([]store.PendingDelivery, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (s *Store) Pending(ctx context.Context, user string) ([]store.PendingDelive
 }
 
 // Account implements store.Backend.
-func (s *Store) Account(ctx context.Context, user string) (string, string, error) {
+func (s *Backend) Account(ctx context.Context, user string) (string, string, error) {
 	if err := s.checkOpen(); err != nil {
 		return "", "", err
 	}
@@ -241,7 +241,7 @@ func (s *Store) Account(ctx context.Context, user string) (string, string, error
 }
 
 // SetAccount implements store.Backend.
-func (s *Store) SetAccount(ctx context.Context, user, category, subBiz string) error {
+func (s *Backend) SetAccount(ctx context.Context, user, category, subBiz string) error {
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := s.execTx(ctx, tx, qAccountPut, user, category, subBiz)
 		return err

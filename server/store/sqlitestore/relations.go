@@ -16,7 +16,7 @@ import (
 // and the bodies the change erases are emptied in theirs (secure_delete
 // zeroes what they held). It returns the blob keys of erased bodies that
 // were archived, to be rewritten once the transaction commits.
-func (s *Store) applyRelationTx(ctx context.Context, tx *sql.Tx, rel protocol.Message) ([]string, error) {
+func (s *Backend) applyRelationTx(ctx context.Context, tx *sql.Tx, rel protocol.Message) ([]string, error) {
 	var stateText, targetRef string
 	err := s.queryRowTx(ctx, tx, qTargetAt, rel.Conv, rel.RefSeq).Scan(&stateText, &targetRef)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -70,7 +70,7 @@ func (s *Store) applyRelationTx(ctx context.Context, tx *sql.Tx, rel protocol.Me
 }
 
 // ApplyRelation implements store.Backend.
-func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
+func (s *Backend) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 	var blobs []string
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -84,7 +84,7 @@ func (s *Store) ApplyRelation(ctx context.Context, rel protocol.Message) error {
 }
 
 // MessageSeq implements store.Backend.
-func (s *Store) MessageSeq(ctx context.Context, conv, msgID string) (int64, error) {
+func (s *Backend) MessageSeq(ctx context.Context, conv, msgID string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}

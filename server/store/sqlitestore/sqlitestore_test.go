@@ -32,7 +32,7 @@ func steppingClock() func() time.Time {
 }
 
 // openAt opens the store at path and closes it when the test ends.
-func openAt(tb testing.TB, path string, opts Options) *Store {
+func openAt(tb testing.TB, path string, opts Options) *Backend {
 	tb.Helper()
 	s, err := Open(path, opts)
 	if err != nil {
@@ -128,7 +128,7 @@ func mustAppend(t *testing.T, s chat.Engine, req store.AppendRequest) store.Appe
 }
 
 // logAppend appends to the log alone (the backend, no engine).
-func logAppend(s *Store, conv, from, msgID string) (store.AppendResult, error) {
+func logAppend(s *Backend, conv, from, msgID string) (store.AppendResult, error) {
 	return s.Append(context.Background(), protocol.Message{Conv: conv, MsgID: msgID, From: from, Body: "body of " + msgID, ServerTS: 1})
 }
 
@@ -281,7 +281,7 @@ func TestServerTimestamp(t *testing.T) {
 // plugWriter runs a write that blocks the writer, inside its batch, until
 // release is called: writes made meanwhile wait in the queue, and the next
 // batch takes them all. It makes batching independent of timing.
-func plugWriter(t *testing.T, s *Store) (release func()) {
+func plugWriter(t *testing.T, s *Backend) (release func()) {
 	t.Helper()
 	running := make(chan struct{})
 	gate := make(chan struct{})
@@ -308,7 +308,7 @@ func plugWriter(t *testing.T, s *Store) (release func()) {
 }
 
 // waitQueued yields until n writes wait in the writer's queue.
-func waitQueued(s *Store, n int) {
+func waitQueued(s *Backend, n int) {
 	for len(s.ops) < n {
 		runtime.Gosched()
 	}
@@ -506,7 +506,7 @@ func TestCloseWithWritesInFlight(t *testing.T) {
 }
 
 // closeStarted reports whether Close has begun.
-func closeStarted(s *Store) bool {
+func closeStarted(s *Backend) bool {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	return s.closed

@@ -59,7 +59,7 @@ type errRow struct{ err error }
 func (r errRow) Scan(...any) error { return r.err }
 
 // execTx runs a statement inside the writer's transaction.
-func (s *Store) execTx(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+func (s *Backend) execTx(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	st, err := s.writeStmts.get(ctx, query)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (s *Store) execTx(ctx context.Context, tx *sql.Tx, query string, args ...an
 }
 
 // queryRowTx reads one row inside the writer's transaction.
-func (s *Store) queryRowTx(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
+func (s *Backend) queryRowTx(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
 	st, err := s.writeStmts.get(ctx, query)
 	if err != nil {
 		return errRow{err}
@@ -77,7 +77,7 @@ func (s *Store) queryRowTx(ctx context.Context, tx *sql.Tx, query string, args .
 }
 
 // query reads rows from the reader pool.
-func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (s *Backend) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	st, err := s.readStmts.get(ctx, query)
 	if err != nil {
 		return nil, err

@@ -9,10 +9,10 @@ import (
 	"github.com/imcore/im/server/auth"
 )
 
-var _ auth.Epochs = (*Store)(nil)
+var _ auth.Epochs = (*Backend)(nil)
 
 // TokenEpoch implements auth.Epochs.
-func (s *Store) TokenEpoch(ctx context.Context, user string) (int64, error) {
+func (s *Backend) TokenEpoch(ctx context.Context, user string) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -33,7 +33,7 @@ func (s *Store) TokenEpoch(ctx context.Context, user string) (int64, error) {
 
 // RevokeTokens moves user's token epoch on, so that every token minted
 // before refuses, and returns the new epoch. It is durable when it returns.
-func (s *Store) RevokeTokens(ctx context.Context, user string) (int64, error) {
+func (s *Backend) RevokeTokens(ctx context.Context, user string) (int64, error) {
 	var epoch int64
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return s.queryRowTx(ctx, tx, qRevokeTokens, user).Scan(&epoch)
@@ -45,7 +45,7 @@ func (s *Store) RevokeTokens(ctx context.Context, user string) (int64, error) {
 }
 
 // RevokedSince implements auth.Revocations.
-func (s *Store) RevokedSince(ctx context.Context, since int64) ([]auth.Revocation, int64, error) {
+func (s *Backend) RevokedSince(ctx context.Context, since int64) ([]auth.Revocation, int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, since, err
 	}
@@ -71,7 +71,7 @@ func (s *Store) RevokedSince(ctx context.Context, since int64) ([]auth.Revocatio
 
 // PendingCount returns how many pending-delivery rows there are (for the
 // metrics).
-func (s *Store) PendingCount(ctx context.Context) (int64, error) {
+func (s *Backend) PendingCount(ctx context.Context) (int64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}

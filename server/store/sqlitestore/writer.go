@@ -37,7 +37,7 @@ type txFunc func(ctx context.Context, tx *sql.Tx) error
 // write runs fn in the writer's next batch and returns once the batch is
 // committed (durable) or fn failed. Results fn leaves in the caller's
 // variables are valid only when write returns nil.
-func (s *Store) write(ctx context.Context, fn txFunc) error {
+func (s *Backend) write(ctx context.Context, fn txFunc) error {
 	op, err := s.queue(ctx, fn)
 	if err != nil {
 		return err
@@ -50,16 +50,16 @@ func (s *Store) write(ctx context.Context, fn txFunc) error {
 // queue hands fn to the writer, in the order of the calls, and returns its
 // op: op.done says when it is committed or failed. An error means fn was
 // not queued.
-func (s *Store) queue(ctx context.Context, fn txFunc) (*writeOp, error) {
+func (s *Backend) queue(ctx context.Context, fn txFunc) (*writeOp, error) {
 	return s.enqueue(ctx, &writeOp{fn: fn, done: make(chan error, 1)})
 }
 
 // queueProof is queue for a write of a message's size (see writeOp.proof).
-func (s *Store) queueProof(ctx context.Context, fn txFunc) (*writeOp, error) {
+func (s *Backend) queueProof(ctx context.Context, fn txFunc) (*writeOp, error) {
 	return s.enqueue(ctx, &writeOp{fn: fn, done: make(chan error, 1), proof: true})
 }
 
-func (s *Store) enqueue(ctx context.Context, op *writeOp) (*writeOp, error) {
+func (s *Backend) enqueue(ctx context.Context, op *writeOp) (*writeOp, error) {
 	// The read lock keeps Close from finishing between the closed check and
 	// the enqueue, so every queued op is seen by the writer's final drain.
 	s.closeMu.RLock()
@@ -77,7 +77,7 @@ func (s *Store) enqueue(ctx context.Context, op *writeOp) (*writeOp, error) {
 
 // writeLoop is the single writer: it takes every op queued while the last
 // commit ran and commits them together — group commit.
-func (s *Store) writeLoop() {
+func (s *Backend) writeLoop() {
 	defer close(s.writerDone)
 	for {
 		var first *writeOp
@@ -109,7 +109,7 @@ func (s *Store) writeLoop() {
 }
 
 // commit runs a batch in one transaction and reports to every op.
-func (s *Store) commit(batch []*writeOp) {
+func (s *Backend) commit(batch []*writeOp) {
 	results := make([]error, len(batch))
 	start := time.Now()
 	err := s.runBatch(batch, results)
@@ -128,7 +128,7 @@ func (s *Store) commit(batch []*writeOp) {
 	}
 }
 
-func (s *Store) runBatch(batch []*writeOp, results []error) error {
+func (s *Backend) runBatch(batch []*writeOp, results []error) error {
 	ctx := context.Background()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -176,7 +176,7 @@ func runOp(ctx context.Context, op *writeOp, tx *sql.Tx) (err error) {
 // I/O error, a corrupted page) rather than its own. A commit without one
 // clears it if it wrote a message's worth (an append or a probe): small
 // derived rows fitting in a full database do not make it take messages.
-func (s *Store) recordHealth(err error, results []error, batch []*writeOp) {
+func (s *Backend) recordHealth(err error, results []error, batch []*writeOp) {
 	fault := err
 	for _, r := range results {
 		if fault == nil && isStorageFault(r) {
@@ -205,7 +205,7 @@ func provesRoom(batch []*writeOp, results []error) bool {
 
 // Health returns nil while the store commits, and otherwise the error of
 // its last commit that hit a storage fault, until a commit succeeds again.
-func (s *Store) Health() error {
+func (s *Backend) Health() error {
 	if p := s.fault.Load(); p != nil {
 		return *p
 	}
@@ -237,7 +237,7 @@ const probeSize = 4096
 // back in the same transaction, so that a store whose last commit failed
 // and that is otherwise idle finds out whether it commits again (Health
 // follows). It changes nothing else.
-func (s *Store) Probe(ctx context.Context) error {
+func (s *Backend) Probe(ctx context.Context) error {
 	pad := strings.Repeat("p", probeSize)
 	op, err := s.queueProof(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := s.execTx(ctx, tx, qProbeInsert, pad); err != nil {
