@@ -67,7 +67,7 @@ func storedOnAGoneServer(t *testing.T, msgs ...posted) string {
 	return alice.path
 }
 
-// waitSaidBehind returns the error with which p's engine says the server
+// waitSaidBehind returns the error with which p's client says the server
 // is behind.
 func waitSaidBehind(p *profile) error {
 	p.t.Helper()
@@ -77,10 +77,10 @@ func waitSaidBehind(p *profile) error {
 	}).(ErrorEvent).Err
 }
 
-// behindSaid counts the ErrServerBehind reports p's engine made.
+// behindSaid counts the ErrServerBehind reports p's client made.
 func behindSaid(p *profile) int64 { return p.client.behindSaid.Load() }
 
-// requireSaidBehind waits until p's engine compared, on one connection,
+// requireSaidBehind waits until p's client compared, on one connection,
 // what the server lists with what the device holds, and fails unless it
 // said the server was behind want times.
 func requireSaidBehind(p *profile, want int64) {
@@ -91,7 +91,7 @@ func requireSaidBehind(p *profile, want int64) {
 	}
 }
 
-// waitBehindChecked waits until p's engine compared, on n connections,
+// waitBehindChecked waits until p's client compared, on n connections,
 // what the server lists with what the device holds.
 func waitBehindChecked(p *profile, n int64) {
 	p.t.Helper()

@@ -1,4 +1,4 @@
-// Package client is the headless engine of an imserver client: it keeps a
+// Package client is the headless client of an imserver client: it keeps a
 // connection (reconnecting with backoff), stores what arrives in a
 // localstore before acknowledging it, sends from a durable outbox, syncs
 // the session list, fills history gaps and batches receipts. A UI (or a
@@ -42,7 +42,7 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the jittered exponential wait
 	// between connection attempts; 500ms and DefaultMaxBackoff when zero.
 	MinBackoff, MaxBackoff time.Duration
-	// AckDelay is how long the engine waits for a burst of messages to end
+	// AckDelay is how long the client waits for a burst of messages to end
 	// before acknowledging it with one delivered frame; 30ms when zero.
 	// AckMaxDelay bounds the wait under a steady stream; 1s when zero.
 	AckDelay, AckMaxDelay time.Duration
@@ -50,7 +50,7 @@ type Config struct {
 	// Dialer opens connections; websocket.DefaultDialer when nil. Tests
 	// wrap its NetDialContext to cut connections.
 	Dialer *websocket.Dialer
-	// Logger receives the engine's diagnostics; discarded when nil.
+	// Logger receives the client's diagnostics; discarded when nil.
 	Logger *slog.Logger
 	// Now is the clock for client timestamps; time.Now when nil.
 	Now func() time.Time
@@ -79,7 +79,7 @@ type Client struct {
 	now    func() time.Time
 	events *eventQueue
 	ids    atomic.Int64
-	kick   chan struct{} // wakes the engine: outbox, requests or reads to send
+	kick   chan struct{} // wakes the client: outbox, requests or reads to send
 	retry  chan struct{} // ends the wait before the next connection attempt
 
 	mu      sync.Mutex
@@ -181,10 +181,10 @@ func SplitURLs(list string) []string {
 // still queued are dropped). Call it once Run has returned.
 func (c *Client) Close() { c.events.close() }
 
-// Events returns the engine's event stream. Events say what changed; read
+// Events returns the client's event stream. Events say what changed; read
 // the new state from the query methods. Repeated events of one kind are
 // coalesced while the reader is slow, so the channel never holds the
-// engine back and a change is never unreported.
+// client back and a change is never unreported.
 func (c *Client) Events() <-chan Event { return c.events.out }
 
 // Conn returns the connection's current state.
@@ -216,7 +216,7 @@ func (c *Client) setConn(conn Conn) {
 	c.events.push(ConnChanged{Conn: conn})
 }
 
-// Reconnect tries to connect now when the engine is offline, waiting for
+// Reconnect tries to connect now when the client is offline, waiting for
 // its next attempt: the user asked for it, or has something to send. It
 // does nothing otherwise.
 func (c *Client) Reconnect() {
@@ -229,7 +229,7 @@ func (c *Client) Reconnect() {
 	}
 }
 
-// wake tells the engine there is something to send.
+// wake tells the client there is something to send.
 func (c *Client) wake() {
 	select {
 	case c.kick <- struct{}{}:

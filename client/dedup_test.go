@@ -60,7 +60,7 @@ func TestDuplicatePushesStoredOnceAckedOnceTicksNeverGoBack(t *testing.T) {
 }
 
 // TestCloseEndsEvents checks that Close closes the Events channel, so a UI
-// waiting on it learns that the engine has stopped.
+// waiting on it learns that the client has stopped.
 func TestCloseEndsEvents(t *testing.T) {
 	st, err := localstore.Open(filepath.Join(t.TempDir(), "p.db"))
 	if err != nil {

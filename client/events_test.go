@@ -29,7 +29,7 @@ func drain(t *testing.T, q *eventQueue) []Event {
 	}
 }
 
-// A UI that does not read events never holds the engine back, and when
+// A UI that does not read events never holds the client back, and when
 // it reads it learns of every change, coalesced.
 func TestEventsCoalesceWhileTheUIIsSlow(t *testing.T) {
 	q := newEventQueue()

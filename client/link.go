@@ -17,13 +17,13 @@ const (
 	readWait  = 75 * time.Second // the server pings every 30 s; silence this long is a dead link
 	writeWait = 10 * time.Second // one frame must be written within this
 	closeWait = time.Second      // time to flush queued frames on close
-	inLen     = 256              // decoded frames waiting for the engine
+	inLen     = 256              // decoded frames waiting for the client
 	outLen    = 1024             // encoded frames waiting for the writer
 	maxBurst  = 256              // pushed messages stored in one transaction
 )
 
-// link is one welcomed connection and the engine state that lives as long
-// as it. Everything but the reader and the writer runs on the engine
+// link is one welcomed connection and the client state that lives as long
+// as it. Everything but the reader and the writer runs on the client
 // goroutine (run), so the maps need no lock.
 type link struct {
 	c    *Client
@@ -38,7 +38,7 @@ type link struct {
 	writerDone chan struct{}
 	writeErr   error // set before writerDone closes
 	stop       chan struct{}
-	later      chan func(*link) // retries whose wait is over, for the engine
+	later      chan func(*link) // retries whose wait is over, for the client
 
 	pending   map[string]*request  // requests awaiting their answer, by id
 	sending   map[outboxKey]bool   // outbox messages sent, awaiting sent
@@ -97,7 +97,7 @@ func (l *link) run(ctx context.Context) error {
 	return err
 }
 
-// loop is the engine: one frame, wake-up or timer at a time.
+// loop is the client: one frame, wake-up or timer at a time.
 func (l *link) loop(ctx context.Context) error {
 	for {
 		select {
@@ -125,7 +125,7 @@ func (l *link) loop(ctx context.Context) error {
 	}
 }
 
-// after runs fn on the engine goroutine once d has passed, unless the
+// after runs fn on the client goroutine once d has passed, unless the
 // connection has ended by then.
 func (l *link) after(d time.Duration, fn func(*link)) {
 	time.AfterFunc(d, func() {
@@ -203,7 +203,7 @@ func idNumber(id string) int64 {
 	return n
 }
 
-// readLoop decodes frames for the engine until the connection fails.
+// readLoop decodes frames for the client until the connection fails.
 func (l *link) readLoop() {
 	defer close(l.readerDone)
 	l.ws.SetReadDeadline(time.Now().Add(readWait))

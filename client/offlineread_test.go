@@ -33,7 +33,7 @@ func TestReadMadeOfflineIsSentAfterRestart(t *testing.T) {
 	alice.close() // the user quits the app
 
 	alice = newProfile(t, env.URL, "alice", path).startOnline()
-	// Receipts goes out after what the engine sends on connecting (the
+	// Receipts goes out after what the client sends on connecting (the
 	// outbox, the queue, the read marks), and the server answers in order.
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()

@@ -62,7 +62,7 @@ func (l *link) sayCollision(b localstore.Behind) {
 type outboxKey struct{ conv, msgID string }
 
 // Send puts a message in the outbox and in the chat at once, online or
-// not, and returns it (Outbox true). The engine sends it, under the same
+// not, and returns it (Outbox true). The client sends it, under the same
 // msg_id however many times it must try, until the server answers sent.
 // The error is for local failures: an invalid conversation or body, the
 // store. Messages are queued in the order of the calls: each takes a later

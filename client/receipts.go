@@ -96,7 +96,7 @@ func (l *link) sendDelivered(marks []protocol.Mark) {
 }
 
 // MarkRead records that the user has seen conv up to seq: the local
-// session shows it at once, and the engine sends a read mark (coalesced
+// session shows it at once, and the client sends a read mark (coalesced
 // with others, and kept until a connection takes it).
 func (c *Client) MarkRead(conv string, seq int64) {
 	if seq <= 0 {

@@ -13,11 +13,11 @@ var ErrNoAnswer = errors.New("the connection was lost before the server answered
 
 // request is one frame for the server and what to do with its answer. The
 // UI's requests wait in the client's queue until a connection takes them;
-// the engine's own (sync, history, send) go out on the connection at hand.
+// the client's own (sync, history, send) go out on the connection at hand.
 type request struct {
 	op    string // names the request in an ErrorEvent
 	frame protocol.Frame
-	// answer handles the answer (its own frame, ok or error) on the engine
+	// answer handles the answer (its own frame, ok or error) on the client
 	// goroutine; nil for a frame that is sent without an id.
 	answer func(l *link, f protocol.Frame)
 	// lost is called when the request cannot be answered: its connection
@@ -38,7 +38,7 @@ func (req *request) fail(err error) {
 	}
 }
 
-// enqueue hands a UI request to the engine; it goes out as soon as there is
+// enqueue hands a UI request to the client; it goes out as soon as there is
 // a connection.
 func (c *Client) enqueue(req *request) {
 	c.mu.Lock()

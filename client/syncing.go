@@ -7,7 +7,7 @@ import (
 	"github.com/imcore/im/protocol"
 )
 
-// Page sizes the engine asks for.
+// Page sizes the client asks for.
 const (
 	syncPage   = 500 // sessions per sync page
 	fillPage   = protocol.MaxHistoryLimit

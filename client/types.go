@@ -50,8 +50,8 @@ type Message struct {
 	Failed bool
 }
 
-// Event is what the engine tells a UI. Events say what changed; the UI
-// reads the new state from the engine's query methods.
+// Event is what the client tells a UI. Events say what changed; the UI
+// reads the new state from the client's query methods.
 type Event interface{ event() }
 
 // ConnChanged reports a new connection state.

@@ -12,13 +12,13 @@ import (
 // progressEvery is how often the chaos phase logs its progress.
 const progressEvery = 15 * time.Second
 
-// chaos drives every device, restarts engines now and then and turns the
+// chaos drives every device, restarts clients now and then and turns the
 // proxy's cuts on, then kills the server (one node at a time, in a
 // cluster) at random moments and restarts it on the same address and data
 // directory, until the targets are met or MaxChaos has passed. A cluster
 // run flushes Redis, has DynamoDB fail and nodes join and leave meanwhile
 // (see events and churn). It
-// returns with the drivers, engine restarts and events stopped, the cuts
+// returns with the drivers, client restarts and events stopped, the cuts
 // off and every server running.
 func (r *run) chaos(ctx context.Context) error {
 	start := time.Now()
@@ -33,7 +33,7 @@ func (r *run) chaos(ctx context.Context) error {
 	}()
 	go func() {
 		defer background.Done()
-		r.restartEngines(driveCtx)
+		r.restartServices(driveCtx)
 	}()
 	if r.cluster != nil {
 		events.Add(4)
@@ -175,9 +175,9 @@ func (r *run) checkAlive() error {
 	return nil
 }
 
-// restartEngines restarts a random device's engine (closing and reopening
+// restartServices restarts a random device's client (closing and reopening
 // its store) at random moments until ctx ends.
-func (r *run) restartEngines(ctx context.Context) {
+func (r *run) restartServices(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x7e57a7))
 	for sleepUntil(ctx, time.Now().Add(randBetween(rng, r.cfg.MinRestartGap, r.cfg.MaxRestartGap))) {
 		d := r.devices[rng.IntN(len(r.devices))]

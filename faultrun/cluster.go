@@ -25,7 +25,7 @@ import (
 // Redis flushed and DynamoDB failing at random moments besides the kills
 // and cuts.
 type ClusterConfig struct {
-	// DynamoDB is the endpoint of a DynamoDB engine (dynalite). Required.
+	// DynamoDB is the endpoint of a DynamoDB client (dynalite). Required.
 	DynamoDB string
 	// TablePrefix names the run's tables (and Redis keys); a fresh one per
 	// run. Required.
@@ -182,7 +182,7 @@ func (r *run) wipeCluster(ctx context.Context) error {
 	return r.migrate(ctx)
 }
 
-// harnessDynamoDB is the harness's own client of the DynamoDB engine at
+// harnessDynamoDB is the harness's own client of the DynamoDB client at
 // endpoint, with the credentials the nodes get (see nodeEnv) where the
 // environment has none.
 func harnessDynamoDB(ctx context.Context, endpoint, region string) (*dynamodb.Client, error) {
@@ -198,7 +198,7 @@ func harnessDynamoDB(ctx context.Context, endpoint, region string) (*dynamodb.Cl
 }
 
 // fallbackCredential is the access key and secret of the nodes and the
-// harness when the environment names none: a local engine takes any.
+// harness when the environment names none: a local client takes any.
 const fallbackCredential = "faultrun"
 
 // dropTables deletes the tables of prefix and waits until they are gone.
@@ -248,7 +248,7 @@ func (r *run) teardownCluster() {
 }
 
 // nodeEnv is this process's environment with the AWS variables the nodes
-// need set when they are missing (a local engine takes any credentials).
+// need set when they are missing (a local client takes any credentials).
 func nodeEnv(region string) []string {
 	env := os.Environ()
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": fallbackCredential, "AWS_SECRET_ACCESS_KEY": fallbackCredential, "AWS_REGION": region} {

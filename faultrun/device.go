@@ -16,9 +16,9 @@ import (
 // A message acknowledged while further back is found by the final sweep.
 const ackWindow = 100
 
-// Device is one profile: a client engine with its own local store on
+// Device is one profile: a client with its own local store on
 // disk, connected through the proxy, and the driver that uses it as a
-// person would (see drive). The engine can be restarted on the same
+// person would (see drive). The client can be restarted on the same
 // store, as when the app is closed and opened again.
 type Device struct {
 	Name string // user-n
@@ -28,10 +28,10 @@ type Device struct {
 	led  *Ledger
 	fail func(error) // reports a failure of the harness (a store it could not read)
 
-	groups chan client.GroupChanged // the engine's group answers
+	groups chan client.GroupChanged // the client's group answers
 	convs  []string                 // the conversations it belongs to; set before driving
 
-	// mu guards the engine and its store: actions hold it shared, a
+	// mu guards the client and its store: actions hold it shared, a
 	// restart exclusively.
 	mu      sync.RWMutex
 	store   *localstore.Store
@@ -41,8 +41,8 @@ type Device struct {
 	evDone  chan struct{}
 }
 
-// OpenDevice opens (creating) the profile database in dir and an engine
-// of user on url, and starts the engine; fail receives the harness's own
+// OpenDevice opens (creating) the profile database in dir and an client
+// of user on url, and starts the client; fail receives the harness's own
 // failures.
 func OpenDevice(dir, user, name, url string, led *Ledger, fail func(error)) (*Device, error) {
 	d := &Device{
@@ -57,7 +57,7 @@ func OpenDevice(dir, user, name, url string, led *Ledger, fail func(error)) (*De
 	return d, nil
 }
 
-// open opens the store and starts an engine on it (d.mu held).
+// open opens the store and starts an client on it (d.mu held).
 func (d *Device) open() error {
 	st, err := localstore.Open(d.path)
 	if err != nil {
@@ -84,7 +84,7 @@ func (d *Device) open() error {
 	return nil
 }
 
-// shut stops the engine and closes the store (d.mu held).
+// shut stops the client and closes the store (d.mu held).
 func (d *Device) shut() {
 	if d.cancel == nil {
 		return
@@ -97,14 +97,14 @@ func (d *Device) shut() {
 	d.cancel = nil
 }
 
-// Close stops the engine and closes the store.
+// Close stops the client and closes the store.
 func (d *Device) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.shut()
 }
 
-// Restart stops the engine, closes the store, and opens both again.
+// Restart stops the client, closes the store, and opens both again.
 func (d *Device) Restart() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -115,7 +115,7 @@ func (d *Device) Restart() error {
 	return nil
 }
 
-// use runs fn with the engine and its store, which no restart replaces
+// use runs fn with the client and its store, which no restart replaces
 // meanwhile.
 func (d *Device) use(fn func(eng *client.Client, st *localstore.Store) error) error {
 	d.mu.RLock()
@@ -152,7 +152,7 @@ func (d *Device) follow(eng *client.Client, done chan struct{}) {
 }
 
 // noteAcks records the device's own messages among the newest limit
-// stored in conv that have a seq: the engine's acknowledgement.
+// stored in conv that have a seq: the client's acknowledgement.
 func (d *Device) noteAcks(eng *client.Client, conv string, limit int) error {
 	msgs, err := eng.Messages(conv, 0, limit)
 	if err != nil {

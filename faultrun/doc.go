@@ -3,7 +3,7 @@
 // killed and connections are cut.
 //
 // A run starts the real imserver binary on a fixed loopback address, puts
-// a TCP proxy in front of it, and connects a client engine (package
+// a TCP proxy in front of it, and connects a client (package
 // client, each with its own localstore database on disk) per device
 // through the proxy: several users, some with two devices, in a direct
 // chat between every two users and in two groups. Every device sends,
@@ -15,7 +15,7 @@
 //     either direction (so most cuts leave the peer a partial WebSocket
 //     frame, counted as mid-frame cuts), inside the HTTP upgrade, and at
 //     random times (some with a TCP reset), and
-//   - restarts client engines on their stores at random moments.
+//   - restarts clients on their stores at random moments.
 //
 // The proxy follows the WebSocket framing of both directions, which is how
 // it knows a cut fell mid-frame, and taps every sent answer the server
@@ -26,9 +26,9 @@
 // a bound, for every client to catch up. Then Verify checks:
 //
 //   - every message whose sent answer the server wrote, and every message
-//     an engine showed acknowledged, is in the server's history exactly
+//     an client showed acknowledged, is in the server's history exactly
 //     once (by conv and msg_id), with the seq it was acknowledged with;
-//     every message handed to an engine got there, and nothing else did;
+//     every message handed to an client got there, and nothing else did;
 //   - each conversation's seqs run from 1 without a gap;
 //   - every device of every member holds each message exactly once, under
 //     its seq, with nothing left in its outbox;
@@ -50,15 +50,15 @@
 //
 // With Config.Cluster the run is the scaled-out deployment's
 // (TestFaultRunCluster): two imserver nodes (-store dynamodb) on tables of
-// a fresh prefix in a DynamoDB engine (IM_TEST_DYNAMODB, see package
-// internal/testengines) and on a redis-server process of the run's own (on
+// a fresh prefix in a DynamoDB client (IM_TEST_DYNAMODB, see package
+// internal/testservices) and on a redis-server process of the run's own (on
 // a free loopback port, without persistence, so that flushing it touches
 // nothing else; the run fails when redis-server is not installed), each
 // node with its own data directory and a fixed node id. The proxy hands
 // each new connection to the next node that is up, round-robin, so a
 // client whose node died or left reconnects to another; the probes that
 // read the server's view dial the nodes in turn. Besides the cuts and
-// the engine restarts, the chaos
+// the client restarts, the chaos
 //
 //   - SIGKILLs one node at a time, never two at once, and restarts it
 //     after a random downtime on the same address, data directory and
@@ -111,7 +111,7 @@
 // (about six minutes on two cores). The cluster run's short form (4
 // kills, 100 cuts, 2 flushes, 2 DynamoDB outages, a join and a leave;
 // about a minute and a half under -race, half of it the convergence)
-// runs with the others when the engines are named (scripts/test.sh does);
+// runs with the others when the clients are named (scripts/test.sh does);
 // its long form takes the same flags and -flushes, -dynamo-outages,
 // -joins (a join and a leave each) and -nodes:
 //

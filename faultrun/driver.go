@@ -39,7 +39,7 @@ func (d *Device) read(eng *client.Client, conv string) error {
 
 // scrollBack does what a chat view does when scrolled to the oldest
 // message it shows: if the store does not hold every message of conv
-// below its newest, it has the engine ask the server for the page below
+// below its newest, it has the client ask the server for the page below
 // the lowest message of the newest contiguous run. It reports whether it
 // asked.
 func scrollBack(eng *client.Client, st *localstore.Store, conv string) (bool, error) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/imcore/im/internal/testbin"
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 )
 
 // The fault run's flags (after -args). The defaults are the short form.
@@ -76,7 +76,7 @@ func TestFaultRun(t *testing.T) {
 // -joins N -duration D.
 func TestFaultRunCluster(t *testing.T) {
 	t.Parallel() // a run of its own: its directory, servers, proxies and tables
-	endpoint := testengines.DynamoDB(t)
+	endpoint := testservices.DynamoDB(t)
 	seed := *flagSeed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -94,7 +94,7 @@ func TestFaultRunCluster(t *testing.T) {
 		Users: *flagUsers, TwoDeviceUsers: *flagTwo,
 		Kills: kills, Cuts: cuts, MaxChaos: *flagDuration,
 		Cluster: &ClusterConfig{
-			DynamoDB: endpoint, TablePrefix: testengines.Prefix(t), Nodes: *flagNodes,
+			DynamoDB: endpoint, TablePrefix: testservices.Prefix(t), Nodes: *flagNodes,
 			Flushes: *flagFlushes, Outages: *flagOutages, Joins: *flagJoins, Pauses: *flagPauses,
 		},
 		Logf: t.Logf, LogDir: *flagLogs,
@@ -168,12 +168,12 @@ func TestFaultRunClusterCatchesLostData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a fault run")
 	}
-	endpoint := testengines.DynamoDB(t)
+	endpoint := testservices.DynamoDB(t)
 	report, err := Run(context.Background(), Config{
 		ServerBinary: testbin.Path(t, "imserver"), Dir: t.TempDir(), Seed: 1,
 		Users: 2, TwoDeviceUsers: 1, Kills: 2, Cuts: 1, Converge: 5 * time.Second,
 		MinKillGap: time.Second, MaxKillGap: time.Second,
-		Cluster:    &ClusterConfig{DynamoDB: endpoint, TablePrefix: testengines.Prefix(t)},
+		Cluster:    &ClusterConfig{DynamoDB: endpoint, TablePrefix: testservices.Prefix(t)},
 		wipeAtKill: 1,
 	})
 	if err != nil {

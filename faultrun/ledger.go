@@ -16,7 +16,7 @@ type MsgKey struct{ Conv, MsgID string }
 
 func (k MsgKey) String() string { return k.Conv + "/" + k.MsgID }
 
-// Queued is a message a device handed to its engine with Send.
+// Queued is a message a device handed to its client with Send.
 type Queued struct {
 	Key          MsgKey
 	User, Device string
@@ -24,7 +24,7 @@ type Queued struct {
 }
 
 // Ledger is the run's record of what was promised: every message handed
-// to an engine, the seq each engine reported it acknowledged with (its
+// to an client, the seq each client reported it acknowledged with (its
 // local store gave it a seq), and every sent answer the server wrote,
 // seen on the wire by the proxy whether or not the client got it. It is
 // safe for concurrent use.
@@ -32,15 +32,15 @@ type Ledger struct {
 	mu         sync.Mutex
 	queued     map[MsgKey]Queued
 	order      []MsgKey
-	acked      map[MsgKey]int64   // the seq the sending engine reported
+	acked      map[MsgKey]int64   // the seq the sending client reported
 	wire       map[MsgKey][]int64 // the distinct seqs of the sent frames seen
 	wireFrames int64
-	conflicts  []string          // an engine reported two seqs for one message
+	conflicts  []string          // an client reported two seqs for one message
 	unacked    map[string]int    // device → queued and not yet acknowledged
 	unackedIn  map[devConv]int   // (device, conv) → the same
-	errors     map[errKey]int    // engine error events
+	errors     map[errKey]int    // client error events
 	samples    map[errKey]string // the first message of each
-	runErrors  map[string]error  // engines whose Run returned an error
+	runErrors  map[string]error  // clients whose Run returned an error
 	online     map[string]bool   // device → online now
 	onlines    map[string]int    // device → times it came online
 	welcomes   int64             // welcome frames seen on the wire
@@ -94,14 +94,14 @@ func (l *Ledger) Unacked(device, conv string) int {
 	return l.unackedIn[devConv{device, conv}]
 }
 
-// Ack records that device's engine reports key stored by the server at
+// Ack records that device's client reports key stored by the server at
 // seq. A second report with another seq is a conflict.
 func (l *Ledger) Ack(device string, key MsgKey, seq int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q, ok := l.queued[key]
 	if !ok || q.Device != device {
-		return // another device's message: its own engine reports it
+		return // another device's message: its own client reports it
 	}
 	if old, ok := l.acked[key]; ok {
 		if old != seq {
@@ -114,7 +114,7 @@ func (l *Ledger) Ack(device string, key MsgKey, seq int64) {
 	l.unackedIn[devConv{device, key.Conv}]--
 }
 
-// AckedCount returns how many messages the engines reported stored.
+// AckedCount returns how many messages the clients reported stored.
 func (l *Ledger) AckedCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -146,7 +146,7 @@ func (l *Ledger) TapServerMessage(payload []byte) {
 	}
 }
 
-// noteError counts an engine's error event.
+// noteError counts an client's error event.
 func (l *Ledger) noteError(device, op string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -157,7 +157,7 @@ func (l *Ledger) noteError(device, op string, err error) {
 	}
 }
 
-// noteRunError records an engine whose Run returned an error.
+// noteRunError records an client whose Run returned an error.
 func (l *Ledger) noteRunError(device string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -181,7 +181,7 @@ func (l *Ledger) Onlines() map[string]int {
 	return maps.Clone(l.onlines)
 }
 
-// Online reports whether device's engine is online.
+// Online reports whether device's client is online.
 func (l *Ledger) Online(device string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -191,12 +191,12 @@ func (l *Ledger) Online(device string) bool {
 // LedgerView is a copy of the ledger at one moment, for Verify.
 type LedgerView struct {
 	Queued     []Queued           // in the order they were queued
-	Acked      map[MsgKey]int64   // engine acknowledgements
+	Acked      map[MsgKey]int64   // client acknowledgements
 	Wire       map[MsgKey][]int64 // sent answers seen on the wire
 	WireFrames int64
 	Conflicts  []string
-	Errors     []ErrorCount      // engine error events, by device and op
-	RunErrors  map[string]string // engines whose Run returned an error
+	Errors     []ErrorCount      // client error events, by device and op
+	RunErrors  map[string]string // clients whose Run returned an error
 	Welcomes   int64             // welcome frames seen on the wire
 }
 

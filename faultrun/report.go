@@ -42,8 +42,8 @@ type Report struct {
 	TargetsMet bool
 
 	Devices, Conversations int
-	// Queued counts the messages handed to engines, Acked those their
-	// engines showed acknowledged, WireAcked the distinct messages whose
+	// Queued counts the messages handed to clients, Acked those their
+	// clients showed acknowledged, WireAcked the distinct messages whose
 	// sent answer the proxy saw, WireFrames the sent answers it saw in
 	// all (retries answered again included).
 	Queued, Acked, WireAcked int
@@ -54,7 +54,7 @@ type Report struct {
 	History, Held int
 	// Welcomes counts the welcomes the server wrote through the proxy.
 	Welcomes int64
-	// Errors are the engines' error events.
+	// Errors are the clients' error events.
 	Errors []ErrorCount
 
 	Chaos, Converge, Total time.Duration
@@ -104,9 +104,9 @@ func (r *Report) Summary() string {
 			b.WriteString("no push round (the run did not converge clean); ")
 		}
 	}
-	fmt.Fprintf(&b, "%d restarts of a client engine on its store; ", r.EngineRestarts)
+	fmt.Fprintf(&b, "%d restarts of a client on its store; ", r.EngineRestarts)
 	fmt.Fprintf(&b, "%d connections through the proxy (%d refused while no server was up), %d welcomed; %d server messages read by the proxy never reached their client whole. ", p.Conns, p.Unreachable, r.Welcomes, p.Withheld)
-	fmt.Fprintf(&b, "%d devices of %d users in %d conversations sent %d messages; %d acknowledged by their engines, %d sent answers seen on the wire (%d distinct); history holds %d messages (system ones included), local stores %d. ",
+	fmt.Fprintf(&b, "%d devices of %d users in %d conversations sent %d messages; %d acknowledged by their clients, %d sent answers seen on the wire (%d distinct); history holds %d messages (system ones included), local stores %d. ",
 		r.Devices, r.Config.Users, r.Conversations, r.Queued, r.Acked, r.WireFrames, r.WireAcked, r.History, r.Held)
 	fmt.Fprintf(&b, "Chaos %v, convergence %v, total %v. ", r.Chaos.Round(100*time.Millisecond), r.Converge.Round(100*time.Millisecond), r.Total.Round(100*time.Millisecond))
 	if !r.TargetsMet {
@@ -126,7 +126,7 @@ func (r *Report) Targets() string {
 	return s
 }
 
-// ErrorSummary lists the engines' error events, one line each.
+// ErrorSummary lists the clients' error events, one line each.
 func (r *Report) ErrorSummary() string {
 	var lines []string
 	for _, e := range r.Errors {

@@ -46,7 +46,7 @@ type Config struct {
 	// before the next SIGKILL; MaxDowntime the random time it stays down.
 	MinKillGap, MaxKillGap, MaxDowntime time.Duration
 	// MinRestartGap and MaxRestartGap bound the random time between two
-	// restarts of a device's engine (on the same store, as when the app
+	// restarts of a device's client (on the same store, as when the app
 	// is closed and opened again).
 	MinRestartGap, MaxRestartGap time.Duration
 	// ActEvery is the mean time between two actions of one device;
@@ -130,7 +130,7 @@ const setupWait = 30 * time.Second
 
 // Run runs one fault run: a real imserver on a fixed loopback address
 // (or a cluster of them, with Config.Cluster) with a cutting proxy in
-// front of it, a client engine per device
+// front of it, a client per device
 // sending, receiving and reading through the proxy, and a chaos phase of
 // SIGKILLs and cuts; then it waits for every client to converge and
 // verifies the result. The error is for a run that could not be carried

@@ -103,7 +103,7 @@ func (r *run) offline() string {
 // createGroups makes the conversations: a direct chat between every two
 // users, a group of everyone and, with four users or more, a group of
 // three of them created by another user. Groups are created through the
-// engines, before the chaos.
+// clients, before the chaos.
 func (r *run) createGroups() error {
 	r.members = make(map[string][]string)
 	for i, a := range r.users {

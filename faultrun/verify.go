@@ -22,13 +22,13 @@ func (v Violation) String() string { return v.Kind + ": " + v.Detail }
 //
 //   - history: each conversation's seqs run 1, 2, … without a gap, and
 //     each (conv, msg_id) appears once (duplicate).
-//   - lost: a message acknowledged (its engine gave it a seq, or the server
+//   - lost: a message acknowledged (its client gave it a seq, or the server
 //     wrote sent for it) is not in history; unsent: a message handed to an
-//     engine never reached history; unconfirmed: it did, but its sender's
-//     engine never showed it acknowledged.
+//     client never reached history; unconfirmed: it did, but its sender's
+//     client never showed it acknowledged.
 //   - seq: a message is in history under another seq than the one it was
 //     acknowledged with, or was acknowledged with two seqs (on the wire or
-//     by the engine); content: its sender or body differ; phantom: history
+//     by the client); content: its sender or body differ; phantom: history
 //     holds a message nobody sent.
 //   - local: every device of every member holds each message of the
 //     conversation exactly once, under its seq, and nothing else; no
@@ -46,7 +46,7 @@ func (v Violation) String() string { return v.Kind + ": " + v.Detail }
 //     server's (write_seq, read_seq, unread_count, muted, priority), its
 //     ticks are never ahead of the server's, and its total unread equals
 //     the server's.
-//   - engine: an engine's Run failed, or it reported a send refused.
+//   - client: an client's Run failed, or it reported a send refused.
 //   - server: the server would not give a conversation's history or
 //     receipts, or a user's sessions.
 func Verify(w *World) []Violation {
@@ -60,7 +60,7 @@ func Verify(w *World) []Violation {
 	v.checkBoundaries(w)
 	v.checkSessions(w)
 	v.checkLocalSessions(w)
-	v.checkEngines(w)
+	v.checkServices(w)
 	return v.list
 }
 
@@ -355,8 +355,8 @@ func (v *violations) checkLocalSessions(w *World) {
 	}
 }
 
-// checkEngines reports engines that stopped or refused a send.
-func (v *violations) checkEngines(w *World) {
+// checkServices reports clients that stopped or refused a send.
+func (v *violations) checkServices(w *World) {
 	for _, d := range sortedKeys(w.Ledger.RunErrors) {
 		v.add("engine", "%s: Run returned %s", d, w.Ledger.RunErrors[d])
 	}

@@ -18,14 +18,14 @@ type Behind struct {
 }
 
 // behindNotes collects the Behind notes of committed writes until the
-// engine takes them.
+// client takes them.
 type behindNotes struct {
 	mu    sync.Mutex
 	notes []Behind
 }
 
 // TakeBehind returns the conversations found behind since the last call:
-// the engine says so to the user.
+// the client says so to the user.
 func (s *Store) TakeBehind() []Behind {
 	s.behind.mu.Lock()
 	defer s.behind.mu.Unlock()

@@ -85,7 +85,7 @@ func BenchmarkMessagesPageLongChat(b *testing.B) {
 	}
 }
 
-// BenchmarkPutMessage stores one pushed message at a time, as the engine
+// BenchmarkPutMessage stores one pushed message at a time, as the client
 // does for a live push.
 func BenchmarkPutMessage(b *testing.B) {
 	s, _ := openTemp(b)

@@ -4,7 +4,7 @@
 //
 // Every method is safe for concurrent use. Writes go through one
 // connection, reads through a small pool, so a UI can read while the
-// engine writes.
+// client writes.
 package localstore
 
 import (

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Measures the scaled-out deployment: two imserver nodes on the engines of
-# scripts/engines.sh (Redis, dynalite, s3rver), imbench dm against them
+# Measures the scaled-out deployment: two imserver nodes on the services of
+# scripts/services.sh (Redis, dynalite, s3rver), imbench dm against them
 # (senders on node A, recipients on node B), and the cost per message read
 # off both nodes' /metrics before and after the run.
 #
@@ -12,7 +12,7 @@
 # twice: over the whole run, and from imbench's first send on (its
 # -start-file: the messages without the logins and first syncs of the
 # clients); before the
-# load, the DynamoDB engine's own ceiling on the same engines.
+# load, the DynamoDB service's own ceiling on the same services.
 # IM_BENCH_KEEP=1 keeps the run's directory (the nodes' logs) and says where.
 # IM_BENCH_PROFILE=FILE also writes a CPU profile of node A (6 s in the
 # middle of the run) to FILE, for `go tool pprof`, and its goroutines in
@@ -29,7 +29,7 @@
 # through the same proxy without a delay: the fair baseline, with the
 # proxy's own CPU in both. Before the load it times 20 requests to dynalite
 # directly and through the proxy (curl, one connection), to show the D
-# added. The engine's ceiling is measured directly, without the proxy.
+# added. The service's ceiling is measured directly, without the proxy.
 #
 # IM_BENCH_CHURN=join-leave or kill changes the membership during the load
 # (-duration 60s and -drain 60s unless given): 5 s into the measurement a
@@ -56,15 +56,15 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 need_go
-scripts/engines.sh install
+scripts/services.sh install
 dir=$(mktemp -d "${TMPDIR:-/tmp}/im-bench-cluster.XXXXXX")
 pids=()
 cleanup() {
 	set +e
 	[ ${#pids[@]} -gt 0 ] && kill -TERM "${pids[@]}" 2>/dev/null && wait "${pids[@]}" 2>/dev/null
-	scripts/engines.sh stop "$dir/engines" >/dev/null 2>&1
+	scripts/services.sh stop "$dir/services" >/dev/null 2>&1
 	if [ -n "${IM_BENCH_KEEP:-}" ]; then
-		echo "== kept the nodes' logs and the engines' data in $dir"
+		echo "== kept the nodes' logs and the services' data in $dir"
 	else
 		rm -rf "$dir"
 	fi
@@ -75,14 +75,14 @@ trap 'exit 143' TERM
 
 log "building imserver and imbench"
 go build -o "$dir/bin/" ./cmd/imserver ./cmd/imbench
-scripts/engines.sh start "$dir/engines" >/dev/null
+scripts/services.sh start "$dir/services" >/dev/null
 # shellcheck source=/dev/null
-. "$dir/engines/env"
+. "$dir/services/env"
 
-# The engine's own ceiling first, on the same fresh engines: the figures
+# The service's own ceiling first, on the same fresh services: the figures
 # below are to be read against it.
-log "the DynamoDB engine alone (BenchmarkEngineCeiling)"
-go test -run '^$' -bench EngineCeiling -benchtime 3s ./server/store/dynamostore/ | grep '^Benchmark' || true
+log "the DynamoDB service alone (BenchmarkDynamoDBCeiling)"
+go test -run '^$' -bench DynamoDBCeiling -benchtime 3s ./server/store/dynamostore/ | grep '^Benchmark' || true
 
 delay=${IM_BENCH_DYNAMO_DELAY:-}
 churn=${IM_BENCH_CHURN:-}

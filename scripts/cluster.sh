@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A two-node cluster on this machine, to try the scaled-out deployment by
-# hand, run as a deployment is: starts the engines (scripts/engines.sh
+# hand, run as a deployment is: starts the services (scripts/services.sh
 # -persist: Redis, dynalite, s3rver, keeping their data on disk), builds
 # imserver, creates the tables and the bucket (imserver migrate), then runs
-# node A and node B on the same engines and follows their logs.
+# node A and node B on the same services and follows their logs.
 #
 #   scripts/cluster.sh
 #
-# A node that stops or is killed leaves the other node and the engines
+# A node that stops or is killed leaves the other node and the services
 # running: the script says so and prints the command that starts that node
 # again by itself, from any shell:
 #
@@ -17,7 +17,7 @@
 # store settings and the AWS credentials as imserver's IM_ and AWS_
 # variables, so every other imserver command reaches the cluster too:
 # `. DIR/cluster.env && imserver status`). ctrl+c stops the nodes the
-# script started and the engines; the data stays in DIR, and
+# script started and the services; the data stays in DIR, and
 # `IM_CLUSTER_DIR=DIR scripts/cluster.sh` starts the whole rig again on it,
 # history included.
 #
@@ -25,7 +25,7 @@
 # nodes); the script prints the commands.
 #
 # Environment: IM_CLUSTER_DIR (default a new temporary directory) holds
-# the engines' data, each node's data directory and the logs;
+# the services' data, each node's data directory and the logs;
 # IM_CLUSTER_PORT_A (default 7070) and IM_CLUSTER_PORT_B (default 7071)
 # are the nodes' ports; IM_CLUSTER_LOG_LEVEL (default debug: connections
 # opening and closing are logged) the nodes' -log-level; IM_CLUSTER_BIN, a
@@ -43,7 +43,7 @@ port_a=${IM_CLUSTER_PORT_A:-7070}
 port_b=${IM_CLUSTER_PORT_B:-7071}
 bin=${IM_CLUSTER_BIN:-$dir/bin}
 log_level=${IM_CLUSTER_LOG_LEVEL:-debug}
-# The engines are this cluster's alone, so fixed names do.
+# The services are this cluster's alone, so fixed names do.
 table_prefix=im-
 bucket=im-blobs
 # The nodes: their ports, and the pids of those this script started.
@@ -53,7 +53,7 @@ node_pids=()
 tail_pid=
 
 # cleanup stops the nodes it started (SIGTERM: they shut down gracefully),
-# then the engines. It runs on every way out, also when the terminal is gone (tmux
+# then the services. It runs on every way out, also when the terminal is gone (tmux
 # kill-session): so nothing here may stop it, not even a failed write.
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
@@ -65,8 +65,8 @@ cleanup() {
 		kill -TERM "${node_pids[@]}" 2>/dev/null
 		wait "${node_pids[@]}" 2>/dev/null
 	fi
-	log "stopping the engines"
-	scripts/engines.sh stop "$dir/engines"
+	log "stopping the services"
+	scripts/services.sh stop "$dir/services"
 	log "stopped; logs and data in $dir"
 }
 trap cleanup EXIT
@@ -80,7 +80,7 @@ for port in "$port_a" "$port_b"; do
 	fi
 done
 
-scripts/engines.sh install
+scripts/services.sh install
 if [ ! -x "$bin/imserver" ]; then
 	need_go
 	log "building imserver into $bin"
@@ -88,9 +88,9 @@ if [ ! -x "$bin/imserver" ]; then
 	go build -o "$bin/" ./cmd/imserver
 fi
 
-scripts/engines.sh start -persist "$dir/engines"
+scripts/services.sh start -persist "$dir/services"
 # shellcheck source=/dev/null
-. "$dir/engines/env"
+. "$dir/services/env"
 
 # The store settings every imserver command of the cluster takes.
 store_flags=(
@@ -175,12 +175,12 @@ Connect imtui to each, in other terminals:
   go run ./cmd/imtui -server ws://127.0.0.1:$port_a/ws -user bob -profile tablet
 The cluster at a glance:
   . $dir/cluster.env && $bin/imserver status
-A node stopped or killed leaves the other and the engines running; start
+A node stopped or killed leaves the other and the services running; start
 it again by itself, from any shell, with the command this script ran
 (add >>$dir/NODE.log 2>&1 to have it followed here):
   $(node_command node-a)
   $(node_command node-b)
-ctrl+c stops the nodes started here and the engines; the data stays, and
+ctrl+c stops the nodes started here and the services; the data stays, and
 IM_CLUSTER_DIR=$dir scripts/cluster.sh starts the whole rig on it again.
 
 EOF
@@ -199,7 +199,7 @@ while [ ${#running[@]} -gt 0 ]; do
 	[ -n "$ended" ] || continue
 	for id in "${node_ids[@]}"; do
 		if [ "${node_pid[$id]}" = "$ended" ]; then
-			log "$id (pid $ended) stopped (exit status $status); the other node and the engines keep running"
+			log "$id (pid $ended) stopped (exit status $status); the other node and the services keep running"
 			log "start $id again with: $(node_command "$id")"
 		fi
 	done
@@ -209,5 +209,5 @@ while [ ${#running[@]} -gt 0 ]; do
 	done
 	running=("${left[@]}")
 done
-log "no node started here runs any more; the engines keep running until ctrl+c"
+log "no node started here runs any more; the services keep running until ctrl+c"
 wait "$tail_pid"

@@ -9,9 +9,9 @@
 #                                DynamoDB and S3 (scripts/cluster.sh, run in
 #                                the bottom pane): alice and bob's second
 #                                device on node A, bob on node B; a node
-#                                killed leaves the other and the engines
+#                                killed leaves the other and the services
 #                                running, the pane prints how to start it
-#                                again, and the engines keep their data in
+#                                again, and the services keep their data in
 #                                IM_DEMO_DIR
 #
 # Each client gets at least 100 columns, so that it shows the list and the
@@ -27,7 +27,7 @@
 # IM_DEMO_ROWS to lay it out for a terminal of that size instead of this
 # one.
 # Quit with ctrl+c in each imtui, or `tmux kill-session -t im-demo` (with
-# -cluster that stops the nodes and the engines too).
+# -cluster that stops the nodes and the services too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
@@ -97,10 +97,10 @@ if [ -z "$cluster" ]; then
 	wait_tcp "$port" 10 || demo_failed "$dir/server.log" "imserver did not start"
 else
 	# Installed here, before tmux, so that a first install shows its progress.
-	scripts/engines.sh install
-	log "starting the cluster: the engines, node A on 127.0.0.1:$port, node B on 127.0.0.1:$port_b"
+	scripts/services.sh install
+	log "starting the cluster: the services, node A on 127.0.0.1:$port, node B on 127.0.0.1:$port_b"
 	# The bottom pane runs the cluster: killing the session (its SIGHUP)
-	# stops the nodes and the engines.
+	# stops the nodes and the services.
 	tmux new-session -d -s "$session" -x "$cols" -y "$rows" -n demo -c "$PWD" \
 		"IM_CLUSTER_DIR='$dir' IM_CLUSTER_BIN='$dir/bin' IM_CLUSTER_PORT_A=$port IM_CLUSTER_PORT_B=$port_b scripts/cluster.sh 2>&1 | tee '$dir/cluster.log'"
 	deadline=$((SECONDS + 120))

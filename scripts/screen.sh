@@ -71,7 +71,7 @@ failed() {
 	local p
 	for p in alice bob; do
 		printf -- '--- %s:\n%s\n' "$p" "$(screen "$p" 2>&1)" >&2
-		printf -- '--- %s engine log:\n%s\n' "$p" "$(tail -n 15 "$dir/$p.log" 2>&1)" >&2
+		printf -- '--- %s client log:\n%s\n' "$p" "$(tail -n 15 "$dir/$p.log" 2>&1)" >&2
 	done
 	printf -- '--- imserver log:\n%s\n' "$(tail -n 15 "$dir/server.log")" >&2
 	die "$1"

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: checks the toolchain and
 # the documents' links (internal/checkdocs), installs what the tests need,
-# starts the engines of the scaled-out deployment, then gofmt, go vet and
+# starts the services of the scaled-out deployment, then gofmt, go vet and
 # go test -race.
 #
 #   scripts/test.sh            the whole suite
 #   scripts/test.sh ./server/  only some packages (passed to go test)
 #
-# The engines (Redis, dynalite for DynamoDB, s3rver for S3: see
-# scripts/engines.sh) are installed when missing and started on free
+# The services (Redis, dynalite for DynamoDB, s3rver for S3: see
+# scripts/services.sh) are installed when missing and started on free
 # loopback ports for the run, and stopped however it ends. Tests that need
-# one fail rather than skip (IM_TEST_ENGINES_REQUIRED=1).
+# one fail rather than skip (IM_TEST_SERVICES_REQUIRED=1).
 #
 # The whole suite runs the server's end-to-end tests, FuzzConnection's
 # corpus and the client's tests twice more: on the in-memory backend
 # (IM_TEST_STORE=memory) and, without -race, on DynamoDB and Redis (IM_TEST_STORE=dynamodb),
 # so the storage contract is proven by every backend. The DynamoDB pass
-# runs beside the other two, on engines of its own; each line a pass
+# runs beside the other two, on services of its own; each line a pass
 # prints starts with its name (race, memory, dynamodb).
 #
 # Environment: TEST_TIMEOUT (default 25m) bounds go test.
@@ -40,7 +40,7 @@ if command -v apt-get >/dev/null 2>&1; then
 fi
 
 # Redis, dynalite and s3rver, when missing.
-scripts/engines.sh install
+scripts/services.sh install
 
 log "downloading modules"
 go mod download
@@ -57,35 +57,35 @@ fi
 log "go vet"
 go vet ./...
 
-# The engines, for this run only: stopped on every way out (success,
+# The services, for this run only: stopped on every way out (success,
 # failure, ctrl-c), their directory removed. The DynamoDB pass, which runs
 # beside the others, has a set of its own: no test of one pass sees the
 # tables, keys or load of the other (the relay's tests empty their Redis).
-engines=$(mktemp -d "${TMPDIR:-/tmp}/im-test-engines.XXXXXX")
+services=$(mktemp -d "${TMPDIR:-/tmp}/im-test-services.XXXXXX")
 background=() # the process groups of the passes running beside this one
-stop_engines() {
+stop_services() {
 	local pgid
 	for pgid in "${background[@]}"; do
 		kill -TERM -- "-$pgid" 2>/dev/null || true
 	done
-	scripts/engines.sh stop "$engines/main" || true
-	scripts/engines.sh stop "$engines/dynamodb" || true
-	rm -rf "$engines"
+	scripts/services.sh stop "$services/main" || true
+	scripts/services.sh stop "$services/dynamodb" || true
+	rm -rf "$services"
 }
-trap stop_engines EXIT
+trap stop_services EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
-scripts/engines.sh start "$engines/main"
-export IM_TEST_ENGINES_REQUIRED=1
+scripts/services.sh start "$services/main"
+export IM_TEST_SERVICES_REQUIRED=1
 
-# pass NAME ARGS... runs go test ARGS on the engines started in
-# $engines/NAME if there are any, else on those in $engines/main; every
+# pass NAME ARGS... runs go test ARGS on the services started in
+# $services/NAME if there are any, else on those in $services/main; every
 # line it prints starts with NAME.
 pass() {
-	local name=$1 dir="$engines/main"
+	local name=$1 dir="$services/main"
 	shift
-	[ -f "$engines/$name/env" ] && dir="$engines/$name"
+	[ -f "$services/$name/env" ] && dir="$services/$name"
 	(
 		# shellcheck source=/dev/null
 		. "$dir/env"
@@ -109,13 +109,13 @@ if [ $# -gt 0 ]; then
 fi
 
 # The DynamoDB pass is without -race: every operation there is several
-# round trips to the engines, and the race detector would triple a pass
+# round trips to the services, and the race detector would triple a pass
 # that checks the same engine code the two other passes check with it
 # (the DynamoDB store, ownership, routing, the node links and the relay
-# have their own -race tests). It mostly waits on the engines, so it runs beside the
+# have their own -race tests). It mostly waits on the services, so it runs beside the
 # other two, which are mostly CPU and run one after the other. Started
 # in a process group of its own, which a ctrl-c or a failure ends.
-scripts/engines.sh start "$engines/dynamodb"
+scripts/services.sh start "$services/dynamodb"
 log "go test ./server/ ./client/ on DynamoDB and Redis (nodes of the scaled-out deployment), beside the rest"
 set -m
 IM_TEST_STORE=dynamodb pass dynamodb ./server/ ./client/ &

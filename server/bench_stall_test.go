@@ -13,7 +13,7 @@ import (
 )
 
 // The figures of a node that stops answering, on the real binary (two
-// nodes on the engines of scripts/engines.sh):
+// nodes on the services of scripts/services.sh):
 //
 //	go test -run '^$' -bench 'PausedOwner|KilledNodes' -benchtime 20x ./server/
 //

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/blob"
@@ -127,7 +127,7 @@ func TestClusterGroupAcrossNodes(t *testing.T) {
 }
 
 // TestClusterCountsItsCalls: a node serves on /metrics what it asks of the
-// shared engines, the cost of a message being their count over the
+// shared services, the cost of a message being their count over the
 // messages.
 func TestClusterCountsItsCalls(t *testing.T) {
 	node := servertest.Cluster(t, 1)[0]
@@ -265,8 +265,8 @@ func (f *forwarder) stop() {
 func TestClusterArchiveKeepsBodiesReadable(t *testing.T) {
 	servertest.OncePerSuite(t)
 	so := servertest.ScaledOut(t)
-	so.Blob = "s3://" + strings.TrimSuffix(testengines.Prefix(t), "-") + "-bodies"
-	so.S3Endpoint = testengines.S3(t)
+	so.Blob = "s3://" + strings.TrimSuffix(testservices.Prefix(t), "-") + "-bodies"
+	so.S3Endpoint = testservices.S3(t)
 	ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
 	defer cancel()
 	if _, err := so.Migrate(ctx); err != nil {

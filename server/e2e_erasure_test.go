@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/blob"
@@ -153,8 +153,8 @@ func TestDeletionErasesSQLiteAndBlobDir(t *testing.T) {
 func TestDeletionErasesDynamoDBAndS3(t *testing.T) {
 	servertest.OncePerSuite(t)
 	so := servertest.ScaledOut(t)
-	so.Blob = "s3://" + strings.TrimSuffix(testengines.Prefix(t), "-") + "-bodies"
-	so.S3Endpoint = testengines.S3(t)
+	so.Blob = "s3://" + strings.TrimSuffix(testservices.Prefix(t), "-") + "-bodies"
+	so.S3Endpoint = testservices.S3(t)
 	ctx, cancel := context.WithTimeout(context.Background(), servertest.Timeout)
 	defer cancel()
 	if _, err := so.Migrate(ctx); err != nil {

@@ -27,7 +27,7 @@ func nodeStatus(t *testing.T, env *servertest.Env) server.Status {
 
 // TestClusterStatusListsTheNodes: /status on any node lists every live
 // node with its connections and the users its presence lists, and the
-// engines' health; a node that stops is no longer listed.
+// services' health; a node that stops is no longer listed.
 func TestClusterStatusListsTheNodes(t *testing.T) {
 	nodes := servertest.Cluster(t, 2)
 	nodes[0].DialOnline(t, "alice", "laptop")
@@ -59,14 +59,14 @@ func TestClusterStatusListsTheNodes(t *testing.T) {
 		}
 	}
 	names := map[string]bool{}
-	for _, e := range st.Engines {
+	for _, e := range st.Services {
 		names[e.Name] = true
 		if !e.OK {
-			t.Errorf("engine %s failing: %s", e.Name, e.Detail)
+			t.Errorf("service %s failing: %s", e.Name, e.Detail)
 		}
 	}
 	if !names["redis"] || !names["dynamodb"] {
-		t.Errorf("engines checked: %+v; want redis and dynamodb", st.Engines)
+		t.Errorf("services checked: %+v; want redis and dynamodb", st.Services)
 	}
 	text := httpGet(t, "http://"+nodes[0].Addr+"/status")
 	for _, want := range []string{"nodes: 2 listed, 2 ready", "  A ", "  B ", "redis", "dynamodb"} {
@@ -77,13 +77,13 @@ func TestClusterStatusListsTheNodes(t *testing.T) {
 	if !strings.Contains(text, "SHARDS") {
 		t.Errorf("/status as text lacks the SHARDS column:\n%s", text)
 	}
-	// ?engines=0: the nodes alone, what polls /status asks.
+	// ?services=0: the nodes alone, what polls /status asks.
 	var light server.Status
-	if err := json.Unmarshal([]byte(httpGet(t, "http://"+nodes[0].Addr+"/status?format=json&engines=0")), &light); err != nil {
+	if err := json.Unmarshal([]byte(httpGet(t, "http://"+nodes[0].Addr+"/status?format=json&services=0")), &light); err != nil {
 		t.Fatal(err)
 	}
-	if len(light.Nodes) != 2 || len(light.Engines) != 0 {
-		t.Errorf("/status?engines=0: %d nodes, engines %+v; want both nodes and no engine checked", len(light.Nodes), light.Engines)
+	if len(light.Nodes) != 2 || len(light.Services) != 0 {
+		t.Errorf("/status?services=0: %d nodes, services %+v; want both nodes and no service checked", len(light.Nodes), light.Services)
 	}
 
 	nodes[1].Stop()
@@ -143,7 +143,7 @@ func TestClusterShowsTheLeasesGrace(t *testing.T) {
 	}
 	st := nodeStatus(t, node)
 	var redisDetail string
-	for _, e := range st.Engines {
+	for _, e := range st.Services {
 		if e.Name == "redis" {
 			redisDetail = e.Detail
 		}

@@ -24,7 +24,7 @@ import (
 // DynamoDB tables, a Redis, and optionally a blob store for archived
 // bodies.
 type ScaleOut struct {
-	// DynamoDBEndpoint is a local or compatible engine's URL; empty for
+	// DynamoDBEndpoint is a local or compatible service's URL; empty for
 	// AWS's endpoint of Region.
 	DynamoDBEndpoint, Region string
 	// TablePrefix prefixes every table name and Redis key.
@@ -176,7 +176,7 @@ func OpenScaledOut(ctx context.Context, so ScaleOut, log *slog.Logger) (store.Ba
 // its Redis sequencing, and the blob store Blob names. close releases both
 // connections.
 func (so ScaleOut) OpenStore(ctx context.Context) (st *dynamostore.Backend, close func() error, err error) {
-	rdb, db, blobs, err := so.openEngines(ctx)
+	rdb, db, blobs, err := so.openServices(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -188,10 +188,10 @@ func (so ScaleOut) OpenStore(ctx context.Context) (st *dynamostore.Backend, clos
 	return st, func() error { return errors.Join(st.Close(), rdb.Close()) }, nil
 }
 
-// openEngines connects to what the deployment shares, for the tools that
+// openServices connects to what the deployment shares, for the tools that
 // work beside the nodes: a Redis client (the caller closes it), a
 // DynamoDB client and the blob store Blob names (nil when none).
-func (so ScaleOut) openEngines(ctx context.Context) (*redis.Client, *dynamodb.Client, blob.Store, error) {
+func (so ScaleOut) openServices(ctx context.Context) (*redis.Client, *dynamodb.Client, blob.Store, error) {
 	if so.RedisURL == "" {
 		return nil, nil, nil, errors.New("the scaled-out store needs -redis (a redis:// URL)")
 	}

@@ -26,12 +26,12 @@ import (
 )
 
 // Status is a deployment at a glance: its live nodes and the health of
-// the engines they share. A node serves it on /status; `imserver status`
-// reads it from the engines directly.
+// the services they share. A node serves it on /status; `imserver status`
+// reads it from the services directly.
 type Status struct {
-	At      time.Time      `json:"at"`
-	Nodes   []NodeStatus   `json:"nodes"`
-	Engines []EngineStatus `json:"engines"`
+	At       time.Time       `json:"at"`
+	Nodes    []NodeStatus    `json:"nodes"`
+	Services []ServiceStatus `json:"services"`
 }
 
 // NodeStatus is one node as it last reported itself.
@@ -61,8 +61,8 @@ type NodeStatus struct {
 	Shards []int `json:"shards"`
 }
 
-// EngineStatus is one engine's health as the reader saw it.
-type EngineStatus struct {
+// ServiceStatus is one service's health as the reader saw it.
+type ServiceStatus struct {
 	Name   string        `json:"name"`   // redis, dynamodb, s3, sqlite
 	Target string        `json:"target"` // what was asked, without secrets
 	OK     bool          `json:"ok"`
@@ -70,9 +70,9 @@ type EngineStatus struct {
 	Took   time.Duration `json:"took_ns"`
 }
 
-// Healthy reports whether every engine answered.
+// Healthy reports whether every service answered.
 func (s Status) Healthy() bool {
-	for _, e := range s.Engines {
+	for _, e := range s.Services {
 		if !e.OK {
 			return false
 		}
@@ -124,8 +124,8 @@ func (s Status) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	fmt.Fprintln(tw, "engines:")
-	for _, e := range s.Engines {
+	fmt.Fprintln(tw, "services:")
+	for _, e := range s.Services {
 		state := "ok"
 		if !e.OK {
 			state = "FAILING"
@@ -202,10 +202,10 @@ func newInspector(so ScaleOut, rdb redis.UniversalClient, db *dynamodb.Client, b
 		prefix: so.TablePrefix, relayPrefix: relayPrefix, now: time.Now}
 }
 
-// Inspect connects to the deployment's engines to read its status (the
+// Inspect connects to the deployment's services to read its status (the
 // status command); close lets go of them.
 func (so ScaleOut) Inspect(ctx context.Context) (in *Inspector, close func() error, err error) {
-	rdb, db, blobs, err := so.openEngines(ctx)
+	rdb, db, blobs, err := so.openServices(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -311,28 +311,28 @@ func (in *Inspector) Nodes(ctx context.Context) ([]NodeStatus, error) {
 	return nodes, nil
 }
 
-// Engines checks each engine the deployment shares, concurrently: Redis
+// Services checks each service the deployment shares, concurrently: Redis
 // (PING), DynamoDB (DescribeTable of every table) and the blob store, if
 // any (HeadBucket).
-func (in *Inspector) Engines(ctx context.Context) []EngineStatus {
+func (in *Inspector) Services(ctx context.Context) []ServiceStatus {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	checks := []func() EngineStatus{in.checkRedis, func() EngineStatus { return in.checkDynamoDB(ctx) }}
+	checks := []func() ServiceStatus{in.checkRedis, func() ServiceStatus { return in.checkDynamoDB(ctx) }}
 	if c, ok := in.blobs.(interface {
 		Check(context.Context) error
 		String() string
 	}); ok {
-		checks = append(checks, func() EngineStatus {
+		checks = append(checks, func() ServiceStatus {
 			start := time.Now()
 			err := c.Check(ctx)
 			name := "blobs"
 			if strings.HasPrefix(c.String(), "s3://") {
 				name = "s3"
 			}
-			return engineStatus(name, c.String(), start, "bucket answers", err)
+			return serviceStatus(name, c.String(), start, "bucket answers", err)
 		})
 	}
-	out := make([]EngineStatus, len(checks))
+	out := make([]ServiceStatus, len(checks))
 	var wg sync.WaitGroup
 	for i, check := range checks {
 		wg.Add(1)
@@ -345,15 +345,15 @@ func (in *Inspector) Engines(ctx context.Context) []EngineStatus {
 	return out
 }
 
-func engineStatus(name, target string, start time.Time, detail string, err error) EngineStatus {
-	e := EngineStatus{Name: name, Target: target, OK: err == nil, Detail: detail, Took: time.Since(start)}
+func serviceStatus(name, target string, start time.Time, detail string, err error) ServiceStatus {
+	e := ServiceStatus{Name: name, Target: target, OK: err == nil, Detail: detail, Took: time.Since(start)}
 	if err != nil {
 		e.Detail = err.Error()
 	}
 	return e
 }
 
-func (in *Inspector) checkRedis() EngineStatus {
+func (in *Inspector) checkRedis() ServiceStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -364,22 +364,22 @@ func (in *Inspector) checkRedis() EngineStatus {
 			detail += fmt.Sprintf("; leases' grace %v more after Redis lost its data", left.Round(time.Millisecond))
 		}
 	}
-	return engineStatus("redis", in.redisURL, start, detail, err)
+	return serviceStatus("redis", in.redisURL, start, detail, err)
 }
 
-func (in *Inspector) checkDynamoDB(ctx context.Context) EngineStatus {
+func (in *Inspector) checkDynamoDB(ctx context.Context) ServiceStatus {
 	start := time.Now()
 	tables := dynamostore.TableNames(in.prefix)
 	for _, table := range tables {
 		out, err := in.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
-			return engineStatus("dynamodb", in.dynamoAt, start, "", fmt.Errorf("table %s: %w", table, err))
+			return serviceStatus("dynamodb", in.dynamoAt, start, "", fmt.Errorf("table %s: %w", table, err))
 		}
 		if status := out.Table.TableStatus; status != "ACTIVE" {
-			return engineStatus("dynamodb", in.dynamoAt, start, "", fmt.Errorf("table %s is %s", table, status))
+			return serviceStatus("dynamodb", in.dynamoAt, start, "", fmt.Errorf("table %s is %s", table, status))
 		}
 	}
-	return engineStatus("dynamodb", in.dynamoAt, start, fmt.Sprintf("%d tables %s* active", len(tables), in.prefix), nil)
+	return serviceStatus("dynamodb", in.dynamoAt, start, fmt.Sprintf("%d tables %s* active", len(tables), in.prefix), nil)
 }
 
 // LeasesGrace returns what is left of the leases' grace after Redis lost
@@ -389,26 +389,26 @@ func (in *Inspector) LeasesGrace(ctx context.Context) (time.Duration, error) {
 	return ownership.GraceLeft(ctx, in.rdb, in.prefix)
 }
 
-// Status reads the nodes and the engines. A failure to list the nodes
+// Status reads the nodes and the services. A failure to list the nodes
 // shows as Redis failing.
 func (in *Inspector) Status(ctx context.Context) Status { return in.status(ctx, true) }
 
-// status is Status, with the engines checked or not (then only a failure
+// status is Status, with the services checked or not (then only a failure
 // to list the nodes shows, as Redis failing).
-func (in *Inspector) status(ctx context.Context, engines bool) Status {
+func (in *Inspector) status(ctx context.Context, services bool) Status {
 	s := Status{At: in.now()}
-	if engines {
-		s.Engines = in.Engines(ctx)
+	if services {
+		s.Services = in.Services(ctx)
 	}
 	start := time.Now()
 	nodes, err := in.Nodes(ctx)
 	if err != nil {
-		if !engines {
-			s.Engines = []EngineStatus{engineStatus("redis", in.redisURL, start, "", err)}
+		if !services {
+			s.Services = []ServiceStatus{serviceStatus("redis", in.redisURL, start, "", err)}
 		}
-		for i := range s.Engines {
-			if s.Engines[i].Name == "redis" && s.Engines[i].OK {
-				s.Engines[i].OK, s.Engines[i].Detail = false, err.Error()
+		for i := range s.Services {
+			if s.Services[i].Name == "redis" && s.Services[i].OK {
+				s.Services[i].OK, s.Services[i].Detail = false, err.Error()
 			}
 		}
 	}
@@ -475,16 +475,16 @@ func (s *Server) heartbeat(in *Inspector, stop <-chan struct{}, done chan<- stru
 }
 
 // Status returns what /status serves: on a node of a cluster every live
-// node and the shared engines, this node as it is now; on the embedded
+// node and the shared services, this node as it is now; on the embedded
 // server this one and its database.
 func (s *Server) Status(ctx context.Context) Status { return s.statusOf(ctx, true) }
 
-// statusOf is Status, with the engines checked or not (/status?engines=0:
+// statusOf is Status, with the services checked or not (/status?services=0:
 // a look at the nodes alone, cheap enough to poll).
-func (s *Server) statusOf(ctx context.Context, engines bool) Status {
+func (s *Server) statusOf(ctx context.Context, services bool) Status {
 	self := s.self()
 	if c := s.cfg.Cluster; c != nil && c.Inspector != nil {
-		st := c.Inspector.status(ctx, engines)
+		st := c.Inspector.status(ctx, services)
 		for i, n := range st.Nodes {
 			if n.ID == self.ID {
 				self.Users, self.Live = n.Users, n.Live
@@ -494,9 +494,9 @@ func (s *Server) statusOf(ctx context.Context, engines bool) Status {
 		return st
 	}
 	st := Status{At: time.Now(), Nodes: []NodeStatus{self}}
-	if engines {
+	if services {
 		start := time.Now()
-		st.Engines = []EngineStatus{engineStatus("store", s.storeName(), start, "commits", s.health())}
+		st.Services = []ServiceStatus{serviceStatus("store", s.storeName(), start, "commits", s.health())}
 	}
 	return st
 }
@@ -510,9 +510,9 @@ func (s *Server) storeName() string {
 }
 
 // status serves Status: as text, or as JSON with ?format=json; with
-// ?engines=0 it leaves the engines unchecked (no DynamoDB call).
+// ?services=0 it leaves the services unchecked (no DynamoDB call).
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := s.statusOf(r.Context(), r.URL.Query().Get("engines") != "0")
+	st := s.statusOf(r.Context(), r.URL.Query().Get("services") != "0")
 	if r.URL.Query().Get("format") == "json" {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(st)

@@ -167,7 +167,7 @@ func TestScrollBackThroughHistory(t *testing.T) {
 		t.Fatalf("LoadOlder called %d times", n)
 	}
 
-	// The engine stores the server's page and says so.
+	// The client stores the server's page and says so.
 	for s := int64(31); s <= 80; s++ {
 		f.AddMessages(bob, msg(bob, s, "bob", fmt.Sprintf("message %d", s), ms(time.Duration(s-200)*time.Minute)))
 	}

@@ -102,7 +102,7 @@ func (p *chatPane) send() tea.Cmd {
 // parts are queued here, in Update, not in a command: Bubble Tea runs
 // commands concurrently, and messages typed in a burst must reach the
 // outbox in the order they were typed. Queueing is a local write; the
-// network is the engine's business.
+// network is the client's business.
 func (p *chatPane) sendParts(conv string, parts []string) tea.Cmd {
 	p.input.Reset()
 	forget := p.keepDraft()

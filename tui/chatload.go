@@ -53,7 +53,7 @@ func (p *chatPane) loadOlder() tea.Cmd {
 	}
 }
 
-// askServer asks the engine for the server's page below before (0: the
+// askServer asks the client for the server's page below before (0: the
 // newest page) when the local store has nothing more.
 func (p *chatPane) askServer(before int64) tea.Cmd {
 	c := p.c

@@ -9,7 +9,7 @@ import (
 	"github.com/imcore/im/tui/tuitest"
 )
 
-// TestHistoryStartShowsTheStart checks that the engine's word that the
+// TestHistoryStartShowsTheStart checks that the client's word that the
 // user may read nothing older (a member added later) ends the wait for
 // older messages and shows the start of the conversation there, also when
 // the chat opens again.

@@ -8,7 +8,7 @@ import (
 	"github.com/imcore/im/client"
 )
 
-// common is what every component shares: the engine, the options, the
+// common is what every component shares: the client, the options, the
 // theme's styles, the key map and the timer source. The root owns it and
 // changes it (a new theme); components read it through their pointer.
 type common struct {

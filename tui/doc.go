@@ -1,7 +1,7 @@
 // Package tui is the terminal client's user interface: a Bubble Tea
-// program over the client engine, seen through the Backend interface.
+// program over the client, seen through the Backend interface.
 //
-// The screen is the session list (sorted by the engine: pinned first, then
+// The screen is the session list (sorted by the client: pinned first, then
 // newest, folders among them), the open chat with its input, and a status
 // bar. On terminals at
 // least 100 columns wide the list and the chat are side by side; narrower,
@@ -41,7 +41,7 @@
 // what arrives out of sight. A component asks the root for navigation
 // (open a chat, show a dialog, leave the chat) through its asks, which the
 // root handles before the next message. What both panes show (ticks,
-// typing, drafts) lives in live.go; the engine, options, theme (styles.go:
+// typing, drafts) lives in live.go; the client, options, theme (styles.go:
 // a dark and a light palette, glyphs for terminals without colours), how
 // text is measured (format.go: as the renderer draws it) and keys that
 // every component reads are in common.go.
@@ -51,13 +51,13 @@
 // groupActions (groupactions.go), as the rename dialog (dialog_rename.go)
 // shows.
 //
-// Engine events arrive through a command that waits on Backend.Events and
+// Client events arrive through a command that waits on Backend.Events and
 // is issued again after each event; every backend call runs in a command.
 // Timers use tea.Tick. Options.Now injects the clock.
 //
 // Run it with:
 //
-//	p := tea.NewProgram(tui.New(engine, tui.Options{}))
+//	p := tea.NewProgram(tui.New(client, tui.Options{}))
 //	_, err := p.Run()
 //
 // Press ? (or F1 while typing) for every key binding.

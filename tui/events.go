@@ -7,7 +7,7 @@ import (
 	"github.com/imcore/im/protocol"
 )
 
-// onEvent routes one engine event to the components it concerns.
+// onEvent routes one client event to the components it concerns.
 func (m *Model) onEvent(ev client.Event) tea.Cmd {
 	var cmds []tea.Cmd
 	switch ev := ev.(type) {

@@ -24,13 +24,13 @@ func last(conv string, seq int64, from, body string, at int64) *protocol.Message
 	return &m
 }
 
-// statusFake returns alice's empty fake engine with a device id and a
+// statusFake returns alice's empty fake client with a device id and a
 // server address as long as real ones, for the status bar's tests.
 func statusFake() *tuitest.Fake {
 	return tuitest.NewFake("alice", "dev-081d355fd788d23cf3dce226", "ws://127.0.0.1:7070/ws")
 }
 
-// newFixture returns alice's fake engine with a varied session list:
+// newFixture returns alice's fake client with a varied session list:
 // pinned, muted, marked unread, wide characters, a folder, a business
 // gateway and a deleted chat. The list shows: team (pinned), the folder
 // work, bob, carol, Shop, dave, yuki.

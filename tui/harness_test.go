@@ -119,7 +119,7 @@ func (hs *harness) exec(cmd tea.Cmd) []tea.Msg {
 // windowSize is a terminal resize to w x h.
 func windowSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
 
-// event delivers an engine event as the event-wait command would.
+// event delivers an client event as the event-wait command would.
 func (hs *harness) event(ev client.Event) { hs.t.Helper(); hs.send(eventMsg{ev}) }
 
 // fireTimers fires every pending timer (as if their time had come).

@@ -107,7 +107,7 @@ func (m *Model) groupMenuKey() tea.Cmd {
 	return cmd
 }
 
-// reconnect asks the engine to connect now, when it is offline.
+// reconnect asks the client to connect now, when it is offline.
 func (m *Model) reconnect() tea.Cmd {
 	if m.com.conn.State != client.Offline {
 		return m.status.notify("already "+m.com.conn.State.String(), false)

@@ -13,7 +13,7 @@ import (
 
 // live is what changes from moment to moment and both panes show: tick
 // boundaries and typing indicators, which the root writes from the
-// engine's events, and drafts, which the chat pane writes. The panes read
+// client's events, and drafts, which the chat pane writes. The panes read
 // it when they render.
 type live struct {
 	ticks     map[string]protocol.Ticks // from TicksChanged, merged

@@ -11,10 +11,10 @@ import (
 
 // Messages from commands and timers.
 
-// eventMsg carries one engine event into Update.
+// eventMsg carries one client event into Update.
 type eventMsg struct{ ev client.Event }
 
-// eventsClosedMsg says the engine closed its event stream.
+// eventsClosedMsg says the client closed its event stream.
 type eventsClosedMsg struct{}
 
 // sessionsMsg carries a loaded session list.
@@ -119,7 +119,7 @@ type splitSendMsg struct {
 // leaveChatMsg asks to leave the open chat for the list.
 type leaveChatMsg struct{}
 
-// waitEvent returns a command that waits for the next engine event. Update
+// waitEvent returns a command that waits for the next client event. Update
 // issues it again after each event.
 func waitEvent(ch <-chan client.Event) tea.Cmd {
 	return func() tea.Msg {

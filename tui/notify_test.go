@@ -9,7 +9,7 @@ import (
 	"github.com/imcore/im/client"
 )
 
-// incoming is an engine report of one new message in conv.
+// incoming is an client report of one new message in conv.
 func incoming(conv string, seq int64, from, body string) client.Incoming {
 	return client.Incoming{Conv: conv, Count: 1, Last: msg(conv, seq, from, body, ms(0)).Message}
 }

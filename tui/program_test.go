@@ -20,7 +20,7 @@ import (
 )
 
 // The whole-program tests run the model in a real tea.Program through
-// teatest, with the fake engine's event channel and real command
+// teatest, with the fake client's event channel and real command
 // goroutines. The clock is fixed, so screens are stable; golden files
 // hold the screen without colours (run with -update to regenerate).
 // Synchronisation is by condition: the probe publishes every screen the
@@ -195,7 +195,7 @@ func TestProgramTickStates(t *testing.T) {
 		}
 		golden.RequireEqual(t, strings.Join(lines, "\n")+"\n")
 	})
-	// bob reads everything: the engine's TicksChanged arrives on the
+	// bob reads everything: the client's TicksChanged arrives on the
 	// event channel and every tick turns blue.
 	p.f.Emit(client.TicksChanged{Conv: bob, Ticks: protocol.Ticks{DeliveredSeq: 15, ReadSeq: 15}})
 	p.s.waitFor(t, "sent one read", func(sn snapshot) bool {
@@ -211,7 +211,7 @@ func TestProgramTickStates(t *testing.T) {
 
 func TestProgramScrollBack(t *testing.T) {
 	f := historyFixture()
-	// The engine: LoadOlder stores the server's page and reports it.
+	// The client: LoadOlder stores the server's page and reports it.
 	f.OnLoadOlder = func(conv string, before int64) {
 		for s := max(1, before-50); s < before; s++ {
 			f.AddMessages(conv, msg(conv, s, "bob", fmt.Sprintf("message %d", s), ms(time.Duration(s-200)*time.Minute)))

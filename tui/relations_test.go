@@ -134,7 +134,7 @@ func TestJumpToQuotedLoadsOlderHistory(t *testing.T) {
 	h.contains("↪ an earlier message")
 	h.press("t")
 	// The device's pages first, then the server's, each followed by the
-	// engine's report.
+	// client's report.
 	for i := 0; i < 20 && h.m.chat.c.jumpTo != 0; i++ {
 		if n := len(f.CallsOf("LoadOlder")); n > 0 {
 			h.event(client.MessagesChanged{Conv: bob})

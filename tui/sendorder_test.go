@@ -44,6 +44,6 @@ func TestBurstOfSendsKeepsTypingOrder(t *testing.T) {
 	}
 	want := []string{"b1-1", "b1-2", "b1-3", "b1-4", "b1-5"}
 	if !slices.Equal(got, want) {
-		t.Fatalf("sends reached the engine as %v, want %v", got, want)
+		t.Fatalf("sends reached the client as %v, want %v", got, want)
 	}
 }

@@ -35,7 +35,7 @@ func (l *listPane) sessionAction(msg tea.KeyPressMsg) tea.Cmd {
 	op := func(op string, until int64, category string) tea.Cmd {
 		return call(func() { b.SessionOp(conv, op, until, category) })
 	}
-	// The engine shows an operation at once; offline, the notice says
+	// The client shows an operation at once; offline, the notice says
 	// that the server has yet to hear of it.
 	notice := func(text string, isErr bool) tea.Cmd {
 		if com.conn.State != client.Online {

@@ -42,7 +42,7 @@ func newStatusBar(com *common) statusBar {
 	return statusBar{com: com, width: 80}
 }
 
-// Init starts the countdown when the engine starts offline.
+// Init starts the countdown when the client starts offline.
 func (s *statusBar) Init() tea.Cmd {
 	if s.com.conn.State == client.Offline && !s.com.conn.RetryAt.IsZero() {
 		return s.retryTick()

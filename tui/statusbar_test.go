@@ -14,7 +14,7 @@ import (
 )
 
 // dialRefused is the error a client reports when nothing listens: the
-// engine's wrapping around a refused TCP connect.
+// client's wrapping around a refused TCP connect.
 var dialRefused = fmt.Errorf("dial ws://127.0.0.1:7070/ws: %w",
 	&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
 
@@ -53,7 +53,7 @@ func TestStatusBarAt80Columns(t *testing.T) {
 	h.checkGeometry()
 }
 
-// TestReconnectKey checks that ctrl+l asks the engine to connect now when
+// TestReconnectKey checks that ctrl+l asks the client to connect now when
 // offline, and says so; online it says there is nothing to do.
 func TestReconnectKey(t *testing.T) {
 	f := newFixture()

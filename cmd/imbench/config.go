@@ -208,7 +208,7 @@ func usage(fs *flag.FlagSet) {
 	fmt.Fprint(out, `Usage: imbench WORKLOAD [flags]
 
 imbench is imserver's load generator. It speaks the protocol on raw
-WebSocket connections (the protocol package's codec, no client engine, no
+WebSocket connections (the protocol package's codec, no client, no
 local store) to a server on loopback, bounds every run in time (-duration)
 and count (-count), and prints a table and one line of JSON with every
 figure: rates over the measurement window, exact latency percentiles, error
@@ -221,7 +221,7 @@ Workloads:
 	for _, w := range workloads {
 		fmt.Fprintf(out, "  %-8s %s\n\n", w.name, wrap(w.help, 66, "           "))
 	}
-	fmt.Fprint(out, `Side commands (imbench COMMAND -h): "proxy" forwards TCP to an engine adding a
+	fmt.Fprint(out, `Side commands (imbench COMMAND -h): "proxy" forwards TCP to a service adding a
 delay to each request's round trip; "settle" waits until the nodes of a
 cluster hold every shard where placement puts it.
 

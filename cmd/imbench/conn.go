@@ -22,7 +22,7 @@ import (
 type handler func(typ, id string, data []byte, at time.Duration)
 
 // conn is one protocol connection on a raw WebSocket: no local store, no
-// engine, only the protocol package's codec. Writes may come from any
+// client, only the protocol package's codec. Writes may come from any
 // goroutine; reads happen on one goroutine started by start (or, before
 // that, in roundTrip).
 type conn struct {

@@ -5,7 +5,7 @@
 //
 // Two side commands run beside a workload in scripts/bench-cluster.sh:
 // `imbench proxy` (a TCP proxy adding a round trip's delay to every
-// request to an engine) and `imbench settle` (waits until the nodes named
+// request to an client) and `imbench settle` (waits until the nodes named
 // hold their shards as placement says); each takes -h.
 package main
 

@@ -26,7 +26,7 @@ var sideCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"settle": runSettle,
 }
 
-// runProxy is `imbench proxy`: a TCP proxy in front of an engine that
+// runProxy is `imbench proxy`: a TCP proxy in front of an client that
 // adds a round trip's delay to every request, until SIGINT or SIGTERM.
 func runProxy(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("imbench proxy", flag.ContinueOnError)
@@ -145,7 +145,7 @@ func runSettle(args []string, stdout, stderr io.Writer) int {
 
 // heldShards reads what node id says it holds on its /status.
 func heldShards(client *http.Client, url, id string) ([]int, error) {
-	resp, err := client.Get(url + "/status?format=json&engines=0")
+	resp, err := client.Get(url + "/status?format=json&services=0")
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ func TestSettleWaitsForThePlacement(t *testing.T) {
 	var looks atomic.Int64
 	node := func(id string) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Query().Get("engines") != "0" {
-				t.Errorf("settle asked %s: want the engines left unchecked", r.URL)
+			if r.URL.Query().Get("services") != "0" {
+				t.Errorf("settle asked %s: want the services left unchecked", r.URL)
 			}
 			// Node b holds everything until the eighth look in all, as a node
 			// does before a new one took its share.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/blob"
@@ -127,8 +127,8 @@ func sendSome(t *testing.T, addr string, n int) map[int64]string {
 // The command and the server on an S3 bucket: the server reads back what
 // the command moved there.
 func TestArchiveCommandToS3(t *testing.T) {
-	endpoint := testengines.S3(t)
-	bucket := testengines.Prefix(t) + "archive"
+	endpoint := testservices.S3(t)
+	bucket := testservices.Prefix(t) + "archive"
 	s3, err := blob.NewS3(t.Context(), blob.S3Options{Bucket: bucket, Endpoint: endpoint})
 	if err != nil {
 		t.Fatal(err)

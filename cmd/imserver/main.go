@@ -24,7 +24,7 @@ Usage:
                                     of the scaled-out deployment (-store dynamodb)
   imserver status [store flags] -redis URL
                                     the scaled-out deployment at a glance: live
-                                    nodes, their connections, the engines' health
+                                    nodes, their connections, the services' health
   imserver archive -older-than 90d [flags]
                                     move old message bodies to cold storage
                                     (-blob), while the server runs

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/auth"
@@ -21,9 +21,9 @@ import (
 // exist refuses and names the command; migrate takes a node's whole
 // command line, creates every table once, and nothing the second time.
 func TestServeOnMissingTablesSaysToMigrate(t *testing.T) {
-	prefix := testengines.Prefix(t)
-	store := []string{"-store", "dynamodb", "-dynamodb-endpoint", testengines.DynamoDB(t), "-table-prefix", prefix}
-	node := append([]string{"-redis", testengines.Redis(t), "-listen", "127.0.0.1:0", "-data", t.TempDir(), "-auth", "token", "-max-body", "100"}, store...)
+	prefix := testservices.Prefix(t)
+	store := []string{"-store", "dynamodb", "-dynamodb-endpoint", testservices.DynamoDB(t), "-table-prefix", prefix}
+	node := append([]string{"-redis", testservices.Redis(t), "-listen", "127.0.0.1:0", "-data", t.TempDir(), "-auth", "token", "-max-body", "100"}, store...)
 
 	_, errOut, code := runCommand(t, nil, append([]string{"serve"}, node...)...)
 	if code == 0 || !strings.Contains(errOut, `imserver migrate`) {
@@ -90,7 +90,7 @@ func TestTokensOfTheScaledOutDeployment(t *testing.T) {
 
 // TestStatusCommandListsTheNodes: two nodes started from their command
 // lines name themselves in every log line; imserver status, on the store
-// flags alone, lists both with the engines' health, and a node stopped is
+// flags alone, lists both with the services' health, and a node stopped is
 // no longer listed.
 func TestStatusCommandListsTheNodes(t *testing.T) {
 	so := servertest.ScaledOut(t)
@@ -130,7 +130,7 @@ func TestStatusCommandListsTheNodes(t *testing.T) {
 		t.Fatalf("after node-2 stopped: %+v; want node-1 alone", st.Nodes)
 	}
 
-	// Every node down: the engines are still checked.
+	// Every node down: the services are still checked.
 	if err := a.stop(t, syscall.SIGTERM); err != nil {
 		t.Fatalf("node-1 at SIGTERM: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // status prints the scaled-out deployment at a glance: the live nodes
 // (their heartbeats and relay channels in Redis), their connections and
-// readiness, and the health of the engines. It reads the engines directly,
+// readiness, and the health of the services. It reads the services directly,
 // so it works with every node down; like migrate it takes a node's
 // command line and ignores what is not a store flag.
 func status(args []string) error {
@@ -39,11 +39,11 @@ func status(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	in, closeEngines, err := storage.scaleOut(*redisURL, "").Inspect(ctx)
+	in, closeServices, err := storage.scaleOut(*redisURL, "").Inspect(ctx)
 	if err != nil {
 		return err
 	}
-	defer closeEngines()
+	defer closeServices()
 	st := in.Status(ctx)
 	if *format == "json" {
 		enc := json.NewEncoder(os.Stdout)

@@ -254,7 +254,7 @@ type firstPaint struct {
 	d      *driver
 }
 
-// paintList opens the profile, builds the engine (not running: the first
+// paintList opens the profile, builds the client (not running: the first
 // paint must not wait for the network) and the UI, sizes the window and
 // runs the UI until the list shows; it returns the screen.
 func paintList(tb testing.TB, path, url string) (*firstPaint, string) {
@@ -287,7 +287,7 @@ func (p *firstPaint) close() {
 }
 
 // TestFirstPaintOfflineShowsStoredList restarts imtui on a stored profile
-// of 1,000 chats with the server down (the engine running, failing to
+// of 1,000 chats with the server down (the client running, failing to
 // connect): the first screen after the loading one shows the stored list,
 // newest first, with the connection shown as not online; the whole list is
 // there (the last chat is one key away).
@@ -344,7 +344,7 @@ func TestFirstPaintOfflineShowsStoredList(t *testing.T) {
 
 // BenchmarkFirstPaint measures a start of imtui up to its first screen
 // with the list, on a stored profile of 1,000 chats and 10,000 messages:
-// open the database, build the engine (not run) and the UI, size the
+// open the database, build the client (not run) and the UI, size the
 // window (200x50), read the list, render.
 func BenchmarkFirstPaint(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "im.db")

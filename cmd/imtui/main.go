@@ -53,7 +53,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.token, "token", "", "login token (from imserver token USER), on a server with token auth")
 	fs.StringVar(&o.profile, "profile", "default", "profile name: each profile is one device with its own local database")
 	fs.StringVar(&o.data, "data", defaultDataDir(), "directory of the profiles' local databases")
-	fs.StringVar(&o.logFile, "log", "", "write the engine's diagnostics to this file")
+	fs.StringVar(&o.logFile, "log", "", "write the client's diagnostics to this file")
 	fs.StringVar(&o.theme, "theme", "auto", "colours for a dark or a light terminal: auto (ask the terminal), dark or light")
 	fs.BoolVar(&o.notify, "notify", true, "ring the bell and ask the terminal for a desktop notification (OSC 9, OSC 777) when a message arrives out of sight; -notify=false turns them off")
 	fs.Usage = func() {
@@ -178,7 +178,7 @@ func run(args []string, stderr io.Writer) error {
 	return uiErr
 }
 
-// engineError says why the engine stopped for good, in terms of the flags
+// engineError says why the client stopped for good, in terms of the flags
 // that would fix it.
 func engineError(err error, o options) error {
 	switch {
@@ -200,7 +200,7 @@ func tokenUser(token string) string {
 	return "token"
 }
 
-// backend is the engine as the UI sees it.
+// backend is the client as the UI sees it.
 type backend struct {
 	*client.Client
 	server  string

@@ -9,7 +9,7 @@ import (
 	"github.com/imcore/im/client"
 )
 
-// TestEngineErrorsNameTheFlag checks that the reasons the engine stops for
+// TestEngineErrorsNameTheFlag checks that the reasons the client stops for
 // good (a refused token, a token given to a dev server, a URL that is not
 // the WebSocket endpoint) tell the user which flag to change.
 func TestEngineErrorsNameTheFlag(t *testing.T) {

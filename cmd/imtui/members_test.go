@@ -17,15 +17,15 @@ import (
 	"github.com/imcore/im/tui"
 )
 
-// These tests run imtui's model on the real engine and store against an
-// in-process server, with another user's engine doing what the test
+// These tests run imtui's model on the real client and store against an
+// in-process server, with another user's client doing what the test
 // needs: the group changes a member sees.
 
 // waitLimit bounds every wait of these tests: it turns a hang into a
 // failure, nothing waits for it to pass.
 const waitLimit = 10 * time.Second
 
-// engine is a user's running client, without a UI.
+// client is a user's running client, without a UI.
 type engine struct {
 	t *testing.T
 	c *client.Client
@@ -55,7 +55,7 @@ func newEngine(t testing.TB, path, url, user string, options ...func(*client.Con
 	return c
 }
 
-// runEngine runs c, as imtui runs its engine beside the UI, until the
+// runEngine runs c, as imtui runs its client beside the UI, until the
 // test ends; Run must then return nil.
 func runEngine(t testing.TB, c *client.Client) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -106,7 +106,7 @@ func (e *engine) until(what string, cond func(client.Event) bool) {
 	}
 }
 
-// createGroup creates a group of the engine's user and members.
+// createGroup creates a group of the client's user and members.
 func (e *engine) createGroup(title string, members ...string) string {
 	e.t.Helper()
 	key := e.c.CreateGroup("", title, members)
@@ -151,7 +151,7 @@ func (e *engine) send(conv, body string) {
 	})
 }
 
-// startUI runs imtui's model for user on its own engine, 200 columns wide
+// startUI runs imtui's model for user on its own client, 200 columns wide
 // (the list beside the chat), and waits until the list shows title.
 func startUI(t *testing.T, url, user, title string) *driver {
 	t.Helper()

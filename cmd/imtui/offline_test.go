@@ -11,7 +11,7 @@ import (
 	"github.com/imcore/im/tui"
 )
 
-// TestOfflinePinShowsAtOnce runs imtui's model on the real engine and
+// TestOfflinePinShowsAtOnce runs imtui's model on the real client and
 // store with the server down: p pins the selected chat, the 📌 shows at
 // once, and the notice says the server has yet to hear of it.
 func TestOfflinePinShowsAtOnce(t *testing.T) {
@@ -42,8 +42,8 @@ func TestOfflinePinShowsAtOnce(t *testing.T) {
 	}
 }
 
-// startOfflineUI runs imtui's model on the real engine over a copy of the
-// stored profile, in a window of the paint size. The engine runs beside
+// startOfflineUI runs imtui's model on the real client over a copy of the
+// stored profile, in a window of the paint size. The client runs beside
 // it, as imtui runs it, against a port nobody listens on: connection
 // events come in while the list loads.
 func startOfflineUI(t *testing.T) *driver {

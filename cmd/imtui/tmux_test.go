@@ -101,7 +101,7 @@ func TestTmuxTwoClients(t *testing.T) {
 		}
 	}
 
-	// Bob's engine stores the message and acknowledges it while his chat
+	// Bob's client stores the message and acknowledges it while his chat
 	// is closed: alice sees two grey ticks, delivered but not read.
 	tm.waitFor(bob, "alice's chat in bob's list", false, containsAll("alice", text))
 	tm.waitFor(alice, "delivered (grey) ticks on alice's message", true, ticksAre("✓✓", deliveredSGR))

@@ -103,13 +103,13 @@ func (r *rig) paste(p pane, text string) {
 }
 
 // logs is what a failed wait prints beside the panes: the server's log
-// and the engines' logs.
+// and the clients' logs.
 func (r *rig) logs() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- imserver log:\n%s\n", r.srv.logs.tail(30))
 	for name := range r.panes {
 		log, _ := os.ReadFile(filepath.Join(r.dir, name+".log"))
-		fmt.Fprintf(&b, "--- %s's engine log (tail):\n%s\n", name, tailLines(string(log), 30))
+		fmt.Fprintf(&b, "--- %s's client log (tail):\n%s\n", name, tailLines(string(log), 30))
 	}
 	return b.String()
 }

@@ -72,7 +72,7 @@ func TestWhatIsNotARepositoryPathIsLeftAlone(t *testing.T) {
 		"server/server.go": "",
 		"README.md": strings.Join([]string{
 			"`-data`, `IM_LISTEN`, `go test ./...`, `DATA/blobs`, `s3://BUCKET`, `redis://host:6379/0`,",
-			"`~/.cache/im-engines`, `/tmp/imbench-data`, `server`, `im.db`, `ws://127.0.0.1:7070/ws`,",
+			"`~/.cache/im-services`, `/tmp/imbench-data`, `server`, `im.db`, `ws://127.0.0.1:7070/ws`,",
 			"[a site](https://example.com/x) [mail](mailto:a@example.com)",
 			"```sh",
 			"cat server/missing.go `server/missing.go` [x](missing.md)",

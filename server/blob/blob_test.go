@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/server/blob"
 )
 
@@ -115,7 +115,7 @@ func TestBlobDir(t *testing.T) {
 }
 
 func TestBlobS3(t *testing.T) {
-	endpoint := testengines.S3(t)
+	endpoint := testservices.S3(t)
 	s, err := blob.NewS3(t.Context(), blob.S3Options{Bucket: bucketName(t), Endpoint: endpoint, Region: "us-east-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestBlobS3(t *testing.T) {
 }
 
 func TestBlobS3MissingBucket(t *testing.T) {
-	endpoint := testengines.S3(t)
+	endpoint := testservices.S3(t)
 	s, err := blob.NewS3(t.Context(), blob.S3Options{Bucket: bucketName(t), Endpoint: endpoint, Region: "us-east-1"})
 	if err != nil {
 		t.Fatal(err)
@@ -165,5 +165,5 @@ func TestBlobOpen(t *testing.T) {
 
 // bucketName is a bucket no other test uses: lower case, valid for S3.
 func bucketName(t *testing.T) string {
-	return testengines.Prefix(t) + "blobs"
+	return testservices.Prefix(t) + "blobs"
 }

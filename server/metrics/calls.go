@@ -11,7 +11,7 @@ import (
 )
 
 // Calls counts what a node of the scaled-out deployment asks of the
-// engines the nodes share: Redis round trips and commands, DynamoDB calls
+// services the nodes share: Redis round trips and commands, DynamoDB calls
 // by operation. Divided by the messages sent, they are the cost of a
 // message.
 type Calls struct {

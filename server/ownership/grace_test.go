@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 )
 
 // durableFlag is what a deployment records outside Redis: whether its
@@ -67,7 +67,7 @@ func forgetAll(t *testing.T, rdb *redis.Client, prefix string) {
 // back; nobody loses a shard, and the epochs taken after it are above
 // those before.
 func TestRedisLosingTheLeasesKeepsTheirHolders(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	// A lease long enough that a busy machine's stall does not expire one
 	// by itself: the test is about the loss of Redis's data, not of time.
 	ttl := 3 * time.Second
@@ -142,7 +142,7 @@ func TestRedisLosingTheLeasesKeepsTheirHolders(t *testing.T) {
 // TestFreshDeploymentHasNoGrace: the first node of a deployment takes its
 // shards at once (there were no leases to lose).
 func TestFreshDeploymentHasNoGrace(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	a := startNodeUsing(t, rdb, prefix, "a", time.Second, &durableFlag{}, Hooks{})
 	if got := len(a.HeldShards()); got != Shards {
 		t.Fatalf("the first node holds %d shards after its first round, want %d", got, Shards)
@@ -160,7 +160,7 @@ func TestFreshDeploymentHasNoGrace(t *testing.T) {
 // every lease at once (the cluster fault run showed a node serving
 // nothing for 7 s).
 func TestRedisLosingTheLeasesWhileTheFirstUseIsUnreadableKeepsTheirHolders(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	ttl := 3 * time.Second
 	flag := &durableFlag{}
 	var ha hookLog

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 )
 
 // hookLog records the hooks a manager called, in order.
@@ -114,7 +114,7 @@ func unsettled(managers []*Manager) string {
 }
 
 func TestOneNodeHoldsEveryShard(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	var h hookLog
 	a := startNode(t, rdb, prefix, "a", time.Second, h.hooks())
 	if got := len(a.HeldShards()); got != Shards {
@@ -133,7 +133,7 @@ func TestOneNodeHoldsEveryShard(t *testing.T) {
 // others (who drain them first), a node leaving gives all of its own to
 // the rest, and every shard has one holder once settled.
 func TestJoinAndLeaveHandOver(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	var ha, hb, hc hookLog
 	ttl := time.Second
 	a := startNode(t, rdb, prefix, "a", ttl, ha.hooks())
@@ -177,7 +177,7 @@ func TestJoinAndLeaveHandOver(t *testing.T) {
 // (dies) keeps its shards until its leases expire, then the others take
 // them.
 func TestDeadNodesShardsAreTakenAfterTheLease(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	ttl := time.Second
 	a := startNode(t, rdb, prefix, "a", ttl, Hooks{})
 	b := startNode(t, rdb, prefix, "b", ttl, Hooks{})
@@ -191,7 +191,7 @@ func TestDeadNodesShardsAreTakenAfterTheLease(t *testing.T) {
 }
 
 func TestSetFencedRefusesAStaleEpoch(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	ctx := context.Background()
 	old := NewLeases(rdb, prefix, "old", time.Second)
 	l1, err := old.Take(ctx, 7)
@@ -235,7 +235,7 @@ func TestSetFencedRefusesAStaleEpoch(t *testing.T) {
 // meanwhile (those of a node that left): an operation draining on a shard
 // handed over may be waiting for exactly such a shard.
 func TestRoundsTakeWhileShardsDrain(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	ttl := time.Second
 	var hanging atomic.Bool     // set: a's drains wait for hang
 	hang := make(chan struct{}) // closed: they end
@@ -298,7 +298,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // flight hangs) is cut after its bound (a lease lifetime), and the
 // shard's lease given back for its new owner to take.
 func TestDrainIsBounded(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	ttl := time.Second
 	var cut atomic.Int64
 	a := startNode(t, rdb, prefix, "a", ttl, Hooks{Releasing: func(ctx context.Context, _ Shard) {
@@ -321,7 +321,7 @@ func TestDrainIsBounded(t *testing.T) {
 // id holds its shards after its first round, at higher epochs, rather
 // than after its earlier life's leases expire.
 func TestANodeRestartedUnderItsIdTakesItsShardsAtOnce(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	const ttl = time.Minute // far beyond the test: only a release frees them
 	first := startNode(t, rdb, prefix, "a", ttl, Hooks{})
 	epochs := map[Shard]int64{}
@@ -344,7 +344,7 @@ func TestANodeRestartedUnderItsIdTakesItsShardsAtOnce(t *testing.T) {
 // TestANodeReleasesOnlyItsOwnEarlierLeases: another node's leases stay
 // with it when a node starts.
 func TestANodeReleasesOnlyItsOwnEarlierLeases(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	const ttl = time.Minute
 	b := startNode(t, rdb, prefix, "b", ttl, Hooks{})
 	if len(b.HeldShards()) != Shards {
@@ -399,7 +399,7 @@ func (c *lineCounter) get(msg string) []string {
 // line per shard (a node that died once drowned the line an operator
 // needed in a hundred of them).
 func TestARoundLogsOneLineForItsShards(t *testing.T) {
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	var la, lb lineCounter
 	start := func(id string, log *lineCounter) *Manager {
 		m, err := Start(context.Background(), Config{

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/imcore/im/internal/childproc"
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 )
 
 // The row both holders write, under the test's prefix, and its shard.
@@ -33,7 +33,7 @@ func TestPausedHolderWritesNothingItsSuccessorSeesWrong(t *testing.T) {
 		runPausedHolder()
 		return
 	}
-	rdb, prefix := testengines.RedisClient(t)
+	rdb, prefix := testservices.RedisClient(t)
 	ctx := context.Background()
 	ttl := time.Second
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/metrics"
@@ -94,14 +94,14 @@ type cluster struct {
 const relayDB = 15
 
 func newCluster(t *testing.T) *cluster {
-	opts, err := redis.ParseURL(testengines.Redis(t))
+	opts, err := redis.ParseURL(testservices.Redis(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.DB = relayDB
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
-	return &cluster{t: t, rdb: rdb, prefix: testengines.Prefix(t), hubs: map[string]*hub.Hub{}}
+	return &cluster{t: t, rdb: rdb, prefix: testservices.Prefix(t), hubs: map[string]*hub.Hub{}}
 }
 
 // send delivers batch to node's hub, as the node links do.

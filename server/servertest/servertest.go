@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/gorilla/websocket"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server"
 	"github.com/imcore/im/server/gateway"
@@ -75,7 +75,7 @@ func config(t testing.TB, options ...func(*server.Config)) server.Config {
 		o(&cfg)
 	}
 	if cluster != nil && cfg.Cluster != cluster {
-		// An option pinned other storage: let go of the shared engines.
+		// An option pinned other storage: let go of the shared services.
 		be.Close()
 		cluster.Close()
 	}
@@ -84,7 +84,7 @@ func config(t testing.TB, options ...func(*server.Config)) server.Config {
 
 // TestStorage returns the storage IM_TEST_STORE asks for: a backend, and
 // the cluster a server on it is one node of ("dynamodb": DynamoDB tables
-// of their own, Redis, the engines named by package testengines).
+// of their own, Redis, the services named by package testservices).
 func TestStorage(t testing.TB) (store.Backend, *server.Cluster) {
 	t.Helper()
 	if os.Getenv(StoreEnv) != "dynamodb" {
@@ -100,16 +100,16 @@ func TestStorage(t testing.TB) (store.Backend, *server.Cluster) {
 	return be, cluster
 }
 
-// ScaledOut returns the shared engines of a scaled-out deployment of the
+// ScaledOut returns the shared services of a scaled-out deployment of the
 // test's own (fresh tables and keys), its tables created. The tables are
 // dropped when the test ends, after the servers started on them stopped.
 func ScaledOut(t testing.TB) server.ScaleOut {
 	t.Helper()
 	so := server.ScaleOut{
-		DynamoDBEndpoint: testengines.DynamoDB(t),
+		DynamoDBEndpoint: testservices.DynamoDB(t),
 		Region:           "us-east-1",
-		TablePrefix:      testengines.Prefix(t),
-		RedisURL:         testengines.Redis(t),
+		TablePrefix:      testservices.Prefix(t),
+		RedisURL:         testservices.Redis(t),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
@@ -122,7 +122,7 @@ func ScaledOut(t testing.TB) server.ScaleOut {
 	return so
 }
 
-// dropTables deletes the tables of so, best effort: the engine is shared
+// dropTables deletes the tables of so, best effort: the service is shared
 // by every test, and one that keeps the tables of every test before it
 // grows slower with each (dynalite's DeleteTable reads every key it
 // holds).

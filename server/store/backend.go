@@ -8,9 +8,9 @@ import (
 	"github.com/imcore/im/session"
 )
 
-// Backend is what a storage engine provides to the domain engine (package
-// engine), which implements Store on top of it. It holds two kinds of
-// state, and promises what every engine can: SQLite in one process, and
+// Backend is what a storage backend provides to the domain engine (package
+// engine), which implements chat.Engine on top of it. It holds two kinds of
+// state, and promises what every backend can: SQLite in one process, and
 // DynamoDB with no transaction spanning two items.
 //
 //   - The log: messages, sequenced per conversation. Append is the one

@@ -1,4 +1,4 @@
-// Package tuitest provides a fake engine for testing and demonstrating the
+// Package tuitest provides a fake client for testing and demonstrating the
 // terminal UI without a server: an in-memory implementation of the
 // tui.Backend interface that records every request.
 package tuitest
@@ -244,7 +244,7 @@ func (f *Fake) Messages(conv string, beforeSeq int64, limit int) ([]client.Messa
 	for _, m := range f.msgs[conv] {
 		switch {
 		case m.IsRelation():
-			// Shown in their targets, as the engine does.
+			// Shown in their targets, as the client does.
 		case m.Outbox:
 			if beforeSeq == 0 {
 				outbox = append(outbox, m)
@@ -337,7 +337,7 @@ func (f *Fake) relate(conv, targetID string, apply func(*client.Message)) (clien
 }
 
 // target returns message targetID of conv, which a reply or a relation
-// names, or the error the engine gives (SendErr first); the caller holds
+// names, or the error the client gives (SendErr first); the caller holds
 // the lock.
 func (f *Fake) target(conv, targetID string) (*client.Message, error) {
 	if f.SendErr != nil {
@@ -360,7 +360,7 @@ func (f *Fake) find(conv, msgID string) *client.Message {
 }
 
 // SetReaction returns rs with user's reaction set to r (one per user, the
-// new one last; "" removes it), as the engine aggregates them.
+// new one last; "" removes it), as the client aggregates them.
 func SetReaction(rs []protocol.Reaction, user, r string) []protocol.Reaction {
 	var out []protocol.Reaction
 	for _, x := range rs {

@@ -12,20 +12,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 )
 
-// BenchmarkEngineCeiling measures the DynamoDB engine alone (dynalite in
+// BenchmarkDynamoDBCeiling measures the DynamoDB service alone (dynalite in
 // the tests), on a table of its own: what it answers at most, to set the
 // scaled-out deployment's figures against on the same day.
 //
-//	go test -run '^$' -bench EngineCeiling -benchtime 5s ./server/store/dynamostore/
+//	go test -run '^$' -bench DynamoDBCeiling -benchtime 5s ./server/store/dynamostore/
 //
 // conditional-update: 16 callers each doing conditional UpdateItems;
 // batch-write: 16 callers each writing 25 items per BatchWriteItem.
-func BenchmarkEngineCeiling(b *testing.B) {
-	e := testEngines(b)
-	table := testengines.Prefix(b) + "ceiling"
+func BenchmarkDynamoDBCeiling(b *testing.B) {
+	e := testServices(b)
+	table := testservices.Prefix(b) + "ceiling"
 	ctx := context.Background()
 	_, err := e.db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/session"
@@ -64,7 +64,7 @@ func TestApplyCutAtEveryPointIsRepairable(t *testing.T) {
 		conv, _ := protocol.DirectConv(alice, bob)
 		mustAppend(t, s, message(conv, alice, "m1"))
 		var k killer
-		db, err := NewClient(ctx, testengines.DynamoDB(t), "us-east-1", k.option)
+		db, err := NewClient(ctx, testservices.DynamoDB(t), "us-east-1", k.option)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/blob"
 	"github.com/imcore/im/server/engine"
@@ -49,15 +49,15 @@ func (b *memBlobs) Get(_ context.Context, key string) ([]byte, error) {
 	return slices.Clone(body), nil
 }
 
-// engines are the clients of the test engines.
-type engines struct {
+// services are the clients of the test services.
+type services struct {
 	db    *dynamodb.Client
 	redis *redis.Client
 }
 
-func testEngines(t testing.TB) engines {
+func testServices(t testing.TB) services {
 	t.Helper()
-	endpoint, redisURL := testengines.DynamoDB(t), testengines.Redis(t)
+	endpoint, redisURL := testservices.DynamoDB(t), testservices.Redis(t)
 	db, err := NewClient(t.Context(), endpoint, "us-east-1")
 	if err != nil {
 		t.Fatal(err)
@@ -68,15 +68,15 @@ func testEngines(t testing.TB) engines {
 	}
 	rc := redis.NewClient(opts)
 	t.Cleanup(func() { rc.Close() })
-	return engines{db: db, redis: rc}
+	return services{db: db, redis: rc}
 }
 
 // openFresh migrates tables under a fresh prefix and opens a store on
 // them, closed when the test ends.
-func openFresh(t testing.TB, blobs blob.Store) (*Backend, engines) {
+func openFresh(t testing.TB, blobs blob.Store) (*Backend, services) {
 	t.Helper()
-	e := testEngines(t)
-	prefix := testengines.Prefix(t)
+	e := testServices(t)
+	prefix := testservices.Prefix(t)
 	if _, err := Migrate(t.Context(), e.db, prefix); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
@@ -91,7 +91,7 @@ func openFresh(t testing.TB, blobs blob.Store) (*Backend, engines) {
 	return s, e
 }
 
-// deleteTables drops a test's tables (best effort: the engine is shared).
+// deleteTables drops a test's tables (best effort: the service is shared).
 func deleteTables(db *dynamodb.Client, prefix string) {
 	for _, name := range TableNames(prefix) {
 		db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
@@ -118,16 +118,16 @@ func TestConformance(t *testing.T) {
 }
 
 func TestOpenMissingTables(t *testing.T) {
-	e := testEngines(t)
-	_, err := Open(t.Context(), Options{DynamoDB: e.db, Redis: e.redis, Prefix: testengines.Prefix(t)})
+	e := testServices(t)
+	_, err := Open(t.Context(), Options{DynamoDB: e.db, Redis: e.redis, Prefix: testservices.Prefix(t)})
 	if !errors.Is(err, ErrNoTables) {
 		t.Fatalf("Open on no tables: %v, want ErrNoTables", err)
 	}
 }
 
 func TestMigrateIdempotent(t *testing.T) {
-	e := testEngines(t)
-	prefix := testengines.Prefix(t)
+	e := testServices(t)
+	prefix := testservices.Prefix(t)
 	t.Cleanup(func() { deleteTables(e.db, prefix) })
 	created, err := Migrate(t.Context(), e.db, prefix)
 	if err != nil || !slices.Equal(created, TableNames(prefix)) {
@@ -283,15 +283,15 @@ func TestArchive(t *testing.T) {
 }
 
 func TestUnreachableIsAnError(t *testing.T) {
-	e := testEngines(t)
+	e := testServices(t)
 	db, err := NewClient(t.Context(), "http://127.0.0.1:1", "us-east-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(t.Context(), Options{DynamoDB: db, Redis: e.redis, Prefix: testengines.Prefix(t)}); err == nil || errors.Is(err, ErrNoTables) {
+	if _, err := Open(t.Context(), Options{DynamoDB: db, Redis: e.redis, Prefix: testservices.Prefix(t)}); err == nil || errors.Is(err, ErrNoTables) {
 		t.Fatalf("Open on an unreachable endpoint: %v, want a connection error", err)
 	}
-	s := &Backend{db: db, redis: e.redis, prefix: testengines.Prefix(t)}
+	s := &Backend{db: db, redis: e.redis, prefix: testservices.Prefix(t)}
 	if _, err := s.Append(t.Context(), message("d:alice:bob", "alice", "m1")); err == nil {
 		t.Fatal("Append on an unreachable endpoint succeeded")
 	}

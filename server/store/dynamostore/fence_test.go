@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/imcore/im/internal/childproc"
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/server/ownership"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/session"
@@ -92,7 +92,7 @@ func TestPausedOwnerWritesNothingItsSuccessorSeesWrong(t *testing.T) {
 	ttl := time.Second
 
 	child := childproc.Start(t, "TestPausedOwnerWritesNothingItsSuccessorSeesWrong", "FENCE_PAUSED_CHILD=1",
-		"FENCE_PREFIX="+prefix, "FENCE_REDIS="+rdb.Options().Addr, "FENCE_DYNAMODB="+testengines.DynamoDB(t))
+		"FENCE_PREFIX="+prefix, "FENCE_REDIS="+rdb.Options().Addr, "FENCE_DYNAMODB="+testservices.DynamoDB(t))
 	var staleEpoch int64
 	fmt.Sscanf(child.Expect("holding "), "holding %d", &staleEpoch)
 	if sess, total := storedMark(t, s); sess != 1 || total != 1 {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	smithymiddleware "github.com/aws/smithy-go/middleware"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 )
 
@@ -33,7 +33,7 @@ func TestAppendsInFlightShareOneMaxSeqRaise(t *testing.T) {
 		}
 		return next.HandleInitialize(ctx, in)
 	})
-	db, err := NewClient(t.Context(), testengines.DynamoDB(t), "us-east-1", func(o *dynamodb.Options) {
+	db, err := NewClient(t.Context(), testservices.DynamoDB(t), "us-east-1", func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *smithymiddleware.Stack) error {
 			return st.Initialize.Add(hold, smithymiddleware.After)
 		})

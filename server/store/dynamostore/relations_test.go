@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imcore/im/internal/testengines"
+	"github.com/imcore/im/internal/testservices"
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/engine"
 	"github.com/imcore/im/server/store"
@@ -31,7 +31,7 @@ func TestRelationCutAtEveryPointIsRepaired(t *testing.T) {
 		edit := mustAppend(t, s, protocol.Message{Conv: conv, MsgID: "e", From: alice, Body: "secret edit", ServerTS: 1001,
 			Kind: protocol.KindEdit, RefSeq: target.Seq}).Msg
 		var k killer
-		db, err := NewClient(ctx, testengines.DynamoDB(t), "us-east-1", k.option)
+		db, err := NewClient(ctx, testservices.DynamoDB(t), "us-east-1", k.option)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@ var (
 )
 
 // NewClient returns a DynamoDB client for region, talking to endpoint when
-// not empty (a local engine), credentials from the standard AWS chain.
+// not empty (a local service), credentials from the standard AWS chain.
 func NewClient(ctx context.Context, endpoint, region string, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region),
 		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(RequestTimeout)))
@@ -43,7 +43,7 @@ func NewClient(ctx context.Context, endpoint, region string, optFns ...func(*dyn
 	}}, optFns...)...), nil
 }
 
-// RequestTimeout bounds each attempt of a DynamoDB call, so that an engine
+// RequestTimeout bounds each attempt of a DynamoDB call, so that a service
 // that stops answering (a partition, a hung endpoint) fails the call and
 // has it retried instead of holding it, and what waits on it — the
 // write-behind, a shard's drain, a node's shutdown — forever.

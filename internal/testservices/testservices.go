@@ -1,4 +1,4 @@
-// Package testengines finds the engines the scaled-out deployment runs on
+// Package testservices finds the services the scaled-out deployment runs on
 // (Redis, a DynamoDB endpoint, an S3-compatible endpoint) for tests.
 // scripts/test.sh starts them on free loopback ports and names them in
 // the environment:
@@ -9,9 +9,9 @@
 //	                  AWS_SECRET_ACCESS_KEY set to what it accepts
 //
 // A test that needs an engine that is not named is skipped, unless
-// IM_TEST_ENGINES_REQUIRED is set (as scripts/test.sh does), when it fails:
+// IM_TEST_SERVICES_REQUIRED is set (as scripts/test.sh does), when it fails:
 // the suite never passes by skipping what it was meant to run.
-package testengines
+package testservices
 
 import (
 	"crypto/rand"
@@ -54,10 +54,10 @@ func endpoint(t testing.TB, name string) string {
 	if v != "" {
 		return v
 	}
-	if os.Getenv("IM_TEST_ENGINES_REQUIRED") != "" {
-		t.Fatalf("%s is not set but IM_TEST_ENGINES_REQUIRED is: start the engines with scripts/engines.sh", name)
+	if os.Getenv("IM_TEST_SERVICES_REQUIRED") != "" {
+		t.Fatalf("%s is not set but IM_TEST_SERVICES_REQUIRED is: start the services with scripts/services.sh", name)
 	}
-	t.Skipf("%s is not set: run scripts/test.sh (or scripts/engines.sh) to start the engines", name)
+	t.Skipf("%s is not set: run scripts/test.sh (or scripts/services.sh) to start the services", name)
 	return ""
 }
 

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# The engines of the scaled-out deployment, run on this machine for the
+# The services of the scaled-out deployment, run on this machine for the
 # tests and the cluster demo: Redis (redis-server), DynamoDB (dynalite) and
 # S3 (s3rver), each on a free loopback port.
 #
-#   scripts/engines.sh install     install what is missing: redis-server
+#   scripts/services.sh install     install what is missing: redis-server
 #                                  (Debian package) and, from npm, dynalite@4
 #                                  and s3rver@3 into the cache below
-#   scripts/engines.sh start DIR   start the three, wait until each answers,
+#   scripts/services.sh start DIR   start the three, wait until each answers,
 #                                  write DIR/env
-#   scripts/engines.sh start -persist DIR
-#                                  the same, keeping every engine's data in
+#   scripts/services.sh start -persist DIR
+#                                  the same, keeping every service's data in
 #                                  DIR (the cluster rig): started again on
 #                                  DIR, they serve what they held, on the
 #                                  same ports when those are free
-#   scripts/engines.sh stop DIR    stop what "start DIR" started (a second
+#   scripts/services.sh stop DIR    stop what "start DIR" started (a second
 #                                  stop does nothing)
 #
 # DIR/env exports what the tests read (source it: `. DIR/env`):
@@ -21,26 +21,26 @@
 #   IM_TEST_DYNAMODB=http://127.0.0.1:PORT
 #   IM_TEST_S3=http://127.0.0.1:PORT
 #   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (what s3rver accepts; dynalite
-#   accepts any), AWS_REGION, and IM_ENGINES_{REDIS,DYNAMODB,S3}_PID.
-# Each engine logs to DIR/NAME.log. s3rver keeps its objects in DIR/s3.
+#   accepts any), AWS_REGION, and IM_SERVICES_{REDIS,DYNAMODB,S3}_PID.
+# Each service logs to DIR/NAME.log. s3rver keeps its objects in DIR/s3.
 # Without -persist, Redis and dynalite keep nothing on disk (the tests want
-# fresh engines). With it, Redis writes an append-only file and snapshots
+# fresh services). With it, Redis writes an append-only file and snapshots
 # in DIR/redis (appendfsync everysec: a crash of Redis itself loses at most
 # the last second), dynalite keeps its tables in DIR/dynamodb (LevelDB),
 # and DIR/ports remembers the ports for the next start.
 #
-# Environment: IM_ENGINES_DIR, where the npm packages go (default
-# $XDG_CACHE_HOME/im-engines, else ~/.cache/im-engines: outside the repo).
+# Environment: IM_SERVICES_DIR, where the npm packages go (default
+# $XDG_CACHE_HOME/im-services, else ~/.cache/im-services: outside the repo).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-npm_dir=${IM_ENGINES_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/im-engines}
+npm_dir=${IM_SERVICES_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/im-services}
 dynalite_bin="$npm_dir/node_modules/.bin/dynalite"
 s3rver_bin="$npm_dir/node_modules/.bin/s3rver"
 
-# How long one engine may take to answer after it was started.
+# How long one service may take to answer after it was started.
 start_timeout=30
 
 usage() {
@@ -50,7 +50,7 @@ usage() {
 
 # ---- install ---------------------------------------------------------------
 
-install_engines() {
+install_services() {
 	if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
 		command -v apt-get >/dev/null 2>&1 ||
 			die "redis-server is missing: install Redis (6 or newer) with your package manager"
@@ -71,8 +71,8 @@ install_engines() {
 
 # ---- start -----------------------------------------------------------------
 
-# Each launch_NAME runs engine NAME in the foreground on 127.0.0.1:PORT.
-# They exec, so that the pid of a launch started with & is the engine's.
+# Each launch_NAME runs service NAME in the foreground on 127.0.0.1:PORT.
+# They exec, so that the pid of a launch started with & is the service's.
 launch_redis() {
 	if [ -n "$persist" ]; then
 		exec redis-server --bind 127.0.0.1 --port "$1" --daemonize no \
@@ -91,14 +91,14 @@ launch_s3() {
 	exec "$s3rver_bin" --address 127.0.0.1 --port "$1" --directory "$dir/s3" --silent
 }
 
-# Each answers_NAME succeeds when engine NAME answers on PORT.
+# Each answers_NAME succeeds when service NAME answers on PORT.
 answers_redis() { [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ]; }
 # For dynalite and s3rver any HTTP answer will do: only that they serve.
 answers_dynamodb() { http_status "$1" / >/dev/null; }
 answers_s3() { http_status "$1" / >/dev/null; }
 
 # listens_as succeeds when PID is the process listening on PORT, so that
-# an engine of someone else that took the port first is not taken for
+# a service of someone else that took the port first is not taken for
 # ours. Without ss it cannot tell, and trusts that PID is still alive.
 listens_as() {
 	local pid=$1 port=$2
@@ -106,14 +106,14 @@ listens_as() {
 	ss -Hltnp "sport = :$port" 2>/dev/null | grep -q "pid=$pid,"
 }
 
-# start_one starts engine NAME on a free port and waits until it answers,
+# start_one starts service NAME on a free port and waits until it answers,
 # setting port to the port it listens on. Another process may take the
 # port between the pick and the bind: then it tries another, up to 3 times.
 start_one() {
 	local name=$1 pid deadline attempt
 	for attempt in 1 2 3; do
 		port=$(free_port)
-		# A persistent engine started again takes its port of last time
+		# A persistent service started again takes its port of last time
 		# when it is free, so that what points at it still does.
 		if [ "$attempt" = 1 ] && [ -n "$persist" ] && [ -r "$dir/ports" ]; then
 			local previous
@@ -149,17 +149,17 @@ start_one() {
 	die "$name did not start"
 }
 
-start_engines() {
+start_services() {
 	if [ ! -x "$dynalite_bin" ] || [ ! -x "$s3rver_bin" ] || ! command -v redis-server >/dev/null 2>&1; then
-		die "the engines are not installed: run scripts/engines.sh install"
+		die "the services are not installed: run scripts/services.sh install"
 	fi
 	if [ -s "$dir/pids" ]; then
 		if any_running; then
-			die "engines were started in $dir and not stopped: scripts/engines.sh stop $dir"
+			die "services were started in $dir and not stopped: scripts/services.sh stop $dir"
 		fi
 		# What started them was killed before it could stop them, and
 		# they are gone too: nothing to stop.
-		log "the engines once started in $dir are gone; starting them again"
+		log "the services once started in $dir are gone; starting them again"
 	fi
 	mkdir -p "$dir/s3"
 	if [ -n "$persist" ]; then
@@ -167,7 +167,7 @@ start_engines() {
 	fi
 	: >"$dir/pids"
 	# Whatever fails from here on, nothing started is left running.
-	trap 'stop_engines' EXIT
+	trap 'stop_services' EXIT
 
 	local port redis_port dynamodb_port s3_port redis_pid dynamodb_pid s3_pid
 	start_one redis
@@ -184,21 +184,21 @@ start_engines() {
 		export AWS_ACCESS_KEY_ID=S3RVER
 		export AWS_SECRET_ACCESS_KEY=S3RVER
 		export AWS_REGION=us-east-1
-		export IM_ENGINES_REDIS_PID=$redis_pid
-		export IM_ENGINES_DYNAMODB_PID=$dynamodb_pid
-		export IM_ENGINES_S3_PID=$s3_pid
+		export IM_SERVICES_REDIS_PID=$redis_pid
+		export IM_SERVICES_DYNAMODB_PID=$dynamodb_pid
+		export IM_SERVICES_S3_PID=$s3_pid
 	EOF
 	mv "$dir/env.tmp" "$dir/env"
 	if [ -n "$persist" ]; then
 		printf 'redis %s\ndynamodb %s\ns3 %s\n' "$redis_port" "$dynamodb_port" "$s3_port" >"$dir/ports"
 	fi
 	trap - EXIT
-	log "engines up: Redis on $redis_port, DynamoDB on $dynamodb_port, S3 on $s3_port (. $dir/env)"
+	log "services up: Redis on $redis_port, DynamoDB on $dynamodb_port, S3 on $s3_port (. $dir/env)"
 }
 
 # ---- stop ------------------------------------------------------------------
 
-# is_ours succeeds when PID is alive and still the engine started on PORT
+# is_ours succeeds when PID is alive and still the service started on PORT
 # (a pid recorded long ago may belong to another process by now).
 is_ours() {
 	local pid=$1 port=$2
@@ -208,7 +208,7 @@ is_ours() {
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qE "(^|[^0-9])$port([^0-9]|\$)"
 }
 
-# any_running succeeds when an engine DIR/pids lists still runs.
+# any_running succeeds when a service DIR/pids lists still runs.
 any_running() {
 	local lines=() line name pid port
 	mapfile -t lines <"$dir/pids" || return 1
@@ -236,7 +236,7 @@ stop_one() {
 	done
 }
 
-stop_engines() {
+stop_services() {
 	local lines=() line name pid port
 	# No pids file: never started, or stopped already.
 	[ -f "$dir/pids" ] || return 0
@@ -258,7 +258,7 @@ trap 'exit 129' HUP
 case "${1:-}" in
 install)
 	[ $# -eq 1 ] || usage
-	install_engines
+	install_services
 	;;
 start)
 	persist=
@@ -269,13 +269,13 @@ start)
 	[ $# -eq 2 ] || usage
 	mkdir -p "$2"
 	dir=$(cd "$2" && pwd)
-	start_engines
+	start_services
 	;;
 stop)
 	[ $# -eq 2 ] || usage
 	[ -d "$2" ] || exit 0
 	dir=$(cd "$2" && pwd)
-	stop_engines
+	stop_services
 	;;
 *)
 	usage
