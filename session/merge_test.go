@@ -24,3 +24,24 @@ func TestMerge(t *testing.T) {
 		t.Errorf("the same version: Merge = %+v, want only the ticks merged: %+v", got, want)
 	}
 }
+
+func TestNewestOrdersByEpochThenMerges(t *testing.T) {
+	at := func(epoch, activeTS, unread int64) Written {
+		return Written{State: State{User: "bob", Conv: "d:alice:bob", UnreadCount: unread, ActiveTS: activeTS}, Epoch: epoch}
+	}
+	for _, tc := range []struct {
+		name             string
+		stored, incoming Written
+		want             Written
+	}{
+		{"a later epoch wins with an older clock", at(4, 900, 1), at(5, 10, 2), at(5, 10, 2)},
+		{"an earlier epoch loses with a later clock", at(5, 10, 1), at(4, 900, 2), at(5, 10, 1)},
+		{"an unfenced write never beats a fenced row", at(5, 10, 1), at(0, 5000, 2), at(5, 10, 1)},
+		{"the same epoch: the newer clock wins", at(5, 10, 1), at(5, 11, 2), at(5, 11, 2)},
+		{"the same epoch: the older clock loses", at(5, 10, 1), at(5, 9, 2), at(5, 10, 1)},
+	} {
+		if got := Newest(tc.stored, tc.incoming); got != tc.want {
+			t.Errorf("%s: Newest = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -444,20 +444,16 @@ func (b *batch) clearPending(user, conv string, upTo int64) {
 	}
 }
 
-// sessionAt puts st, computed under epoch (see batch.sessionEpochs): a row
-// of a later epoch replaces one of an earlier whatever their clocks.
+// sessionAt puts st, computed under epoch (see batch.sessionEpochs), by
+// the rule of session.Newest.
 func (b *batch) sessionAt(st session.State, epoch int64) {
 	k := store.MemberKey{User: st.User, Conv: st.Conv}
+	next := session.Written{State: st, Epoch: epoch}
 	if old, ok := b.sessions[k]; ok {
-		switch oldEpoch := b.sessionEpochs[k]; {
-		case oldEpoch > epoch, oldEpoch == epoch && old.ActiveTS > st.ActiveTS:
-			return
-		case oldEpoch == epoch && old.ActiveTS == st.ActiveTS:
-			st.Ticks = st.Ticks.Merge(old.Ticks) // a rise written in place
-		}
+		next = session.Newest(session.Written{State: old, Epoch: b.sessionEpochs[k]}, next)
 	}
-	b.sessions[k] = st
-	b.sessionEpochs[k] = epoch
+	b.sessions[k] = next.State
+	b.sessionEpochs[k] = next.Epoch
 }
 
 // totalAt puts r, computed under epoch, as sessionAt does.

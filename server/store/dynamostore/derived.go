@@ -276,7 +276,7 @@ func (s *Backend) applyPending(ctx context.Context, p store.PendingRow) error {
 }
 
 // A user's sessions and totals are ordered by (fence, then active_ts or
-// at): a row written under a newer lease epoch wins whatever its clock, a
+// at), the rule of session.Newest: a row written under a newer lease epoch wins whatever its clock, a
 // row of an older epoch never does (its writer lost the user's shard since:
 // see store.Derived.Fences), and within one epoch the newer clock wins. A
 // row without a fence attribute was written at epoch 0. newerCond is that

@@ -63,13 +63,15 @@ func TestFencedRowsOrderByEpochThenClock(t *testing.T) {
 		{6, 10, 6, 6},   // a newer epoch wins with an older clock
 		{0, 5000, 7, 6}, // an unfenced write never beats a fenced row
 	}
+	var rule session.Written // what session.Newest keeps, step by step
 	for i, st := range steps {
 		if err := s.Apply(ctx, fencedWrite(st.fence, st.clock, st.priority)); err != nil {
 			t.Fatal(err)
 		}
+		rule = session.Newest(rule, session.Written{State: session.State{ActiveTS: st.clock, Priority: st.priority}, Epoch: st.fence})
 		sess, total := storedMark(t, s)
-		if sess != st.want || total != st.want {
-			t.Fatalf("step %d (fence %d, clock %d): stored session %d, total %d; want %d", i, st.fence, st.clock, sess, total, st.want)
+		if sess != st.want || total != st.want || rule.State.Priority != st.want {
+			t.Fatalf("step %d (fence %d, clock %d): stored session %d, total %d, session.Newest %d; want %d", i, st.fence, st.clock, sess, total, rule.State.Priority, st.want)
 		}
 	}
 }

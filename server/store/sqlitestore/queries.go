@@ -109,8 +109,9 @@ const (
 	qFormerDelete = `DELETE FROM former_members WHERE user_id = ? AND conv = ?`
 )
 
-// newerSession is session.Merge's test in SQL, inside the sessions
-// upsert: the write is of a newer version. At the same active_ts (the
+// newerSession is session.Newest's test in SQL (one process: every write
+// at epoch 0, so session.Merge), inside the sessions upsert: the write is
+// of a newer version. At the same active_ts (the
 // WHERE lets it through) only the ticks merge.
 const newerSession = `excluded.active_ts > sessions.active_ts`
 
