@@ -59,6 +59,10 @@ var clientFrames = map[string]func() Frame{
 	"session_op":   func() Frame { return new(SessionOp) },
 	"create_group": func() Frame { return new(CreateGroup) },
 	"group_op":     func() Frame { return new(GroupOp) },
+	"settings":     func() Frame { return new(SettingsRequest) },
+	"block":        func() Frame { return new(Block) },
+	"unblock":      func() Frame { return new(Unblock) },
+	"presence":     func() Frame { return new(PresenceRequest) },
 }
 
 // serverFrames are the frames the server may send, by type.
@@ -75,6 +79,8 @@ var serverFrames = map[string]func() Frame{
 	"sessions":     func() Frame { return new(Sessions) },
 	"session_sync": func() Frame { return new(SessionSync) },
 	"group":        func() Frame { return new(Group) },
+	"settings":     func() Frame { return new(SettingsReply) },
+	"presence":     func() Frame { return new(PresenceReply) },
 }
 
 // DecodeClientFrame decodes a frame sent by a client (what a server reads).

@@ -139,6 +139,9 @@ type Session struct {
 	SubBiz       string   `json:"sub_biz"`
 	LastMsg      *Message `json:"last_msg"`
 	Ticks        Ticks    `json:"ticks"`
+	// Request marks a direct chat the user never wrote into while the
+	// other member did: a first message from someone it never wrote to.
+	Request bool `json:"request"`
 }
 
 // Frames a client sends.

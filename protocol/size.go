@@ -85,12 +85,12 @@ func reactionsLen(rs []Reaction) int {
 
 // EncodedLen returns the length of s's JSON text as Encode writes it.
 func (s *Session) EncodedLen() int {
-	n := len(`{"conv":,"kind":,"title":,"members":,"unread_count":,"read_seq":,"write_seq":,"active_ts":,"write_ts":,"muted":,"mute_until":,"priority":,"deleted":,"marked_unread":,"category":,"sub_biz":,"last_msg":,"ticks":{"delivered_seq":,"read_seq":}}`) +
+	n := len(`{"conv":,"kind":,"title":,"members":,"unread_count":,"read_seq":,"write_seq":,"active_ts":,"write_ts":,"muted":,"mute_until":,"priority":,"deleted":,"marked_unread":,"category":,"sub_biz":,"last_msg":,"ticks":{"delivered_seq":,"read_seq":},"request":}`) +
 		JSONStringLen(s.Conv) + JSONStringLen(s.Kind) + JSONStringLen(s.Title) +
 		intLen(s.UnreadCount) + intLen(s.ReadSeq) + intLen(s.WriteSeq) + intLen(s.ActiveTS) + intLen(s.WriteTS) +
 		boolLen(s.Muted) + intLen(s.MuteUntil) + intLen(s.Priority) + boolLen(s.Deleted) + boolLen(s.MarkedUnread) +
 		JSONStringLen(s.Category) + JSONStringLen(s.SubBiz) +
-		intLen(s.Ticks.DeliveredSeq) + intLen(s.Ticks.ReadSeq)
+		intLen(s.Ticks.DeliveredSeq) + intLen(s.Ticks.ReadSeq) + boolLen(s.Request)
 	if s.Members == nil {
 		n += len("null")
 	} else {

@@ -137,6 +137,18 @@ type Backend interface {
 	// SetAccount files user's conversations (see Store.SetAccount).
 	SetAccount(ctx context.Context, user, category, subBiz string) error
 
+	// Person returns user's settings (protocol.DefaultSettings when it
+	// never changed them) and when its last device went away.
+	Person(ctx context.Context, user string) (Person, error)
+
+	// PutSettings replaces user's settings, its blocked users included;
+	// it leaves its last seen as it was.
+	PutSettings(ctx context.Context, user string, s protocol.UserSettings) error
+
+	// PutLastSeen records when user's last device went away (server time,
+	// ms); it leaves its settings as they were.
+	PutLastSeen(ctx context.Context, user string, at int64) error
+
 	// Close releases the backend after the writes in flight.
 	Close() error
 }
@@ -317,4 +329,11 @@ type Archiver interface {
 	// is not moved again. progress, when not nil, is called now and then
 	// with the count so far.
 	Archive(ctx context.Context, cutoff int64, progress func(moved int)) (int, error)
+}
+
+// Person is what the store keeps of a user as others see it: its settings
+// and when its last device went away (0: never seen).
+type Person struct {
+	Settings protocol.UserSettings
+	LastSeen int64
 }

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T, blobs blob.Store) store.Backend) 
 		{"Unrepaired", testUnrepaired},
 		{"SessionReads", testSessionReads},
 		{"Accounts", testAccounts},
+		{"People", testPeople},
 		{"Closed", testClosed},
 		{"RepliesAndRelationsStored", testRepliesAndRelationsStored},
 		{"RelationsApplyToTarget", testRelationsApplyToTarget},

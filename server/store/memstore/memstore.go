@@ -43,6 +43,7 @@ type data struct {
 	totals     map[[2]string]total
 	former     map[store.MemberKey]store.FormerRow
 	accounts   map[string][2]string
+	people     map[string]store.Person
 	blobs      blob.Store // archived bodies (see archive.go); nil when none
 }
 
@@ -85,6 +86,7 @@ func New() *Backend {
 		totals:     map[[2]string]total{},
 		former:     map[store.MemberKey]store.FormerRow{},
 		accounts:   map[string][2]string{},
+		people:     map[string]store.Person{},
 	}}
 }
 

@@ -129,6 +129,12 @@ const (
 	qTotalGet     = `SELECT COALESCE((SELECT total FROM unread_totals WHERE user_id = ? AND sub_biz = ?), 0)`
 	qAccountGet   = `SELECT category, sub_biz FROM accounts WHERE user_id = ?`
 	qAccountPut   = `INSERT OR REPLACE INTO accounts (user_id, category, sub_biz) VALUES (?, ?, ?)`
+	qPersonGet    = `SELECT last_seen, read_receipts, name, blocked, last_seen_at FROM people WHERE user_id = ?`
+	qSettingsPut  = `INSERT INTO people (user_id, last_seen, read_receipts, name, blocked) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (user_id) DO UPDATE SET last_seen = excluded.last_seen, read_receipts = excluded.read_receipts,
+			name = excluded.name, blocked = excluded.blocked`
+	qLastSeenPut = `INSERT INTO people (user_id, last_seen_at) VALUES (?, ?)
+		ON CONFLICT (user_id) DO UPDATE SET last_seen_at = excluded.last_seen_at`
 	qExpiredMutes = `SELECT conv FROM sessions WHERE user_id = ? AND muted = 1 AND mute_until > 0 AND mute_until <= ?`
 	qPendingOf    = `SELECT p.conv, p.first_undelivered_seq, COALESCE(st.last_delivered_seq, 0), c.max_seq
 		FROM pending_deliveries p
@@ -192,7 +198,7 @@ var writerQueries = []string{
 	qJoinGroup, qLeaveGroup, qRecordChange, qIsMember,
 	qBoundaryMerge, qBoundaryJoin, qBoundaryGone, qPendingPut, qPendingClear,
 	qSessionPut, qTotalPut, qConvDerived, qFormerPut, qFormerDelete,
-	qAccountPut, qRevokeTokens, qProbeInsert, qProbeDelete,
+	qAccountPut, qSettingsPut, qLastSeenPut, qRevokeTokens, qProbeInsert, qProbeDelete,
 	qArchiveMark, qTargetAt, qSetState, qEraseBody, qEraseEntry,
 }
 
@@ -200,7 +206,7 @@ var writerQueries = []string{
 var readerQueries = []string{
 	qMessageAt, qHistoryAfter, qHistoryBefore, qSenders, qMaxSeq,
 	qConversation, qGroupMembers, qDirectMember, qUnrepaired, qChangeAt,
-	qLastActive, qTotalsOf, qTotalGet, qAccountGet, qExpiredMutes, qPendingOf, qFormerOf, qMemberNames,
+	qLastActive, qTotalsOf, qTotalGet, qAccountGet, qPersonGet, qExpiredMutes, qPendingOf, qFormerOf, qMemberNames,
 	qSyncPage, qOneSession,
 	qTokenEpoch, qRevokedSince, qPendingCount,
 	qArchiveCandidates, qStateAt,
