@@ -124,13 +124,13 @@ const sessionColumnsS = `s.user_id, s.conv, s.read_seq, s.write_seq, s.unread_co
 	s.tick_delivered, s.tick_read`
 
 const (
-	qLastActive   = `SELECT COALESCE(MAX(active_ts), 0) FROM sessions WHERE user_id = ?`
-	qTotalsOf     = `SELECT sub_biz, total FROM unread_totals WHERE user_id = ?`
-	qTotalGet     = `SELECT COALESCE((SELECT total FROM unread_totals WHERE user_id = ? AND sub_biz = ?), 0)`
-	qAccountGet   = `SELECT category, sub_biz FROM accounts WHERE user_id = ?`
-	qAccountPut   = `INSERT OR REPLACE INTO accounts (user_id, category, sub_biz) VALUES (?, ?, ?)`
-	qPersonGet    = `SELECT last_seen, read_receipts, name, blocked, last_seen_at FROM people WHERE user_id = ?`
-	qSettingsPut  = `INSERT INTO people (user_id, last_seen, read_receipts, name, blocked) VALUES (?, ?, ?, ?, ?)
+	qLastActive  = `SELECT COALESCE(MAX(active_ts), 0) FROM sessions WHERE user_id = ?`
+	qTotalsOf    = `SELECT sub_biz, total FROM unread_totals WHERE user_id = ?`
+	qTotalGet    = `SELECT COALESCE((SELECT total FROM unread_totals WHERE user_id = ? AND sub_biz = ?), 0)`
+	qAccountGet  = `SELECT category, sub_biz FROM accounts WHERE user_id = ?`
+	qAccountPut  = `INSERT OR REPLACE INTO accounts (user_id, category, sub_biz) VALUES (?, ?, ?)`
+	qPersonGet   = `SELECT last_seen, read_receipts, name, blocked, last_seen_at FROM people WHERE user_id = ?`
+	qSettingsPut = `INSERT INTO people (user_id, last_seen, read_receipts, name, blocked) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (user_id) DO UPDATE SET last_seen = excluded.last_seen, read_receipts = excluded.read_receipts,
 			name = excluded.name, blocked = excluded.blocked`
 	qLastSeenPut = `INSERT INTO people (user_id, last_seen_at) VALUES (?, ?)
