@@ -26,6 +26,7 @@ import (
 	"github.com/imcore/im/server/metrics"
 	"github.com/imcore/im/server/netlimit"
 	"github.com/imcore/im/server/nodelink"
+	"github.com/imcore/im/server/presence"
 	"github.com/imcore/im/server/routing"
 	"github.com/imcore/im/server/store"
 	"github.com/imcore/im/server/store/sqlitestore"
@@ -53,6 +54,12 @@ type Config struct {
 	// Quotas bound what one user may make the server do; chat.DefaultQuotas
 	// when zero.
 	Quotas chat.Quotas
+	// People bounds the people frames (presence, blocks, names);
+	// chat.DefaultPeopleLimits when zero.
+	People chat.PeopleLimits
+	// PresenceInterval is the least time between two presence pushes of
+	// one watched user to one connection; presence.DefaultInterval when 0.
+	PresenceInterval time.Duration
 	// MaxConns bounds the TCP connections held at once (0: below the
 	// file-descriptor limit); MaxConnsPerIP those from one address (0: no
 	// bound).
@@ -154,6 +161,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Gateway.MaxFrame == 0 {
 		cfg.Gateway = gateway.DefaultConfig()
+	}
+	if cfg.People == (chat.PeopleLimits{}) {
+		cfg.People = chat.DefaultPeopleLimits
 	}
 	if cfg.Quotas == (chat.Quotas{}) {
 		cfg.Quotas = chat.DefaultQuotas
@@ -275,8 +285,12 @@ func (s *Server) build() error {
 			Help: "Pending-delivery rows: (user, conversation) pairs with messages no device of the user acknowledged.",
 		}, s.pendingRows))
 	}
-	router.Serve(chat.New(router.Engine(), s.devices, cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas))
+	svc := chat.New(router.Engine(), s.devices, cfg.Gateway.Limits, cfg.Logger).WithQuotas(cfg.Quotas)
+	svc.SetPeopleLimits(cfg.People)
+	router.Serve(svc)
 	gwCfg := cfg.Gateway
+	gwCfg.MaxPresenceUsers = cfg.People.MaxPresenceUsers
+	gwCfg.Presence = presence.New(presence.Config{Viewer: svc, LastSeen: router.Engine(), Interval: cfg.PresenceInterval, Now: cfg.Now, Log: cfg.Logger})
 	gwCfg.Metrics = s.metrics
 	gwCfg.DevAuth = cfg.Auth == AuthDev
 	s.gw = gateway.New(gwCfg, router, s.devices, authn, cfg.Logger)

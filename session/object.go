@@ -24,6 +24,7 @@ func FromObject(user string, s *protocol.Session) State {
 		MarkedUnread: s.MarkedUnread,
 		Category:     s.Category,
 		SubBiz:       s.SubBiz,
+		Request:      s.Request,
 	}
 	if s.LastMsg != nil {
 		st.LastConv, st.LastSeq = s.LastMsg.Conv, s.LastMsg.Seq
@@ -40,6 +41,7 @@ func (s *State) ToObject(o *protocol.Session) {
 	o.Muted, o.MuteUntil = s.Muted, s.MuteUntil
 	o.Priority, o.Deleted, o.MarkedUnread = s.Priority, s.Deleted, s.MarkedUnread
 	o.Category, o.SubBiz = s.Category, s.SubBiz
+	o.Request = s.Request
 }
 
 // UnreadContributionAt is UnreadContribution at time now (ms): a mute whose

@@ -29,6 +29,10 @@ type State struct {
 	SubBiz       string // non-empty: listed in that sub-business's nested list
 	LastConv     string // the conversation of the last message (a gateway's member)
 	LastSeq      int64
+	// Request marks a direct chat whose first message came from the other
+	// member, until the user's own first send there (PROTOCOL.md,
+	// "Requests").
+	Request bool
 	// Ticks are the conversation's tick boundaries as of the session's
 	// last change: every rise of the tick minimum changes every member's
 	// session, so a session's version (its active_ts) names one content.
@@ -87,12 +91,18 @@ func (s *State) IsGateway() bool {
 // message, an event too, brings a deleted session back and moves it in
 // the list; for the sender it is an implicit read.
 func (s *State) OnMessage(seq int64, sender string, ev Events) Moves {
+	requestBefore := s.Request
+	s.noteSender(sender)
 	if seq <= s.WriteSeq {
 		if sender == s.User && seq > s.ReadSeq {
 			// One's own message applied after a later one (messages can
 			// reach the session out of seq order): sending still implies
 			// reading up to it.
-			return s.OnRead(seq, ev)
+			m := s.OnRead(seq, ev)
+			if s.Request != requestBefore {
+				m.Active = true
+			}
+			return m
 		}
 		if seq > s.ReadSeq && ev.Covers(s.ReadSeq) {
 			// A message that arrives after a later one: ev knows it now,
@@ -101,6 +111,9 @@ func (s *State) OnMessage(seq int64, sender string, ev Events) Moves {
 				s.UnreadCount = n
 				return activeOnly
 			}
+		}
+		if s.Request != requestBefore {
+			return activeOnly
 		}
 		return Moves{}
 	}
@@ -126,6 +139,7 @@ func (s *State) OnMessage(seq int64, sender string, ev Events) Moves {
 // entry changed what the conversation shows (its last message perhaps),
 // and the user's devices learn it by sync.
 func (s *State) OnRelation(seq int64, sender string, ev Events) Moves {
+	s.noteSender(sender)
 	if seq > s.WriteSeq {
 		oldWrite := s.WriteSeq
 		s.WriteSeq = seq
@@ -294,4 +308,16 @@ func (s *State) Apply(op Op, args OpArgs, now int64) Moves {
 		return activeOnly
 	}
 	return Moves{}
+}
+
+// noteSender applies the request rule to a message or relation entry from
+// sender: the user's own send clears the request; in a direct chat, the
+// first seq the session sees from the other member makes one.
+func (s *State) noteSender(sender string) {
+	switch {
+	case sender == s.User:
+		s.Request = false
+	case s.WriteSeq == 0 && len(s.Conv) > 2 && s.Conv[:2] == "d:" && sender != "":
+		s.Request = true
+	}
 }

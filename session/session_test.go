@@ -84,10 +84,10 @@ func TestOnMessage(t *testing.T) {
 		moves  session.Moves
 	}{
 		{
-			name: "first message to the recipient",
+			name: "first message to the recipient: a request",
 			in:   session.State{User: bob, Conv: dAB},
 			seq:  1, sender: alice,
-			want:  session.State{User: bob, Conv: dAB, WriteSeq: 1, UnreadCount: 1, LastConv: dAB, LastSeq: 1},
+			want:  session.State{User: bob, Conv: dAB, WriteSeq: 1, UnreadCount: 1, LastConv: dAB, LastSeq: 1, Request: true},
 			moves: both,
 		},
 		{
@@ -674,5 +674,35 @@ func TestOnRelationIsAnEvent(t *testing.T) {
 	moves = s.OnRelation(3, "bob", ev)
 	if moves != (session.Moves{Active: true}) || s.ReadSeq != 3 || s.UnreadCount != 0 || s.LastSeq != 2 {
 		t.Fatalf("after bob's own relation entry: %+v, moves %+v; want read up to it", s, moves)
+	}
+}
+
+// The request rule: the other member's first message in a direct chat
+// makes one, later messages of theirs keep it, the user's own send (or
+// relation entry) clears it, and a group never has one.
+func TestRequestFlag(t *testing.T) {
+	st := session.State{User: "bob", Conv: "d:alice:bob"}
+	st.OnMessage(1, "alice", session.Events{})
+	st.OnMessage(2, "alice", session.Events{})
+	if !st.Request {
+		t.Fatalf("after alice's messages: %+v, want a request", st)
+	}
+	st.OnRelation(3, "bob", session.Events{})
+	if st.Request {
+		t.Fatalf("after bob's reaction: %+v, want no request", st)
+	}
+	st.OnMessage(4, "alice", session.Events{})
+	if st.Request {
+		t.Errorf("after bob wrote, another of alice's: %+v, want no request", st)
+	}
+	own := session.State{User: "alice", Conv: "d:alice:bob"}
+	own.OnMessage(1, "alice", session.Events{})
+	if own.Request {
+		t.Errorf("the sender's own session: %+v, want no request", own)
+	}
+	group := session.State{User: "bob", Conv: "g:team"}
+	group.OnMessage(1, "alice", session.Events{})
+	if group.Request {
+		t.Errorf("a group: %+v, want no request", group)
 	}
 }

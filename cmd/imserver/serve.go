@@ -22,6 +22,7 @@ import (
 	"github.com/imcore/im/server/clientaddr"
 	"github.com/imcore/im/server/gateway"
 	"github.com/imcore/im/server/ownership"
+	"github.com/imcore/im/server/presence"
 	"github.com/imcore/im/server/relay"
 )
 
@@ -62,6 +63,11 @@ func serve(args []string) error {
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", time.Minute, "closes an HTTP connection idle between requests (not a WebSocket)")
 	fs.IntVar(&cfg.Quotas.GroupCreates, "group-creates", cfg.Quotas.GroupCreates, "groups one user may create per hour (0: no bound)")
 	fs.IntVar(&cfg.Quotas.GroupChanges, "group-changes", cfg.Quotas.GroupChanges, "group members one user may add or remove per hour, creations included; a rename counts one (0: no bound)")
+	cfg.People = chat.DefaultPeopleLimits
+	fs.IntVar(&cfg.People.MaxPresenceUsers, "presence-users", cfg.People.MaxPresenceUsers, "most users one presence request may ask for (and watch)")
+	fs.IntVar(&cfg.People.MaxBlocked, "max-blocked", cfg.People.MaxBlocked, "most users one user may block")
+	fs.IntVar(&cfg.People.MaxName, "max-name", cfg.People.MaxName, "longest display name in characters")
+	fs.DurationVar(&cfg.PresenceInterval, "presence-interval", presence.DefaultInterval, "least time between two presence pushes of one watched user to one connection (the last change always follows)")
 	fs.DurationVar(&cfg.Quotas.TypingInterval, "typing-interval", cfg.Quotas.TypingInterval, "least time between two typing indicators of a user in a conversation that are relayed (0: all)")
 	fs.DurationVar(&cfg.MaxTokenTTL, "max-token-ttl", 30*24*time.Hour, "tokens expiring further ahead are refused (token auth)")
 	editWindow := fs.Duration("edit-window", server.DefaultEditWindow, "how long after it is sent a message can be edited or deleted for everyone (0: no bound)")
@@ -196,7 +202,9 @@ func checkLimits(cfg *server.Config) error {
 		"-hello-timeout":  int64(gw.HelloTimeout), "-max-token-ttl": int64(cfg.MaxTokenTTL),
 		"-idle-timeout": int64(cfg.IdleTimeout), "-ping-interval": int64(gw.PingInterval),
 		"-pong-wait": int64(gw.PongWait), "-write-timeout": int64(gw.WriteTimeout),
-		"-reject-burst": int64(gw.RejectBurst),
+		"-reject-burst":   int64(gw.RejectBurst),
+		"-presence-users": int64(cfg.People.MaxPresenceUsers), "-max-blocked": int64(cfg.People.MaxBlocked),
+		"-max-name": int64(cfg.People.MaxName), "-presence-interval": int64(cfg.PresenceInterval),
 	}
 	for name, v := range positive {
 		if v < 1 {

@@ -90,4 +90,19 @@ type Engine interface {
 
 	// SessionClock returns user's newest session timestamp.
 	SessionClock(ctx context.Context, user string) (int64, error)
+
+	// Person returns user's settings and last seen, as they stand on
+	// every node once a change of them was answered.
+	Person(ctx context.Context, user string) (store.Person, error)
+
+	// ChangeSettings applies change to user's settings (the node that
+	// owns the user runs it) and returns them as written; an error of
+	// change is returned as it is and changes nothing.
+	ChangeSettings(ctx context.Context, user string, change func(protocol.UserSettings) (protocol.UserSettings, error)) (protocol.UserSettings, error)
+
+	// SetLastSeen records when user's last device went away.
+	SetLastSeen(ctx context.Context, user string, at int64) error
+
+	// HasMessages reports whether conv holds a message.
+	HasMessages(ctx context.Context, conv string) (bool, error)
 }

@@ -36,6 +36,9 @@ func (s *Service) CreateGroupIn(ctx context.Context, c Caller, conv string, f *p
 		return nil, perr
 	}
 	members := protocol.GroupMembers(c.User, f.Members)
+	if perr := s.checkMayAdd(ctx, c.User, members); perr != nil {
+		return nil, perr
+	}
 	change := store.GroupChange{
 		Conv:    conv,
 		Create:  true,
@@ -75,6 +78,11 @@ func (s *Service) GroupOp(ctx context.Context, c Caller, f *protocol.GroupOp) (*
 		return nil, perr
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
+	if f.Op == protocol.GroupAdd {
+		if perr := s.checkMayAdd(ctx, c.User, f.Users); perr != nil {
+			return nil, perr
+		}
+	}
 	var (
 		state  store.GroupState
 		change *store.GroupChange

@@ -16,6 +16,9 @@ func (s *Service) Send(ctx context.Context, c Caller, f *protocol.Send) (*protoc
 		return nil, perr
 	}
 	conv, _ := protocol.ParseConv(f.Conv)
+	if perr := s.checkNotBlocked(ctx, conv, c.User); perr != nil {
+		return nil, perr
+	}
 	if perr := s.checkPointsAtReadable(ctx, conv, c.User, f); perr != nil {
 		return nil, perr
 	}
@@ -50,6 +53,9 @@ func (s *Service) StartSend(ctx context.Context, c Caller, f *protocol.Send) (fi
 	}
 	members, perr := s.members(ctx, conv, c.User)
 	if perr != nil {
+		return answered(nil, perr)
+	}
+	if perr := s.checkNotBlocked(ctx, conv, c.User); perr != nil {
 		return answered(nil, perr)
 	}
 	wait := s.store.StartAppend(ctx, appendRequest(c, f, members))

@@ -42,6 +42,7 @@ type Service struct {
 	store  Engine
 	push   Pusher
 	limits protocol.Limits
+	people PeopleLimits
 	quotas quotaSets
 	log    *slog.Logger
 	// gapWait bounds a replay pass's waits for seqs missing in the log
@@ -57,7 +58,7 @@ func New(st Engine, p Pusher, limits protocol.Limits, log *slog.Logger) *Service
 	if limits.MaxPageBytes <= 0 {
 		limits.MaxPageBytes = protocol.DefaultMaxPageBytes
 	}
-	return &Service{store: st, push: p, limits: limits, quotas: newQuotaSets(DefaultQuotas), log: log, gapWait: gapWait}
+	return &Service{store: st, push: p, limits: limits, people: DefaultPeopleLimits, quotas: newQuotaSets(DefaultQuotas), log: log, gapWait: gapWait}
 }
 
 // members returns the members of conv after checking that user is one of
@@ -188,6 +189,9 @@ func (s *Service) Typing(ctx context.Context, c Caller, f *protocol.Typing) *pro
 	}
 	members, perr := s.members(ctx, conv, c.User)
 	if perr != nil {
+		return perr
+	}
+	if perr := s.checkNotBlocked(ctx, conv, c.User); perr != nil {
 		return perr
 	}
 	// At most one indicator per user and conversation per TypingInterval

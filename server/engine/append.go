@@ -96,7 +96,10 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 	var boundaries []store.BoundaryRow
 	var puts []store.PendingRow
 	if s := cs.members[m.From]; s != nil {
-		s.delivered, s.read = max(s.delivered, m.Seq), max(s.read, m.Seq)
+		// The implicit read of a send moves the read boundary and the
+		// shown one (member.unshown).
+		s.delivered, s.read = max(s.delivered, m.Seq), max(s.read, m.Seq, s.unshown)
+		s.unshown = 0
 		boundaries = append(boundaries, store.BoundaryRow{User: m.From, Conv: cs.conv, DeliveredSeq: s.delivered, ReadSeq: s.read})
 		if s.pending && s.delivered >= cs.maxSeq {
 			s.pending = false

@@ -85,8 +85,14 @@ type convState struct {
 type member struct {
 	joined          int64
 	delivered, read int64
-	pending         bool
-	first           int64 // first undelivered seq of the pending row
+	// unshown is, in a direct chat, the member's read boundary while it
+	// is above read, the shown one (PROTOCOL.md, "Read receipts off"):
+	// reads made while either member has receipts off move it alone.
+	// It is kept in memory only; the stored boundary is the shown one,
+	// and the member's own session holds its read.
+	unshown int64
+	pending bool
+	first   int64 // first undelivered seq of the pending row
 }
 
 // get returns conv's state, hydrated from the backend on first use.

@@ -96,6 +96,10 @@ type Engine struct {
 	editWindow time.Duration
 	// appendSlots bounds the owner's appends in flight (ownedappend.go).
 	appendSlots chan struct{}
+	// people keeps users' settings (people.go); peopleChanged is
+	// Options.PeopleChanged.
+	people        *people
+	peopleChanged func(ctx context.Context, user string) error
 
 	// boot names this engine's life in WriteTickets (a node restarted
 	// holds none of the rows its earlier life had put). It changes too
@@ -133,6 +137,11 @@ type Options struct {
 	// EditWindow, when positive, bounds how long after its server_ts a
 	// message can be edited or deleted for everyone; 0 means no bound.
 	EditWindow time.Duration
+	// PeopleChanged, when set, is called after a user's settings changed
+	// here and before the change is answered: on several nodes it has
+	// every other node Forget them. An error fails the change (written,
+	// but not answered: the client tries again).
+	PeopleChanged func(ctx context.Context, user string) error
 }
 
 // closeSettle bounds how long Close lets derivations settle.
@@ -168,6 +177,9 @@ func New(ctx context.Context, be store.Backend, opts Options) (*Engine, error) {
 		editWindow: opts.EditWindow,
 
 		appendSlots: make(chan struct{}, appendWriters(be)),
+
+		people:        newPeople(),
+		peopleChanged: opts.PeopleChanged,
 	}
 	if e.owners == nil {
 		e.owners = alone{e}

@@ -89,6 +89,12 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 	if err != nil {
 		return nil, false, 0, err
 	}
+	shown := true
+	if kind == store.MarkRead {
+		if shown, err = e.readsShown(ctx, m.Conv); err != nil {
+			return nil, false, 0, err
+		}
+	}
 	cs.mu.Lock()
 	if !cs.exists {
 		// No message yet: every mark clamps to 0. A read is still the
@@ -108,7 +114,7 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 		return nil, false, 0, nil // the caller checks membership
 	}
 	target := min(m.Seq, cs.maxSeq)
-	r, rows := e.moveBoundary(cs, user, mm, kind, target)
+	r, rows := e.moveBoundary(cs, user, mm, kind, target, shown)
 	ticks := cs.ticks
 	members := slices.Clone(cs.sorted)
 	cs.mu.Unlock()
@@ -147,14 +153,23 @@ func (e *Engine) markOne(ctx context.Context, now int64, user string, kind store
 // moveBoundary max-merges user's boundary of kind with target, clears its
 // pending row once it holds the newest seq, and returns the rise of the
 // tick minimum it caused (nil for none) and the rows to write (nil for
-// none); the caller holds cs.mu.
-func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store.MarkKind, target int64) (*rise, func(b *batch)) {
+// none); the caller holds cs.mu. shown says whether a read is shown (see
+// member.unshown): a read not shown moves the delivered boundary alone
+// (read implies delivered, and delivered ticks are never hidden); a read
+// shown moves the shown boundary to the member's whole read, covering the
+// reads made while they were hidden.
+func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store.MarkKind, target int64, shown bool) (*rise, func(b *batch)) {
 	cur := protocol.Ticks{DeliveredSeq: mm.delivered, ReadSeq: mm.read}
 	var next protocol.Ticks
-	if kind == store.MarkDelivered {
+	switch {
+	case kind == store.MarkDelivered:
 		next = cur.Merge(protocol.Ticks{DeliveredSeq: target})
-	} else {
-		next = cur.Merge(protocol.Ticks{ReadSeq: target})
+	case shown:
+		next = cur.Merge(protocol.Ticks{ReadSeq: max(target, mm.unshown)})
+		mm.unshown = 0
+	default:
+		mm.unshown = max(mm.unshown, target, mm.read)
+		next = cur.Merge(protocol.Ticks{DeliveredSeq: mm.unshown})
 	}
 	if next == cur {
 		return nil, nil

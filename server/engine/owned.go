@@ -372,6 +372,7 @@ func (e *Engine) Discard(user func(string) bool) {
 // is seconds deep, and a shard taken must not wait for the rows of every
 // other.
 func (e *Engine) Drop(conv func(string) bool, user func(string) bool) {
+	e.forgetPeople()
 	for i := range e.convs.shards {
 		sh := &e.convs.shards[i]
 		sh.mu.Lock()

@@ -248,6 +248,7 @@ func render(row store.SessionRow, now int64) protocol.Session {
 		MarkedUnread: st.MarkedUnread,
 		Category:     st.Category,
 		SubBiz:       st.SubBiz,
+		Request:      st.Request,
 		LastMsg:      row.LastMsg,
 		// The conversation's ticks as far as the session holds: a message's
 		// rise can reach a session a moment before the message does.

@@ -15,6 +15,7 @@ import (
 	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/hub"
+	"github.com/imcore/im/server/presence"
 	"github.com/imcore/im/server/metrics"
 )
 
@@ -63,6 +64,10 @@ type conn struct {
 	heldBytes   int
 	heldDropped bool
 	replayed    chat.Replayed // set when the replay is over
+
+	// watch is the connection's presence watch list, made by its first
+	// presence request; the reader's alone.
+	watch *presence.Watch
 }
 
 var _ hub.Device = (*conn)(nil)
@@ -130,8 +135,17 @@ func (c *conn) run(started time.Time, handshakeDone func()) {
 			defer close(replayDone)
 			c.replay(ctx)
 		}()
+		if t := c.g.cfg.Presence; t != nil {
+			t.Connected(c.user)
+		}
 		c.readLoop(ctx)
 		c.inFlightDone.Wait() // the frames started are answered first
+		if c.watch != nil {
+			c.watch.Close()
+		}
+		if t := c.g.cfg.Presence; t != nil {
+			t.Disconnected(c.user)
+		}
 		c.close(websocket.CloseNormalClosure, "")
 		c.g.hub.Unregister(c)
 		cancel()

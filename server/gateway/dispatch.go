@@ -68,6 +68,17 @@ func (c *conn) dispatch(ctx context.Context, frame protocol.Frame) (answer proto
 	case *protocol.GroupOp:
 		group, perr := svc.GroupOp(ctx, c.caller(), f)
 		return resultOrError(group, perr, f.ID)
+	case *protocol.SettingsRequest:
+		set, perr := svc.Settings(ctx, c.caller(), f)
+		return resultOrError(set, perr, f.ID)
+	case *protocol.Block:
+		ok, perr := svc.Block(ctx, c.caller(), f)
+		return resultOrError(ok, perr, f.ID)
+	case *protocol.Unblock:
+		ok, perr := svc.Unblock(ctx, c.caller(), f)
+		return resultOrError(ok, perr, f.ID)
+	case *protocol.PresenceRequest:
+		return c.presence(ctx, f)
 	case *protocol.Hello:
 		return protocol.Errorf(protocol.CodeInvalid, "hello was already said on this connection").Frame(f.ID)
 	}

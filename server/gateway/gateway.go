@@ -26,6 +26,7 @@ import (
 	"github.com/imcore/im/server/clientaddr"
 	"github.com/imcore/im/server/hub"
 	"github.com/imcore/im/server/metrics"
+	"github.com/imcore/im/server/presence"
 	"github.com/imcore/im/server/ratelimit"
 	"github.com/imcore/im/server/store"
 )
@@ -79,6 +80,12 @@ type Config struct {
 	RevokeCheck time.Duration
 	// Metrics receives the gateway's counters; a fresh set when nil.
 	Metrics *metrics.Metrics
+	// Presence is told when users come and go and keeps the connections'
+	// watch lists; nil: every presence is the stranger's.
+	Presence *presence.Tracker
+	// MaxPresenceUsers bounds the users of one presence request
+	// (protocol.DefaultMaxPresenceUsers when 0).
+	MaxPresenceUsers int
 }
 
 // DefaultConfig returns the limits of PROTOCOL.md and docs/PROTOCOL.md 12.
@@ -145,6 +152,9 @@ type Service interface {
 	SessionOp(ctx context.Context, c chat.Caller, f *protocol.SessionOp) (*protocol.OK, *protocol.Error)
 	CreateGroup(ctx context.Context, c chat.Caller, f *protocol.CreateGroup) (*protocol.Group, *protocol.Error)
 	GroupOp(ctx context.Context, c chat.Caller, f *protocol.GroupOp) (*protocol.Group, *protocol.Error)
+	Settings(ctx context.Context, c chat.Caller, f *protocol.SettingsRequest) (*protocol.SettingsReply, *protocol.Error)
+	Block(ctx context.Context, c chat.Caller, f *protocol.Block) (*protocol.OK, *protocol.Error)
+	Unblock(ctx context.Context, c chat.Caller, f *protocol.Unblock) (*protocol.OK, *protocol.Error)
 	Replay(ctx context.Context, user string, to chat.ReplayTarget, done chat.Replayed) error
 }
 

@@ -139,6 +139,15 @@ func (r *Router) runHere(ctx context.Context, c chat.Caller, f protocol.Frame, c
 	case *protocol.GroupOp:
 		g, perr := svc.GroupOp(ctx, c, f)
 		return answerOf(g, perr, f.ID)
+	case *protocol.SettingsRequest:
+		set, perr := svc.Settings(ctx, c, f)
+		return answerOf(set, perr, f.ID)
+	case *protocol.Block:
+		ok, perr := svc.Block(ctx, c, f)
+		return answerOf(ok, perr, f.ID)
+	case *protocol.Unblock:
+		ok, perr := svc.Unblock(ctx, c, f)
+		return answerOf(ok, perr, f.ID)
 	}
 	return protocol.Errorf(protocol.CodeInvalid, "%s is not forwarded between nodes", f.FrameType()).Frame("")
 }

@@ -93,6 +93,7 @@ func New(ctx context.Context, cfg Config) (*Router, error) {
 	r := &Router{be: cfg.Backend, pool: cfg.Pool, local: cfg.Local, log: cfg.Logger}
 	opts := cfg.Engine
 	opts.Owners = owners{r}
+	opts.PeopleChanged = r.peopleChanged
 	eng, err := engine.New(ctx, cfg.Backend, opts)
 	if err != nil {
 		return nil, err

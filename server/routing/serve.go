@@ -86,6 +86,8 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 		}
 		r.deliver(batch)
 		return answered(struct{}{}, nil)
+	case mForget:
+		return answered(struct{}{}, r.forgetPerson(req.Frame))
 	case mWake:
 		if s := r.ownership(); s != nil {
 			s.Wake()

@@ -151,6 +151,21 @@ func (r *Router) SessionOp(ctx context.Context, c chat.Caller, f *protocol.Sessi
 	return resultOf[*protocol.OK](r.answer(ctx, c, f, ""))
 }
 
+// Settings implements gateway.Service at the user's owner.
+func (r *Router) Settings(ctx context.Context, c chat.Caller, f *protocol.SettingsRequest) (*protocol.SettingsReply, *protocol.Error) {
+	return resultOf[*protocol.SettingsReply](r.answer(ctx, c, f, ""))
+}
+
+// Block implements gateway.Service at the user's owner.
+func (r *Router) Block(ctx context.Context, c chat.Caller, f *protocol.Block) (*protocol.OK, *protocol.Error) {
+	return resultOf[*protocol.OK](r.answer(ctx, c, f, ""))
+}
+
+// Unblock implements gateway.Service at the user's owner.
+func (r *Router) Unblock(ctx context.Context, c chat.Caller, f *protocol.Unblock) (*protocol.OK, *protocol.Error) {
+	return resultOf[*protocol.OK](r.answer(ctx, c, f, ""))
+}
+
 // CreateGroup implements gateway.Service at the owner of the group it
 // makes, whose id is chosen here.
 func (r *Router) CreateGroup(ctx context.Context, c chat.Caller, f *protocol.CreateGroup) (*protocol.Group, *protocol.Error) {

@@ -22,6 +22,7 @@ const (
 	mRows       = "rows"        // the tickets of a user's pending rows
 	mPushes     = "pushes"      // deliver these pushes to the devices here
 	mWake       = "wake"        // take the shards just handed over
+	mForget     = "forget"      // a user's settings changed: read them again
 )
 
 // notOwner is the refusal of a node asked about a shard it does not serve

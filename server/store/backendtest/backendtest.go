@@ -381,7 +381,7 @@ func testApplyPending(t *testing.T, b store.Backend) {
 
 func testApplyNewerWins(t *testing.T, b store.Backend) {
 	appendOK(t, b, msg(dAB, "alice", "m1"))
-	st := session.State{User: "bob", Conv: dAB, WriteSeq: 1, UnreadCount: 1, ActiveTS: 100, WriteTS: 100, LastConv: dAB, LastSeq: 1,
+	st := session.State{User: "bob", Conv: dAB, WriteSeq: 1, UnreadCount: 1, ActiveTS: 100, WriteTS: 100, LastConv: dAB, LastSeq: 1, Request: true,
 		Ticks: protocol.Ticks{DeliveredSeq: 1}}
 	older := st
 	older.ActiveTS, older.UnreadCount = 90, 7

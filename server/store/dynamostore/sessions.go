@@ -26,6 +26,7 @@ const (
 	aMarkedUnread = "marked_unread"
 	aLastConv     = "last_conv"
 	aLastSeq      = "last_seq"
+	aRequest      = "request"
 )
 
 // listActive is the sort key of the by_list index: the session's list,
@@ -48,6 +49,9 @@ func sessionItem(st session.State) item {
 	it.setStr(aCategory, st.Category)
 	it.setStr(aSubBiz, st.SubBiz)
 	it.setStr(aLastConv, st.LastConv)
+	if st.Request {
+		it[aRequest] = boolV(true)
+	}
 	if st.Muted && st.MuteUntil > 0 {
 		it[aTimedMute] = numV(st.MuteUntil) // the sparse by_timed_mute index
 	}
@@ -62,7 +66,8 @@ func sessionOf(it item) session.State {
 		Muted: it.boolean(aMuted), MuteUntil: it.num(aMuteUntil), Priority: it.num(aPriority),
 		Deleted: it.boolean(aDeleted), MarkedUnread: it.boolean(aMarkedUnread), Category: it.str(aCategory),
 		SubBiz: it.str(aSubBiz), LastConv: it.str(aLastConv), LastSeq: it.num(aLastSeq),
-		Ticks: protocol.Ticks{DeliveredSeq: it.num(aTickDeliv), ReadSeq: it.num(aTickRead)},
+		Ticks:   protocol.Ticks{DeliveredSeq: it.num(aTickDeliv), ReadSeq: it.num(aTickRead)},
+		Request: it.boolean(aRequest),
 	}
 }
 

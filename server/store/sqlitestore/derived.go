@@ -58,7 +58,7 @@ func (s *Backend) applyTx(ctx context.Context, tx *sql.Tx, d store.Derived) erro
 	for _, st := range d.Sessions {
 		if err := exec(qSessionPut, st.User, st.Conv, st.ReadSeq, st.WriteSeq, st.UnreadCount, st.ActiveTS, st.WriteTS,
 			st.Muted, st.MuteUntil, st.Priority, st.Deleted, st.MarkedUnread, st.Category, st.SubBiz, st.LastConv, st.LastSeq,
-			st.Ticks.DeliveredSeq, st.Ticks.ReadSeq); err != nil {
+			st.Ticks.DeliveredSeq, st.Ticks.ReadSeq, st.Request); err != nil {
 			return err
 		}
 	}

@@ -81,7 +81,7 @@ const (
 	qBoundaryGone = `DELETE FROM message_status WHERE user_id = ? AND conv = ? AND joined_seq < ?`
 	qPendingPut   = `INSERT OR IGNORE INTO pending_deliveries (receiver, conv, first_undelivered_seq) VALUES (?, ?, ?)`
 	qPendingClear = `DELETE FROM pending_deliveries WHERE receiver = ? AND conv = ? AND first_undelivered_seq <= ?`
-	qSessionPut   = `INSERT INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	qSessionPut   = `INSERT INTO sessions (` + sessionColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (user_id, conv) DO UPDATE SET
 			read_seq = iif(` + newerSession + `, excluded.read_seq, sessions.read_seq),
 			write_seq = iif(` + newerSession + `, excluded.write_seq, sessions.write_seq),
@@ -96,6 +96,7 @@ const (
 			sub_biz = iif(` + newerSession + `, excluded.sub_biz, sessions.sub_biz),
 			last_conv = iif(` + newerSession + `, excluded.last_conv, sessions.last_conv),
 			last_seq = iif(` + newerSession + `, excluded.last_seq, sessions.last_seq),
+			request = iif(` + newerSession + `, excluded.request, sessions.request),
 			tick_delivered = max(sessions.tick_delivered, excluded.tick_delivered),
 			tick_read = max(sessions.tick_read, excluded.tick_read),
 			active_ts = excluded.active_ts
@@ -117,11 +118,11 @@ const newerSession = `excluded.active_ts > sessions.active_ts`
 
 // Users and sessions.
 const sessionColumns = `user_id, conv, read_seq, write_seq, unread_count, active_ts, write_ts, muted, mute_until,
-	priority, deleted, marked_unread, category, sub_biz, last_conv, last_seq, tick_delivered, tick_read`
+	priority, deleted, marked_unread, category, sub_biz, last_conv, last_seq, tick_delivered, tick_read, request`
 
 const sessionColumnsS = `s.user_id, s.conv, s.read_seq, s.write_seq, s.unread_count, s.active_ts, s.write_ts, s.muted,
 	s.mute_until, s.priority, s.deleted, s.marked_unread, s.category, s.sub_biz, s.last_conv, s.last_seq,
-	s.tick_delivered, s.tick_read`
+	s.tick_delivered, s.tick_read, s.request`
 
 const (
 	qLastActive  = `SELECT COALESCE(MAX(active_ts), 0) FROM sessions WHERE user_id = ?`

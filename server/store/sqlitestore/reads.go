@@ -201,7 +201,7 @@ func scanSession(sc scanner, extra ...any) (session.State, error) {
 	var st session.State
 	dest := []any{&st.User, &st.Conv, &st.ReadSeq, &st.WriteSeq, &st.UnreadCount, &st.ActiveTS, &st.WriteTS,
 		&st.Muted, &st.MuteUntil, &st.Priority, &st.Deleted, &st.MarkedUnread, &st.Category, &st.SubBiz, &st.LastConv, &st.LastSeq,
-		&st.Ticks.DeliveredSeq, &st.Ticks.ReadSeq}
+		&st.Ticks.DeliveredSeq, &st.Ticks.ReadSeq, &st.Request}
 	err := sc.Scan(append(dest, extra...)...)
 	return st, err
 }
