@@ -15,8 +15,8 @@ import (
 	"github.com/imcore/im/server/auth"
 	"github.com/imcore/im/server/chat"
 	"github.com/imcore/im/server/hub"
-	"github.com/imcore/im/server/presence"
 	"github.com/imcore/im/server/metrics"
+	"github.com/imcore/im/server/presence"
 )
 
 // conn is one WebSocket connection: after its hello, one device of a user.
