@@ -290,7 +290,13 @@ func (s *Server) build() error {
 	router.Serve(svc)
 	gwCfg := cfg.Gateway
 	gwCfg.MaxPresenceUsers = cfg.People.MaxPresenceUsers
-	gwCfg.Presence = presence.New(presence.Config{Viewer: svc, LastSeen: router.Engine(), Interval: cfg.PresenceInterval, Now: cfg.Now, Log: cfg.Logger})
+	pc := presence.Config{Viewer: svc, LastSeen: router.Engine(), Interval: cfg.PresenceInterval, Now: cfg.Now, Log: cfg.Logger}
+	if reg, ok := s.devices.(watchRegistry); ok && cfg.Cluster != nil {
+		pc.Elsewhere = clusterPresence{watchRegistry: reg, router: router, log: cfg.Logger}
+	}
+	tracker := presence.New(pc)
+	router.OnPresence(tracker.Told)
+	gwCfg.Presence = tracker
 	gwCfg.Metrics = s.metrics
 	gwCfg.DevAuth = cfg.Auth == AuthDev
 	s.gw = gateway.New(gwCfg, router, s.devices, authn, cfg.Logger)

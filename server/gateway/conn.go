@@ -143,11 +143,13 @@ func (c *conn) run(started time.Time, handshakeDone func()) {
 		if c.watch != nil {
 			c.watch.Close()
 		}
+		c.close(websocket.CloseNormalClosure, "")
+		c.g.hub.Unregister(c)
+		// After the registry let go: another node that reads where the
+		// user's devices are no longer finds this one.
 		if t := c.g.cfg.Presence; t != nil {
 			t.Disconnected(c.user)
 		}
-		c.close(websocket.CloseNormalClosure, "")
-		c.g.hub.Unregister(c)
 		cancel()
 		<-replayDone
 	}

@@ -9,6 +9,7 @@ package presence
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,21 @@ type Viewer interface {
 	View(ctx context.Context, watcher, user string, contacts chat.Contacts, state chat.PresenceState) (protocol.Presence, *protocol.Error)
 }
 
+// Elsewhere is the presence of the other nodes of a deployment of
+// several (package relay keeps it in Redis, the node links carry the
+// news).
+type Elsewhere interface {
+	// OnlineElsewhere reports which of users have a device on another
+	// node.
+	OnlineElsewhere(ctx context.Context, users []string) (map[string]bool, error)
+	// Watch notes that a connection of this node watches user (on), or
+	// that none does any more.
+	Watch(ctx context.Context, user string, on bool) error
+	// Tell tells the nodes watching user that its devices here came (its
+	// first) or went (its last, at lastSeen).
+	Tell(ctx context.Context, user string, online bool, lastSeen int64)
+}
+
 // LastSeenStore keeps when a user's last device went away.
 type LastSeenStore interface {
 	SetLastSeen(ctx context.Context, user string, at int64) error
@@ -34,6 +50,9 @@ type LastSeenStore interface {
 type Config struct {
 	Viewer   Viewer
 	LastSeen LastSeenStore
+	// Elsewhere, on a node of several, is the other nodes' presence; nil
+	// alone.
+	Elsewhere Elsewhere
 	// Interval is the coalescing interval; DefaultInterval when 0.
 	Interval time.Duration
 	// Now is the clock of last seen timestamps (the server's); time.Now
@@ -49,7 +68,7 @@ type Tracker struct {
 
 	mu       sync.Mutex
 	online   map[string]int   // devices connected here, per user
-	lastSeen map[string]int64 // when a user's last device here went away
+	lastSeen map[string]int64 // when a user's last device (here or, told, elsewhere) went away
 	watchers map[string]map[*Watch]struct{}
 }
 
@@ -74,6 +93,9 @@ func (t *Tracker) Connected(user string) {
 	first := t.online[user] == 1
 	watches := t.watchesOf(user, first)
 	t.mu.Unlock()
+	if first && t.cfg.Elsewhere != nil {
+		t.cfg.Elsewhere.Tell(context.Background(), user, true, 0)
+	}
 	for _, w := range watches {
 		w.changed(user)
 	}
@@ -99,6 +121,23 @@ func (t *Tracker) Disconnected(user string) {
 			t.cfg.Log.Warn("recording last seen failed", "user", user, "err", err)
 		}
 	}
+	if t.cfg.Elsewhere != nil {
+		t.cfg.Elsewhere.Tell(context.Background(), user, false, at)
+	}
+	for _, w := range watches {
+		w.changed(user)
+	}
+}
+
+// Told notes what another node told of user: its devices there came
+// (online) or went (at lastSeen). The watches of user here learn it.
+func (t *Tracker) Told(user string, online bool, lastSeen int64) {
+	t.mu.Lock()
+	if !online && lastSeen > t.lastSeen[user] {
+		t.lastSeen[user] = lastSeen
+	}
+	watches := t.watchesOf(user, true)
+	t.mu.Unlock()
 	for _, w := range watches {
 		w.changed(user)
 	}
@@ -116,14 +155,37 @@ func (t *Tracker) watchesOf(user string, changed bool) []*Watch {
 	return out
 }
 
-// state is the chat.PresenceState of this node.
-func (t *Tracker) state(user string) (bool, int64) {
+// states returns the chat.PresenceState of users: connected here, or on
+// another node (one round trip for them all).
+func (t *Tracker) states(ctx context.Context, users []string) chat.PresenceState {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.online[user] > 0 {
-		return true, 0
+	online := map[string]bool{}
+	lastSeen := map[string]int64{}
+	var ask []string
+	for _, u := range users {
+		if t.online[u] > 0 {
+			online[u] = true
+			continue
+		}
+		lastSeen[u] = t.lastSeen[u]
+		ask = append(ask, u)
 	}
-	return false, t.lastSeen[user]
+	t.mu.Unlock()
+	if t.cfg.Elsewhere != nil && len(ask) > 0 {
+		elsewhere, err := t.cfg.Elsewhere.OnlineElsewhere(ctx, ask)
+		if err != nil {
+			t.cfg.Log.Warn("presence of the other nodes unread", "err", err)
+		}
+		for u := range elsewhere {
+			online[u] = true
+		}
+	}
+	return func(user string) (bool, int64) {
+		if online[user] {
+			return true, 0
+		}
+		return false, lastSeen[user]
+	}
 }
 
 // Watch is one connection's watch list.
@@ -159,9 +221,10 @@ func (w *Watch) Set(ctx context.Context, users []string) ([]protocol.Presence, *
 	if perr != nil {
 		return nil, perr
 	}
+	state := w.t.states(ctx, users)
 	out := make([]protocol.Presence, 0, len(users))
 	for _, u := range users {
-		p, perr := w.t.cfg.Viewer.View(ctx, w.watcher, u, contacts, w.t.state)
+		p, perr := w.t.cfg.Viewer.View(ctx, w.watcher, u, contacts, state)
 		if perr != nil {
 			return nil, perr
 		}
@@ -169,9 +232,17 @@ func (w *Watch) Set(ctx context.Context, users []string) ([]protocol.Presence, *
 	}
 	w.t.mu.Lock()
 	w.mu.Lock()
+	// The users watched on this node before and after the change: the
+	// other nodes are told of the difference alone.
+	touched := append(slices.Clone(w.users), users...)
+	before := map[string]bool{}
+	for _, u := range touched {
+		before[u] = len(w.t.watchers[u]) > 0
+	}
 	for _, u := range w.users {
 		w.t.unwatch(u, w)
 	}
+	var unwatched, watched []string
 	if !w.closed {
 		for _, u := range users {
 			if w.t.watchers[u] == nil {
@@ -186,17 +257,47 @@ func (w *Watch) Set(ctx context.Context, users []string) ([]protocol.Presence, *
 			w.lastPush[u] = now // the answer counts as a push
 		}
 	}
+	for u, was := range before {
+		switch now := len(w.t.watchers[u]) > 0; {
+		case now && !was:
+			watched = append(watched, u)
+		case was && !now:
+			unwatched = append(unwatched, u)
+		}
+	}
 	w.mu.Unlock()
 	w.t.mu.Unlock()
+	w.t.tellWatching(ctx, watched, unwatched)
 	return out, nil
+}
+
+// tellWatching has the other nodes tell this one of the users watched
+// here now, and no more of those watched no longer.
+func (t *Tracker) tellWatching(ctx context.Context, watched, unwatched []string) {
+	if t.cfg.Elsewhere == nil {
+		return
+	}
+	for _, set := range []struct {
+		users []string
+		on    bool
+	}{{watched, true}, {unwatched, false}} {
+		for _, u := range set.users {
+			if err := t.cfg.Elsewhere.Watch(ctx, u, set.on); err != nil {
+				t.cfg.Log.Warn("watch not recorded", "user", u, "err", err)
+			}
+		}
+	}
 }
 
 // Close ends the watch (the connection went away).
 func (w *Watch) Close() {
 	w.t.mu.Lock()
 	w.mu.Lock()
+	var unwatched []string
 	for _, u := range w.users {
-		w.t.unwatch(u, w)
+		if w.t.unwatch(u, w) {
+			unwatched = append(unwatched, u)
+		}
 	}
 	w.users, w.closed = nil, true
 	if w.timer != nil {
@@ -204,14 +305,21 @@ func (w *Watch) Close() {
 	}
 	w.mu.Unlock()
 	w.t.mu.Unlock()
+	w.t.tellWatching(context.Background(), nil, unwatched)
 }
 
-// unwatch drops w from user's watches; t.mu is held.
-func (t *Tracker) unwatch(user string, w *Watch) {
+// unwatch drops w from user's watches and reports whether none is left;
+// t.mu is held.
+func (t *Tracker) unwatch(user string, w *Watch) bool {
+	if _, ok := t.watchers[user][w]; !ok {
+		return false
+	}
 	delete(t.watchers[user], w)
 	if len(t.watchers[user]) == 0 {
 		delete(t.watchers, user)
+		return true
 	}
+	return false
 }
 
 // changed notes a change of user: pushed now if its last push is an
@@ -266,9 +374,10 @@ func (w *Watch) flush() {
 		return
 	}
 	ctx := context.Background()
+	state := w.t.states(ctx, due)
 	views := make([]protocol.Presence, 0, len(due))
 	for _, u := range due {
-		p, perr := w.t.cfg.Viewer.View(ctx, w.watcher, u, contacts, w.t.state)
+		p, perr := w.t.cfg.Viewer.View(ctx, w.watcher, u, contacts, state)
 		if perr != nil {
 			w.t.cfg.Log.Warn("presence push failed", "watcher", w.watcher, "user", u, "err", perr.Message)
 			continue

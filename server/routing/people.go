@@ -72,3 +72,65 @@ func (r *Router) forgetPerson(raw json.RawMessage) error {
 	r.eng.ForgetPerson(a.User)
 	return nil
 }
+
+// presenceArgs is what a node tells the nodes watching a user: its
+// devices there came (Online) or went (at LastSeen).
+type presenceArgs struct {
+	User     string `json:"user"`
+	Online   bool   `json:"online"`
+	LastSeen int64  `json:"last_seen,omitempty"`
+}
+
+// OnPresence has told called with what other nodes tell this one of the
+// users watched here (mPresence).
+func (r *Router) OnPresence(told func(user string, online bool, lastSeen int64)) {
+	r.presenceMu.Lock()
+	r.told = told
+	r.presenceMu.Unlock()
+}
+
+// SendPresence tells node (its id) that user's devices here came or went.
+func (r *Router) SendPresence(ctx context.Context, node, user string, online bool, lastSeen int64) error {
+	addr := r.nodeAddr(node)
+	if addr == "" {
+		return fmt.Errorf("presence to node %s: not a live node", node)
+	}
+	req, err := request(barrierStream(), mPresence, presenceArgs{User: user, Online: online, LastSeen: lastSeen})
+	if err != nil {
+		return err
+	}
+	raw, err := r.pool.Forward(ctx, addr, req)
+	if err != nil {
+		return fmt.Errorf("presence to node %s: %w", node, err)
+	}
+	return decodeAnswer(raw, nil)
+}
+
+// presenceTold serves mPresence.
+func (r *Router) presenceTold(raw json.RawMessage) error {
+	var a presenceArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return err
+	}
+	r.presenceMu.Lock()
+	told := r.told
+	r.presenceMu.Unlock()
+	if told != nil {
+		told(a.User, a.Online, a.LastSeen)
+	}
+	return nil
+}
+
+// nodeAddr returns the address of live node id, "" when it is not one.
+func (r *Router) nodeAddr(id string) string {
+	s := r.ownership()
+	if s == nil || r.pool == nil {
+		return ""
+	}
+	for _, n := range s.Nodes() {
+		if n.ID == id {
+			return n.Addr
+		}
+	}
+	return ""
+}

@@ -15,16 +15,7 @@ import (
 // SendPushes delivers batch to the devices of node (its id), over the
 // link to it.
 func (r *Router) SendPushes(ctx context.Context, node string, batch []hub.Delivery) error {
-	s := r.ownership()
-	if s == nil || r.pool == nil {
-		return fmt.Errorf("pushes to node %s: no links", node)
-	}
-	addr := ""
-	for _, n := range s.Nodes() {
-		if n.ID == node {
-			addr = n.Addr
-		}
-	}
+	addr := r.nodeAddr(node)
 	if addr == "" {
 		return fmt.Errorf("pushes to node %s: not a live node", node)
 	}

@@ -68,6 +68,11 @@ type Router struct {
 	waking map[string]bool
 
 	confirms confirms
+
+	// told receives what other nodes tell of the users watched here
+	// (OnPresence).
+	presenceMu sync.Mutex
+	told       func(user string, online bool, lastSeen int64)
 }
 
 // Config is what a Router runs with.

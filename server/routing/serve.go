@@ -86,6 +86,8 @@ func (r *Router) StartForwarded(ctx context.Context, req nodelink.Request) func(
 		}
 		r.deliver(batch)
 		return answered(struct{}{}, nil)
+	case mPresence:
+		return answered(struct{}{}, r.presenceTold(req.Frame))
 	case mForget:
 		return answered(struct{}{}, r.forgetPerson(req.Frame))
 	case mWake:

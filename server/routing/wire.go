@@ -23,6 +23,7 @@ const (
 	mPushes     = "pushes"      // deliver these pushes to the devices here
 	mWake       = "wake"        // take the shards just handed over
 	mForget     = "forget"      // a user's settings changed: read them again
+	mPresence   = "presence"    // a watched user's devices came or went
 )
 
 // notOwner is the refusal of a node asked about a shard it does not serve
