@@ -54,6 +54,9 @@ func putServerSession(tx *sql.Tx, in protocol.Session, now int64) error {
 		return nil
 	}
 	if ok {
+		if in, err = keepRequestAnswered(tx, in, old); err != nil {
+			return err
+		}
 		in = keepLiveState(in, old)
 	}
 	if in.UnreadCount, err = discountEvents(tx, in.Conv, in.ReadSeq, in.WriteSeq, in.UnreadCount); err != nil {
@@ -122,6 +125,27 @@ func keepLiveState(in, old protocol.Session) protocol.Session {
 	st.ToObject(&in)
 	in.Ticks = in.Ticks.Merge(old.Ticks)
 	return in
+}
+
+// keepRequestAnswered clears the request flag of in, a server's session
+// older in messages than the stored old, when the device holds a message
+// of the profile's user above in's newest: the user has written there
+// since (a reply sent while the page was on its way), which clears a
+// request on the server too.
+func keepRequestAnswered(tx *sql.Tx, in, old protocol.Session) (protocol.Session, error) {
+	if !in.Request || old.WriteSeq <= in.WriteSeq {
+		return in, nil
+	}
+	var n int
+	err := tx.QueryRow(`SELECT COUNT(*) FROM messages WHERE conv = ? AND seq > ?
+		AND sender = (SELECT value FROM meta WHERE key = 'user')`, in.Conv, in.WriteSeq).Scan(&n)
+	if err != nil {
+		return in, fmt.Errorf("request of %s: %w", in.Conv, err)
+	}
+	if n > 0 {
+		in.Request = false
+	}
+	return in, nil
 }
 
 // Session returns the stored session of conv (deleted ones included); ok
