@@ -91,6 +91,14 @@ type Client struct {
 	typedAt map[string]time.Time
 	running bool
 
+	// People (people.go): the user's settings, what is known of others'
+	// presence and names, and the watch list with its generation, which
+	// counts its changes.
+	settings protocol.UserSettings
+	presence map[string]presenceEntry
+	watch    []string
+	watchGen int
+
 	// sendMu makes Send one ordered outbox: each message takes a
 	// client_ts (and so a msg_id) after the previous one's, and its row
 	// after the previous one's, in the order Send was called.
@@ -149,7 +157,7 @@ func New(cfg Config) (*Client, error) {
 	if user == "" {
 		user = stored
 	}
-	return &Client{
+	c := &Client{
 		cfg:     cfg,
 		urls:    urls,
 		store:   cfg.Store,
@@ -162,7 +170,11 @@ func New(cfg Config) (*Client, error) {
 		user:    user,
 		reads:   make(map[string]int64),
 		typedAt: make(map[string]time.Time),
-	}, nil
+	}
+	if err := c.loadPeople(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // SplitURLs returns the endpoints of a comma-separated list, without

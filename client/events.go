@@ -1,6 +1,9 @@
 package client
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // maxQueuedErrors bounds the ErrorEvents waiting for a slow UI; beyond it
 // the oldest are dropped.
@@ -10,7 +13,8 @@ const maxQueuedErrors = 64
 // wait in a queue where a repeated kind is coalesced (one MessagesChanged
 // per conversation, one SessionsChanged, the latest ConnChanged, the
 // highest ticks per conversation, one typing per user and conversation,
-// one Incoming per conversation with the count summed), so
+// one Incoming per conversation with the count summed, one
+// PresenceChanged with the users merged), so
 // the queue stays small however slow the UI is and no change goes
 // unreported.
 type eventQueue struct {
@@ -72,6 +76,20 @@ func (q *eventQueue) coalesce(e Event) bool {
 		case TicksChanged:
 			if w, ok := waiting.(TicksChanged); ok && w.Conv == e.Conv {
 				w.Ticks = w.Ticks.Merge(e.Ticks)
+				q.queue[i] = w
+				return true
+			}
+		case PresenceChanged:
+			if w, ok := waiting.(PresenceChanged); ok {
+				if len(w.Users) == 0 || len(e.Users) == 0 {
+					w.Users = nil // everyone
+				} else {
+					for _, u := range e.Users {
+						if !slices.Contains(w.Users, u) {
+							w.Users = append(w.Users, u)
+						}
+					}
+				}
 				q.queue[i] = w
 				return true
 			}

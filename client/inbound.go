@@ -23,6 +23,10 @@ func (l *link) handle(f protocol.Frame) {
 		l.c.events.push(TypingEvent{Conv: f.Conv, User: f.User})
 	case *protocol.SessionSync:
 		l.onSessionSync(f.Cursor)
+	case *protocol.SettingsReply:
+		l.onSettings(f.Settings, "", "") // changed on another device
+	case *protocol.PresenceReply:
+		l.onPresence(f.Users)
 	case *protocol.ErrorFrame:
 		l.c.log.Warn("server error", "code", f.Code, "message", f.Message, "id", f.ID)
 		l.c.events.push(ErrorEvent{Op: "server", Err: answerError(f)})

@@ -61,6 +61,7 @@ type link struct {
 	opsWait   map[string]bool // conversations whose session op waits for its retry timer
 	opsFail   int             // session ops refused for a passing reason in a row
 	behind    behindCheck     // is the server's history behind the device's?
+	watchSent int             // the watch list's generation last sent (people.go)
 }
 
 func newLink(c *Client, ws *websocket.Conn, url string) *link {
@@ -91,9 +92,11 @@ func (l *link) run(ctx context.Context) error {
 	l.startBehindCheck()
 	l.sendLocal()
 	l.syncAll()
+	l.readSettings()
 	err := l.loop(ctx)
 	l.endBehindCheck()
 	l.end()
+	l.c.endPresence()
 	return err
 }
 
@@ -162,6 +165,7 @@ func (l *link) sendLocal() {
 	for _, req := range l.c.takeQueue() {
 		l.request(req)
 	}
+	l.sendWatch()
 }
 
 // end closes the connection: queued frames are flushed (briefly), requests

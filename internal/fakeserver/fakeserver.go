@@ -6,8 +6,9 @@
 // By default it is an empty, well-behaved server: it welcomes every
 // hello, stores each send with the next seq of its conversation (once per
 // msg_id), answers sync, history and receipts requests with empty
-// answers, and delivered and read frames that carry an id with ok. Options
-// script the rest: what a hello, a new connection or any frame gets, an
+// answers, delivered and read frames that carry an id with ok, settings
+// with the defaults (a change is not kept), block and unblock with ok and
+// presence with strangers. Options script the rest: what a hello, a new connection or any frame gets, an
 // HTTP status for every upgrade, or a relay to a real server that only
 // records. Tests that need the real server's rules use servertest.
 package fakeserver
@@ -292,6 +293,18 @@ func (s *Server) answer(f protocol.Frame) protocol.Frame {
 		if f.ID != "" {
 			return &protocol.OK{Ref: f.Ref}
 		}
+	case *protocol.SettingsRequest:
+		return &protocol.SettingsReply{Ref: f.Ref, Settings: protocol.DefaultSettings()}
+	case *protocol.Block:
+		return &protocol.OK{Ref: f.Ref}
+	case *protocol.Unblock:
+		return &protocol.OK{Ref: f.Ref}
+	case *protocol.PresenceRequest:
+		users := make([]protocol.Presence, len(f.Users))
+		for i, u := range f.Users {
+			users[i] = protocol.Stranger(u)
+		}
+		return &protocol.PresenceReply{Ref: f.Ref, Users: users}
 	}
 	return nil
 }

@@ -64,6 +64,15 @@ func TestDefaultAnswers(t *testing.T) {
 	if s, ok := roundTrip(t, ws, &protocol.Sync{Ref: protocol.Ref{ID: "s"}, Since: 7}).(*protocol.Sessions); !ok || len(s.Sessions) != 0 || s.Cursor != 7 {
 		t.Fatalf("sync answered %+v", s)
 	}
+	if s, ok := roundTrip(t, ws, &protocol.SettingsRequest{Ref: protocol.Ref{ID: "st"}}).(*protocol.SettingsReply); !ok || s.ID != "st" || s.Settings.LastSeen != protocol.LastSeenEveryone {
+		t.Fatalf("settings answered %+v", s)
+	}
+	if _, ok := roundTrip(t, ws, &protocol.Block{Ref: protocol.Ref{ID: "b"}, User: "bob"}).(*protocol.OK); !ok {
+		t.Fatal("block not answered ok")
+	}
+	if p, ok := roundTrip(t, ws, &protocol.PresenceRequest{Ref: protocol.Ref{ID: "p"}, Users: []string{"bob"}}).(*protocol.PresenceReply); !ok || len(p.Users) != 1 || p.Users[0] != protocol.Stranger("bob") {
+		t.Fatalf("presence answered %+v", p)
+	}
 	if n, hellos := len(srv.Frames("send")), len(srv.Frames("hello")); n != 3 || hellos != 1 {
 		t.Fatalf("recorded %d sends and %d hellos, want 3 and 1", n, hellos)
 	}
