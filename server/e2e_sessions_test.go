@@ -49,7 +49,7 @@ func TestSessionOpsTable(t *testing.T) {
 	before := bobLaptop.SessionOf(sessAB)
 	servertest.WantSameSession(t, "bob's session after 3 messages from alice", before, protocol.Session{
 		Conv: sessAB, Kind: "direct", Title: "alice", Members: []string{"alice", "bob"},
-		UnreadCount: 3, ReadSeq: 0, WriteSeq: 3, LastMsg: &last,
+		UnreadCount: 3, ReadSeq: 0, WriteSeq: 3, LastMsg: &last, Request: true,
 	})
 
 	until := clk.Ms() + sessHour
@@ -281,6 +281,7 @@ func TestSessionOpCreatesSession(t *testing.T) {
 	after := bobLaptop.SessionOf("d:bob:carol")
 	want := before
 	want.WriteSeq, want.UnreadCount, want.LastMsg = 1, 1, &m
+	want.Request = true // carol wrote first
 	servertest.WantSameSession(t, "pinned session after the first message", after, want)
 	if after.Priority != 1 {
 		t.Fatalf("the first message unpinned the session: %s", servertest.JSON(after))
@@ -305,7 +306,7 @@ func TestSessionNewMessage(t *testing.T) {
 	alice1 := alicePhone.SessionOf(sessAB)
 	servertest.WantSameSession(t, "bob after the first message", bob1, protocol.Session{
 		Conv: sessAB, Kind: "direct", Title: "alice", Members: []string{"alice", "bob"},
-		UnreadCount: 1, WriteSeq: 1, LastMsg: &m1,
+		UnreadCount: 1, WriteSeq: 1, LastMsg: &m1, Request: true,
 	})
 	servertest.WantSameSession(t, "alice after her first message", alice1, protocol.Session{
 		Conv: sessAB, Kind: "direct", Title: "bob", Members: []string{"alice", "bob"},
@@ -754,6 +755,7 @@ func TestSessionMarkUnread(t *testing.T) {
 	sent := bob.SendMsg(sessAB, "hello", alice)
 	after = bob.SessionOf(sessAB)
 	want.ReadSeq, want.WriteSeq, want.UnreadCount, want.LastMsg = 4, 4, 0, &sent
+	want.Request = false // bob's first send answers alice's request
 	want.Ticks = protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3} // alice is at 3, bob at 4
 	clears("a send", m, after, want)
 	bob.WantTotalUnread("", 0)
@@ -891,11 +893,11 @@ func TestSessionSubBizGateway(t *testing.T) {
 	}
 	servertest.WantSameSession(t, "bob's session with shop", nested[shopConv], protocol.Session{
 		Conv: shopConv, Kind: "direct", Title: "shop", Members: []string{"bob", "shop"},
-		UnreadCount: 3, WriteSeq: 3, Category: "promotions", SubBiz: "shopbiz", LastMsg: &s3,
+		UnreadCount: 3, WriteSeq: 3, Category: "promotions", SubBiz: "shopbiz", LastMsg: &s3, Request: true,
 	})
 	servertest.WantSameSession(t, "bob's session with shop2", nested[shop2Conv], protocol.Session{
 		Conv: shop2Conv, Kind: "direct", Title: "shop2", Members: []string{"bob", "shop2"},
-		UnreadCount: 1, WriteSeq: 1, SubBiz: "shopbiz", LastMsg: &t1, Priority: 1,
+		UnreadCount: 1, WriteSeq: 1, SubBiz: "shopbiz", LastMsg: &t1, Priority: 1, Request: true,
 	})
 
 	// Reading a member lowers the gateway's unread (and the totals); the
