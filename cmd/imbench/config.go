@@ -58,6 +58,9 @@ type Config struct {
 	Conns int
 
 	// sync.
+	Watchers  int
+	Watched   int
+	Flappers  int
 	Sessions  int
 	Changes   int
 	FullSyncs int
@@ -80,6 +83,9 @@ var workloads = []struct{ name, help string }{
 	{"sync", "one user with -sessions sessions (direct chats it started). Full sync: the whole list, page by page " +
 		"(-full-syncs times). Incremental: a second device changes -changes sessions (pin/unpin), then the first syncs " +
 		"from its cursor; the latency of that sync."},
+	{"presence", "-watchers connections each watch -watched users among -flappers users they wrote to; every watcher " +
+		"asks their presence (the answer's latency), then every flapper's connection closes and opens again for -duration " +
+		"while the watchers count the pushes. Reports presence changes/s and, with -pid, the server's CPU per change."},
 	{"echo", "only the echo: raw gorilla/websocket connections to an echo server inside the generator, frames the " +
 		"size of a send. Every other workload runs it first (-echo) and reports each figure's ratio to it."},
 }
@@ -126,6 +132,10 @@ func parseConfig(args []string, out io.Writer) (*Config, error) {
 	fs.BoolVar(&cfg.CatchupSync, "catchup-sync", true, "catchup: each user also loads its session list (sync) after the hello")
 
 	fs.IntVar(&cfg.Conns, "conns", 2000, "idle: connections")
+
+	fs.IntVar(&cfg.Watchers, "watchers", 100, "presence: watching connections")
+	fs.IntVar(&cfg.Watched, "watched", 100, "presence: users each watcher watches")
+	fs.IntVar(&cfg.Flappers, "flappers", 1000, "presence: users whose connection comes and goes")
 
 	fs.IntVar(&cfg.Sessions, "sessions", 10000, "sync: sessions of the user")
 	fs.IntVar(&cfg.Changes, "changes", 10, "sync: sessions changed before each incremental sync")

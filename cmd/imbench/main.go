@@ -131,6 +131,8 @@ func run(ctx context.Context, cfg *Config, progress func(string, ...any)) (*Repo
 			err = runIdle(ctx, cfg, errs, r, progress)
 		case "sync":
 			err = runSync(ctx, cfg, errs, r, progress)
+		case "presence":
+			err = runPresence(ctx, cfg, errs, r, progress)
 		case "echo":
 			if e := r.Echo; e != nil {
 				r.WindowS = e.Seconds
