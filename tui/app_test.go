@@ -479,12 +479,12 @@ func TestOpeningMarkedUnreadChatReadsIt(t *testing.T) {
 func TestReceiptLines(t *testing.T) {
 	got := receiptLines(5, "alice", "alice", []protocol.MemberReceipt{
 		{User: "alice", ReadSeq: 5, DeliveredSeq: 5}, {User: "bob", ReadSeq: 5, DeliveredSeq: 5}, {User: "carol", DeliveredSeq: 5},
-	})
+	}, nil)
 	want := []string{"Read by 1 of 2", "", glyphRead + " Read (1)", "  bob", "", glyphDelivered + " Delivered, not read (1)", "  carol"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("receiptLines = %q, want %q", got, want)
 	}
-	if got := receiptLines(5, "alice", "alice", nil); len(got) != 1 || got[0] != "No receipts from the other members yet." {
+	if got := receiptLines(5, "alice", "alice", nil, nil); len(got) != 1 || got[0] != "No receipts from the other members yet." {
 		t.Fatalf("no receipts: %q", got)
 	}
 }
@@ -507,7 +507,7 @@ func TestMessageInfoLeavesTheSenderOut(t *testing.T) {
 	got := receiptLines(10, "alice", "bob", []protocol.MemberReceipt{
 		{User: "alice", ReadSeq: 10, DeliveredSeq: 10}, {User: "bob", ReadSeq: 10, DeliveredSeq: 10},
 		{User: "carol", ReadSeq: 9, DeliveredSeq: 10}, {User: "dave", ReadSeq: 10, DeliveredSeq: 10},
-	})
+	}, nil)
 	want := []string{"Read by 1 of 2", "", glyphRead + " Read (1)", "  dave", "", glyphDelivered + " Delivered, not read (1)", "  carol"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("receiptLines of bob's message = %q, want %q", got, want)

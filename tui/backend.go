@@ -86,4 +86,22 @@ type Backend interface {
 	// SaveDraft keeps text as conv's draft, across restarts; "" forgets
 	// it.
 	SaveDraft(conv, text string)
+
+	// Settings returns the user's settings as last known (the defaults
+	// before the server first gave them), blocked users included.
+	Settings() protocol.UserSettings
+	// ChangeSettings changes the keys change carries; the answer is a
+	// SettingsChanged event with Op "settings", a refusal an ErrorEvent.
+	ChangeSettings(change protocol.SettingsChange)
+	// Block blocks user (SettingsChanged with Op "block" answers it).
+	Block(user string)
+	// Unblock lifts a block (SettingsChanged with Op "unblock").
+	Unblock(user string)
+	// WatchPresence makes users, most wanted first, the ones whose
+	// presence the client follows; PresenceChanged events tell changes.
+	WatchPresence(users []string)
+	// Presence returns what is known of user: live is true when the
+	// server told its presence on the current connection; otherwise only
+	// its Name (kept across restarts) is known, if that.
+	Presence(user string) (p protocol.Presence, live bool)
 }

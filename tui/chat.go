@@ -176,10 +176,14 @@ func (p *chatPane) inputHeight() int {
 	if p.readOnly() {
 		return 1
 	}
+	h := p.input.Height()
 	if p.compose.kind != composeMessage {
-		return p.input.Height() + 1 // the bar that says which message
+		h++ // the bar that says which message
 	}
-	return p.input.Height()
+	if p.requestBar() != "" {
+		h++ // the request's bar
+	}
+	return h
 }
 
 // readOnly says the open chat is a group the user has left: its stored
@@ -297,6 +301,9 @@ func (p *chatPane) inputKey(msg tea.KeyPressMsg) tea.Cmd {
 // historyKey handles a key while reading the history.
 func (p *chatPane) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 	k, c := p.com.keys.History, p.c
+	if cmd, ok := p.requestKey(msg); ok {
+		return cmd
+	}
 	switch {
 	case key.Matches(msg, k.Up):
 		c.moveSel(-1)
@@ -332,7 +339,7 @@ func (p *chatPane) historyKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Back):
 		p.ask(leaveChatMsg{})
 	case key.Matches(msg, k.Search):
-		p.ask(showDialogMsg{newSearchDialog(p.com, c.conv, c.title())})
+		p.ask(showDialogMsg{newSearchDialog(p.com, c.conv, p.com.chatTitle(&c.sess))})
 	default:
 		if cmd, ok := p.moreHistoryKey(msg); ok {
 			return cmd

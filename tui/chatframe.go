@@ -29,9 +29,9 @@ func (p *chatPane) View() string {
 	if p.split {
 		back, indent = " ", " "
 	}
-	b.WriteString(st.header.Render(cw.spread(back+c.title(), marks+" ", w)))
+	b.WriteString(st.header.Render(cw.spread(back+p.com.chatTitle(&c.sess), marks+" ", w)))
 	b.WriteByte('\n')
-	sub, subStyle := indent+c.subtitle(p.com.me()), st.headerDim
+	sub, subStyle := indent+p.subtitle(), st.headerDim
 	if users := p.com.live.typing[c.conv]; len(users) > 0 {
 		sub, subStyle = indent+typingText(users, c.group), st.typing.Inherit(st.headerDim)
 	}
@@ -56,6 +56,10 @@ func (p *chatPane) View() string {
 		// A former member: the stored messages stay, the input goes.
 		b.WriteString(st.system.Render(cw.fit(" "+notMemberText, w)))
 		return b.String()
+	}
+	if bar := p.requestBar(); bar != "" {
+		b.WriteString(st.accent.Render(cw.fit(" "+bar, w)))
+		b.WriteByte('\n')
 	}
 	if bar := p.composeBar(); bar != "" {
 		tail := " · esc cancels"
@@ -85,6 +89,9 @@ func (p *chatPane) cursor() *tea.Cursor {
 	cur.Y += chatHeaderHeight + p.c.height + 1
 	if p.compose.kind != composeMessage {
 		cur.Y++ // below the bar that says which message
+	}
+	if p.requestBar() != "" {
+		cur.Y++ // below the request's bar
 	}
 	return cur
 }

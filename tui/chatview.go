@@ -12,10 +12,11 @@ import (
 
 // renderCtx is what rendering messages needs from the root model.
 type renderCtx struct {
-	st    *styles
-	cells cells
-	now   time.Time
-	me    string
+	st     *styles
+	cells  cells
+	now    time.Time
+	me     string
+	people *people // the users' names
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -144,9 +145,12 @@ func (c *conversation) renderMessage(rc renderCtx, m *client.Message, showSender
 	if own {
 		tick = c.tickOf(m)
 	}
-	quote := c.quoteText(m, rc.me)
+	quote := c.quoteText(m, rc)
 	key := layoutKey{w: w, tick: tick, showSender: showSender, seq: m.Seq, outbox: m.Outbox, failed: m.Failed, clientTS: m.ClientTS,
 		body: m.Body, edited: m.EditedTS, deleted: m.Deleted, quote: quote, reactions: reactionsKey(m, rc.me)}
+	if showSender {
+		key.sender = rc.people.label(m.From)
+	}
 	id := msgKey(m)
 	if cl, ok := c.cache[id]; ok && cl.key == key {
 		return cl.lines
@@ -204,7 +208,7 @@ func renderBubble(rc renderCtx, m *client.Message, own bool, tick protocol.Tick,
 	}
 	sender := ""
 	if showSender {
-		sender = rc.cells.truncate(m.From, maxInner)
+		sender = rc.cells.truncate(sanitize(rc.people.label(m.From)), maxInner)
 		innerW = max(innerW, rc.cells.width(sender))
 	}
 	if quote != "" {

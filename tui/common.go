@@ -19,8 +19,10 @@ type common struct {
 	keys  keyMap
 	tick  ticker // tea.Tick; tests fire timers by hand
 	live  *live
-	conn  client.Conn // the connection's state; the status bar keeps it
-	ids   int         // the last id nextID gave
+	// people is what is known of the users shown, and the settings.
+	people *people
+	conn   client.Conn // the connection's state; the status bar keeps it
+	ids    int         // the last id nextID gave
 }
 
 // nextID returns a fresh number, to match an answer with its request.
@@ -40,7 +42,7 @@ func (c *common) me() string { return c.b.User() }
 
 // renderCtx is the context for rendering messages.
 func (c *common) renderCtx() renderCtx {
-	return renderCtx{st: &c.st, cells: c.cells, now: c.now(), me: c.me()}
+	return renderCtx{st: &c.st, cells: c.cells, now: c.now(), me: c.me(), people: c.people}
 }
 
 // asks holds what a component asks of the root during one Update:

@@ -79,6 +79,7 @@ type layoutKey struct {
 	deleted   bool
 	quote     string
 	reactions string
+	sender    string // the sender's label, when shown
 }
 
 func newConversation(sess protocol.Session, ticks protocol.Ticks, gen int) *conversation {
@@ -350,16 +351,34 @@ func (c *conversation) lastOwn(me string) int {
 // title is the chat's name for its header.
 func (c *conversation) title() string { return sessionTitle(&c.sess) }
 
-// subtitle describes the chat under its title, for user me.
-func (c *conversation) subtitle(me string) string {
+// subtitle describes the open chat under its title: a group's members
+// and who of them is online; a direct chat's peer online, when last
+// seen, or blocked.
+func (p *chatPane) subtitle() string {
+	c, me, pp := p.c, p.com.me(), p.com.people
 	if leftGroup(&c.sess, me) {
 		return "not a member · read-only"
 	}
 	if c.group {
-		return itoa(int64(len(c.sess.Members))) + " members: " + strings.Join(c.sess.Members, ", ")
+		labels := make([]string, len(c.sess.Members))
+		for i, u := range c.sess.Members {
+			labels[i] = pp.label(u)
+		}
+		members := itoa(int64(len(labels))) + " members: " + strings.Join(labels, ", ")
+		if on := pp.onlineText(c.sess.Members, me); on != "" {
+			return on + " · " + members
+		}
+		return members
 	}
 	if _, ok := protocol.IsGateway(c.conv); ok {
 		return "business"
+	}
+	peer := directPeer(&c.sess, me)
+	if pp.blocked(peer) {
+		return "blocked · ctrl+r unblocks"
+	}
+	if s := presenceText(pp.presence[peer], pp.live[peer], p.com.now()); s != "" {
+		return s
 	}
 	return "direct chat"
 }

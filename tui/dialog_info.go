@@ -14,6 +14,11 @@ import (
 	"github.com/imcore/im/protocol"
 )
 
+// readReceiptsOffText is what message info says in a direct chat while
+// the user's read receipts are off: the server then shows no reads there,
+// either way.
+const readReceiptsOffText = "your read receipts are off: reads are not shown (S: settings)"
+
 // receiptsTimeout bounds a message-info request.
 const receiptsTimeout = 10 * time.Second
 
@@ -22,14 +27,15 @@ const receiptsTimeout = 10 * time.Second
 // the answer comes.
 type infoDialog struct {
 	asks
-	com   *common
-	title string
-	body  []string
-	id    int             // matches the receipts request that fills it
-	seq   int64           // the message
-	from  string          // its sender
-	later map[string]bool // the members added after it
-	width int
+	com    *common
+	title  string
+	body   []string
+	id     int             // matches the receipts request that fills it
+	seq    int64           // the message
+	from   string          // its sender
+	later  map[string]bool // the members added after it
+	direct bool            // a direct chat's: reads hide when read receipts are off
+	width  int
 }
 
 // newInfoDialog shows the info of message msg of conv and returns the
@@ -39,16 +45,17 @@ type infoDialog struct {
 func newInfoDialog(com *common, conv string, msg client.Message, after []client.Message) (*infoDialog, tea.Cmd) {
 	preview := com.cells.truncate(oneLine(msg.Body), 40)
 	d := &infoDialog{
-		com:   com,
-		title: "Message info",
-		id:    com.nextID(),
-		seq:   msg.Seq,
-		from:  msg.From,
-		later: addedUsers(after),
-		width: 40,
+		com:    com,
+		title:  "Message info",
+		id:     com.nextID(),
+		seq:    msg.Seq,
+		from:   msg.From,
+		later:  addedUsers(after),
+		direct: !strings.HasPrefix(conv, "g:"),
+		width:  40,
 		body: []string{
 			"“" + preview + "”",
-			"from " + msg.From + " · " + msgTime(&msg, com.now()).Format("2 Jan 15:04") + " · seq " + itoa(msg.Seq),
+			"from " + senderName(com.people, msg.From, com.me()) + " · " + msgTime(&msg, com.now()).Format("2 Jan 15:04") + " · seq " + itoa(msg.Seq),
 		},
 	}
 	if msg.Deleted {
@@ -84,6 +91,10 @@ func (d *infoDialog) Update(msg tea.Msg) (bool, tea.Cmd) {
 			return false, nil
 		}
 		d.body = d.body[:len(d.body)-1]
+		if d.direct && !d.com.people.settings.ReadReceipts {
+			// Where blue ticks would show: grey is no fault.
+			d.body = append(d.body, readReceiptsOffText, "")
+		}
 		if d.from == d.com.me() {
 			d.body = append(d.body, tickTimeLines(d.com.now(), msg.delivered, msg.read)...)
 		}
@@ -91,7 +102,7 @@ func (d *infoDialog) Update(msg tea.Msg) (bool, tea.Cmd) {
 			d.body = append(d.body, "could not load receipts: "+msg.err.Error())
 			return false, nil
 		}
-		d.body = append(d.body, receiptLines(d.seq, d.com.me(), d.from, withoutUsers(msg.members, d.later))...)
+		d.body = append(d.body, receiptLines(d.seq, d.com.me(), d.from, withoutUsers(msg.members, d.later), d.com.people)...)
 	case tea.KeyPressMsg:
 		s, k := msg.String(), d.com.keys.Dialog
 		if key.Matches(msg, k.Cancel) || key.Matches(msg, k.Confirm) || s == "q" || s == "i" {
@@ -115,7 +126,7 @@ func (d *infoDialog) View() string {
 // receiptLines describes who has read and received message seq from
 // sender, for user me: the members other than both, whose boundaries say
 // something about it.
-func receiptLines(seq int64, me, sender string, members []protocol.MemberReceipt) []string {
+func receiptLines(seq int64, me, sender string, members []protocol.MemberReceipt, pp *people) []string {
 	var read, delivered, waiting []string
 	for _, r := range members {
 		switch {
@@ -145,7 +156,7 @@ func receiptLines(seq int64, me, sender string, members []protocol.MemberReceipt
 		}
 		out = append(out, "", fmt.Sprintf("%s (%d)", label, len(users)))
 		for _, u := range users {
-			out = append(out, "  "+u)
+			out = append(out, "  "+pp.label(u))
 		}
 	}
 	list(glyphRead+" Read", read)

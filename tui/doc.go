@@ -41,7 +41,10 @@
 // what arrives out of sight. A component asks the root for navigation
 // (open a chat, show a dialog, leave the chat) through its asks, which the
 // root handles before the next message. What both panes show (ticks,
-// typing, drafts) lives in live.go; the client, options, theme (styles.go:
+// typing, drafts) lives in live.go; what is known of the people shown
+// (names, presence, the user's settings), and the watch list the root
+// gives the client, in people.go, with the chat menu, blocking and the
+// request bar in peopleactions.go; the client, options, theme (styles.go:
 // a dark and a light palette, glyphs for terminals without colours), how
 // text is measured (format.go: as the renderer draws it) and keys that
 // every component reads are in common.go.

@@ -54,6 +54,10 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		if !ev.Kept {
 			cmds = append(cmds, m.chat.giveBack(ev.Conv, ev.Body))
 		}
+	case client.PresenceChanged:
+		cmds = append(cmds, readPeople(m.com.b, m.com.people.shown))
+	case client.SettingsChanged:
+		cmds = append(cmds, m.onSettings(ev))
 	case client.ErrorEvent:
 		text := ev.Op + " failed"
 		if ev.Err != nil {
@@ -62,6 +66,28 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		cmds = append(cmds, m.status.notify(text, true))
 	}
 	return tea.Batch(cmds...)
+}
+
+// onSettings takes the user's new settings: the screens show them, and a
+// notice says what this device's request did.
+func (m *Model) onSettings(ev client.SettingsChanged) tea.Cmd {
+	pp := m.com.people
+	pp.settings = ev.Settings
+	if d, ok := m.dialog.(*settingsDialog); ok {
+		d.onSettings(ev.Settings)
+	}
+	if m.chat.isOpen() {
+		m.chat.layout() // a request's bar may say blocked now
+	}
+	switch ev.Op {
+	case "settings":
+		return m.status.notify("settings saved", false)
+	case "block":
+		return tea.Batch(m.status.notify("blocked "+pp.label(ev.User), false), readPeople(m.com.b, pp.shown))
+	case "unblock":
+		return tea.Batch(m.status.notify("unblocked "+pp.label(ev.User), false), readPeople(m.com.b, pp.shown))
+	}
+	return nil
 }
 
 // groupCreated follows the server's answer to the group the user asked

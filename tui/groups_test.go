@@ -140,7 +140,7 @@ func TestGroupActionsFromTheList(t *testing.T) {
 	h := newHarness(t, f, 80, 24)
 	// The folder row is not a group.
 	h.press("j", "ctrl+r")
-	h.contains("not a group chat")
+	h.contains("no actions for a folder")
 	if h.m.dialog != nil {
 		t.Fatal("a menu opened on a folder")
 	}
@@ -160,13 +160,16 @@ func TestGroupActionsFromTheList(t *testing.T) {
 	h.press("enter")
 	lastGroupOp(t, f, tuitest.Call{Conv: team, Op: "add", Members: []string{"frank"}})
 
-	// A direct chat has no group actions: not from its row, nor inside.
+	// A direct chat has no group actions, not from its row, nor inside:
+	// its menu blocks the peer.
 	n := len(f.CallsOf("GroupOp"))
 	h.press("j", "j", "ctrl+r")
-	h.contains("not a group chat")
-	h.press("enter", "ctrl+r")
+	h.contains("Block bob…", "Delete the chat…")
+	h.lacks("Group bob")
+	h.press("esc", "enter", "ctrl+r")
+	h.contains("Block bob…")
 	h.lacks("ctrl+r group", "Group bob")
-	h.press("tab", "r", "+", "-", "L")
+	h.press("esc", "tab", "r", "+", "-", "L")
 	h.contains("not a group chat")
 	if h.m.dialog != nil {
 		t.Fatal("a group dialog opened in a direct chat")
@@ -366,7 +369,7 @@ func TestRemovePickerScrollsThroughManyMembers(t *testing.T) {
 func TestHelpScreenListsGroupKeys(t *testing.T) {
 	h := newHarness(t, newFixture(), 120, 40)
 	h.press("?")
-	h.contains("ctrl+r", "group actions menu", "r/+/-/L", "group: rename, add, remove, leave")
+	h.contains("ctrl+r", "chat menu: group, block / unblock", "r/+/-/L", "group: rename, add, remove, leave")
 	// The summary line names the history's real bindings.
 	for i, want := range []string{"r", "+", "-", "L"} {
 		if got := groupActions[i].key.Keys()[0]; got != want {

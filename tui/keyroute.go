@@ -84,22 +84,23 @@ func (m *Model) cycleFocus(d int) {
 	m.setFocus(order[(i+d+len(order))%len(order)])
 }
 
-// groupMenuKey opens the group menu on what the keys act on: the selected
-// list row, or the open chat.
+// groupMenuKey opens the chat menu (a group's actions; blocking a direct
+// chat's peer) on what the keys act on: the selected list row, or the
+// open chat.
 func (m *Model) groupMenuKey() tea.Cmd {
 	var d dialog
 	var cmd tea.Cmd
 	if !m.listFocused && m.chat.isOpen() {
-		d, cmd = groupMenu(m.com, m.chat.session())
+		d, cmd = chatMenu(m.com, m.chat.session())
 	} else {
 		r, ok := m.list.selected()
 		switch {
 		case !ok:
 			return nil
 		case r.kind != rowSession:
-			return notice("not a group chat", false)
+			return notice("no actions for a folder or a business's list", false)
 		}
-		d, cmd = groupMenu(m.com, *r.sess)
+		d, cmd = chatMenu(m.com, *r.sess)
 	}
 	if d != nil {
 		return tea.Batch(cmd, m.route(showDialogMsg{d}))

@@ -14,7 +14,7 @@ type globalKeys struct {
 	Help      key.Binding
 	NextFocus key.Binding
 	PrevFocus key.Binding
-	GroupMenu key.Binding // the selected group row or the open group chat
+	GroupMenu key.Binding // the chat menu of the selected row or the open chat: a group's actions, block
 	Reconnect key.Binding // offline: try to connect now
 	SearchAll key.Binding // the messages of every chat
 	Status    key.Binding // the connection and the last error, whole
@@ -26,6 +26,7 @@ type listKeys struct {
 	Open, Back                              key.Binding
 	Pin, Mute, MarkUnread, Delete, Category key.Binding
 	NewChat, NewGroup, Search, Quit         key.Binding
+	Settings                                key.Binding // name, last seen, read receipts, blocked
 }
 
 // inputKeys act while typing a message.
@@ -47,6 +48,9 @@ type historyKeys struct {
 	OpenLink, Copy, FirstUnread                               key.Binding
 	// The selected message's actions. Deleting asks first.
 	Reply, Edit, DeleteMsg, React, Quoted key.Binding
+	// Request sums up the keys of a message request's bar (request.go):
+	// r reply, b block, d delete; they take the place of b and d there.
+	Request key.Binding
 }
 
 // dialogKeys act in dialogs and on the help screen.
@@ -71,7 +75,7 @@ func defaultKeyMap() keyMap {
 			NextFocus: bind([]string{"tab"}, "tab", "next pane: list → input → history"),
 			PrevFocus: bind([]string{"shift+tab"}, "shift+tab", "previous pane"),
 			// ctrl+g would be the textarea's select all.
-			GroupMenu: bind([]string{"ctrl+r"}, "ctrl+r", "group actions menu"),
+			GroupMenu: bind([]string{"ctrl+r"}, "ctrl+r", "chat menu: group, block / unblock"),
 			Reconnect: bind([]string{"ctrl+l"}, "ctrl+l", "reconnect now (offline)"),
 			SearchAll: bind([]string{"ctrl+s"}, "ctrl+s", "search the messages of every chat"),
 			Status:    bind([]string{"ctrl+x"}, "ctrl+x", "status: the whole error"),
@@ -94,6 +98,7 @@ func defaultKeyMap() keyMap {
 			NewGroup:   bind([]string{"N"}, "N", "new group"),
 			Search:     bind([]string{"/"}, "/", "search by title (or type a word)"),
 			Quit:       bind([]string{"q"}, "q", "quit (asks: q again quits)"),
+			Settings:   bind([]string{"S"}, "S", "settings: name, privacy, blocked users"),
 		},
 		Input: inputKeys{
 			Send:       bind([]string{"enter"}, "enter", "send"),
@@ -129,6 +134,7 @@ func defaultKeyMap() keyMap {
 			DeleteMsg: bind([]string{"x", "delete"}, "x/del", "delete my message for everyone (asks)"),
 			React:     bind([]string{":"}, ":", "react to the selected message"),
 			Quoted:    bind([]string{"t"}, "t", "jump to the message a reply quotes"),
+			Request:   bind([]string{"r", "b", "d"}, "r/b/d", "a request: reply, block, delete (ask)"),
 		},
 		Dialog: dialogKeys{
 			Confirm:   bind([]string{"enter"}, "enter", "confirm / choose"),
@@ -145,7 +151,7 @@ func (k keyMap) helpSections() []helpSection {
 	l, in, h, g, d := k.List, k.Input, k.History, k.Global, k.Dialog
 	return []helpSection{
 		{"Chats", []key.Binding{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom, l.Open, l.Back, l.Search}},
-		{"Chat actions", []key.Binding{l.Pin, l.Mute, l.MarkUnread, l.Delete, l.Category, l.NewChat, l.NewGroup, l.Quit}},
+		{"Chat actions", []key.Binding{l.Pin, l.Mute, l.MarkUnread, l.Delete, l.Category, l.NewChat, l.NewGroup, l.Settings, l.Quit}},
 		{"Writing", []key.Binding{in.Send, in.Newline, in.ScrollUp, in.ScrollDown, in.EditLast, in.PageUp, in.PageDown, in.Info, in.Back}},
 		{"Reading history", []key.Binding{h.Up, h.Down, h.PageUp, h.PageDown, h.HalfUp, h.HalfDown, h.Top, h.Bottom, h.FirstUnread, h.Info, h.OpenLink, h.Copy, h.Input, h.Back, h.Search,
 			groupHelp()}},
@@ -154,6 +160,7 @@ func (k keyMap) helpSections() []helpSection {
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
 			bind([]string{"y"}, "y / n", "yes / no (delete, quit: ←/→ enter)"), bind([]string{"1"}, "1-9", "pick an option")}},
 		{"The selected message (history)", []key.Binding{h.Reply, h.Edit, h.DeleteMsg, h.React, h.Quoted}},
+		{"A message request (history)", []key.Binding{h.Request}},
 	}
 }
 

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -177,6 +178,8 @@ func (l *listPane) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		l.ask(showDialogMsg{newChatDialog(l.com)})
 	case key.Matches(msg, k.NewGroup):
 		l.ask(showDialogMsg{newGroupDialog(l.com)})
+	case key.Matches(msg, k.Settings):
+		l.ask(showDialogMsg{newSettingsDialog(l.com)})
 	case key.Matches(msg, k.Pin, k.Mute, k.MarkUnread, k.Delete, k.Category):
 		return l.sessionAction(msg)
 	case typedText(msg):
@@ -236,6 +239,22 @@ func (l *listPane) clickRow(y int) tea.Cmd {
 	}
 	l.moveTo(i)
 	return l.openRow()
+}
+
+// listOrder names the lists loaded: the main list first, then the
+// nested lists by name.
+func (l *listPane) listOrder() []string {
+	out := make([]string, 0, len(l.lists))
+	for sb := range l.lists {
+		if sb != "" {
+			out = append(out, sb)
+		}
+	}
+	slices.Sort(out)
+	if _, ok := l.lists[""]; ok {
+		out = append([]string{""}, out...)
+	}
+	return out
 }
 
 // level returns the current level.

@@ -85,7 +85,7 @@ func (l *listPane) filtered(sessions []protocol.Session) []listRow {
 	rows := make([]listRow, 0, 16)
 	for i := range sessions {
 		s := &sessions[i]
-		if q != "" && !strings.Contains(strings.ToLower(sessionTitle(s)), q) {
+		if q != "" && !strings.Contains(strings.ToLower(sessionTitle(s)), q) && !strings.Contains(strings.ToLower(l.com.chatTitle(s)), q) {
 			continue
 		}
 		kind := rowSession

@@ -19,6 +19,7 @@ const (
 	markPin     = "📌"
 	markMute    = "🔇"
 	markUnread  = "●"
+	requestTag  = "request" // a first message from someone the user never wrote to
 )
 
 // listCtx is what rendering a row needs.
@@ -30,13 +31,14 @@ type listCtx struct {
 	typing  map[string]typists
 	ticks   map[string]protocol.Ticks
 	drafts  map[string]string
+	people  *people
 	focused bool // the list has keyboard focus
 }
 
 // View renders the pane: a header line and the rows, exactly its size.
 func (l *listPane) View() string {
 	c := listCtx{st: &l.com.st, cells: l.com.cells, now: l.com.now(), me: l.com.me(), typing: l.com.live.typing,
-		ticks: l.com.live.ticks, drafts: l.com.live.drafts, focused: l.focused}
+		ticks: l.com.live.ticks, drafts: l.com.live.drafts, people: l.com.people, focused: l.focused}
 	w, h := l.width, l.height+1
 	var b strings.Builder
 	b.Grow((w + 16) * h)
@@ -103,7 +105,7 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 	var icon, title, when, preview string
 	var tick protocol.Tick
 	var unread int64
-	var muted, pinned, marked, own bool
+	var muted, pinned, marked, own, request bool
 	look := lookDim
 	switch r.kind {
 	case rowFolder:
@@ -120,10 +122,8 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 		case s.Kind == "group" || strings.HasPrefix(s.Conv, "g:"):
 			icon = iconGroup
 		}
-		title = oneLine(s.Title)
-		if title == "" {
-			title = s.Conv
-		}
+		title = l.com.chatTitle(s)
+		request = isRequest(s)
 		muted = session.ObjectMuted(s, c.now.UnixMilli()) // a mute that has expired no longer shows
 		unread, marked, pinned = s.UnreadCount, s.MarkedUnread, s.Priority > 0
 		ts := s.WriteTS
@@ -150,6 +150,9 @@ func (l *listPane) renderRow(c listCtx, r listRow, sel bool, w int) (string, str
 	addMark := func(s string, pt paint) {
 		marks.WriteString(p.bg.render(" ") + pt.render(s))
 		marksW += c.cells.width(s) + 1
+	}
+	if request {
+		addMark(requestTag, p.accent)
 	}
 	if muted {
 		addMark(markMute, p.bg)
@@ -189,7 +192,7 @@ func (l *listPane) folderPreview(category string) string {
 	var names []string
 	for _, s := range l.lists[l.level().subBiz] {
 		if s.Category == category {
-			names = append(names, oneLine(s.Title))
+			names = append(names, l.com.chatTitle(&s))
 			if len(names) == 4 {
 				break
 			}
@@ -237,7 +240,7 @@ func rowPreview(c listCtx, s *protocol.Session) (text string, tick protocol.Tick
 		return body, protocol.TickOf(lm.Seq, ticks), true, lookDim
 	}
 	if isGroup(s) {
-		return lm.From + ": " + body, 0, false, lookDim
+		return c.people.label(lm.From) + ": " + body, 0, false, lookDim
 	}
 	return body, 0, false, lookDim
 }

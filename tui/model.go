@@ -58,13 +58,14 @@ func New(b Backend, opts Options) Model {
 		pal = lightPalette
 	}
 	com := &common{
-		b:    b,
-		opts: opts,
-		st:   newStyles(pal, false),
-		keys: defaultKeyMap(),
-		tick: tea.Tick,
-		live: newLive(),
-		conn: b.Conn(),
+		b:      b,
+		opts:   opts,
+		st:     newStyles(pal, false),
+		keys:   defaultKeyMap(),
+		tick:   tea.Tick,
+		live:   newLive(),
+		people: newPeople(),
+		conn:   b.Conn(),
 	}
 	m := Model{
 		com:         com,
@@ -93,7 +94,7 @@ func (m Model) Init() tea.Cmd {
 	}
 	// Asking for the size again covers a resize between the program's
 	// first size query and its resize handler (panes split at start).
-	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), tea.RequestWindowSize, askTheme)
+	return tea.Batch(m.wait(), m.list.Init(), m.status.Init(), tea.RequestWindowSize, askTheme, readPeople(m.com.b, nil))
 }
 
 // Update routes one message.
@@ -154,9 +155,13 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 	case eventsClosedMsg, noticeMsg, noticeExpiredMsg, retryTickMsg:
 		cmds = append(cmds, m.status.Update(msg))
 	case sessionsMsg:
-		cmds = append(cmds, m.onSessions(msg))
-	case messagesMsg, sentMsg, relatedMsg, olderTimeoutMsg, splitSendMsg, draftSaveMsg:
+		cmds = append(cmds, m.onSessions(msg), m.followPeople())
+	case messagesMsg:
+		cmds = append(cmds, m.chat.Update(msg), m.followPeople())
+	case sentMsg, relatedMsg, olderTimeoutMsg, splitSendMsg, draftSaveMsg:
 		cmds = append(cmds, m.chat.Update(msg))
+	case peopleMsg:
+		m.onPeople(msg)
 	case receiptsMsg, searchResultsMsg:
 		if m.dialog != nil {
 			cmds = append(cmds, m.updateDialog(msg))
@@ -352,8 +357,14 @@ func (m *Model) openChat(s protocol.Session) tea.Cmd {
 	live := m.com.live
 	live.elsewhere = slices.DeleteFunc(live.elsewhere, func(e elsewhere) bool { return e.conv == s.Conv })
 	cmd := m.chat.open(s)
-	m.setFocus(focusInput)
-	return cmd
+	focus := focusInput
+	if isRequest(&s) {
+		// A request is answered from its bar (request.go): nothing typed
+		// goes to it by mistake.
+		focus = focusHistory
+	}
+	m.setFocus(focus)
+	return tea.Batch(cmd, m.followPeople())
 }
 
 // closeChat closes the open chat: the list, on screen, shows what came
@@ -362,7 +373,7 @@ func (m *Model) closeChat() tea.Cmd {
 	m.com.live.elsewhere = nil
 	cmd := m.chat.close()
 	m.setFocus(focusList)
-	return cmd
+	return tea.Batch(cmd, m.followPeople())
 }
 
 // leaveChat is esc in the chat: back to the list (closing the chat when

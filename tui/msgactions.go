@@ -296,7 +296,7 @@ func (p *chatPane) composeBar() string {
 		if t.Deleted {
 			what = deletedText
 		}
-		return quoteMark + "Replying to " + senderName(t.From, p.com.me()) + ": " + what
+		return quoteMark + "Replying to " + senderName(p.com.people, t.From, p.com.me()) + ": " + what
 	case composeEdit:
 		return "✎ Editing: " + oneLine(t.Body)
 	}

@@ -41,7 +41,7 @@ func (c *conversation) quoteOf(seq int64) (client.Message, bool) {
 
 // quoteText is the line a reply shows its target with, "" for a message
 // that is no reply.
-func (c *conversation) quoteText(m *client.Message, me string) string {
+func (c *conversation) quoteText(m *client.Message, rc renderCtx) string {
 	if m.ReplyTo <= 0 {
 		return ""
 	}
@@ -50,19 +50,19 @@ func (c *conversation) quoteText(m *client.Message, me string) string {
 	case !ok:
 		return quoteMark + "an earlier message (t shows it)"
 	case t.Deleted:
-		return quoteMark + senderName(t.From, me) + ": " + deletedText
+		return quoteMark + senderName(rc.people, t.From, rc.me) + ": " + deletedText
 	case t.Kind == protocol.KindSystem:
 		return quoteMark + oneLine(t.Body)
 	}
-	return quoteMark + senderName(t.From, me) + ": " + oneLine(t.Body)
+	return quoteMark + senderName(rc.people, t.From, rc.me) + ": " + oneLine(t.Body)
 }
 
-// senderName is how a chat names user, "you" for me.
-func senderName(user, me string) string {
+// senderName is how a chat names user: "you" for me, else its label.
+func senderName(pp *people, user, me string) string {
 	if user == me {
 		return "you"
 	}
-	return user
+	return pp.label(user)
 }
 
 // reactionsKey sums up what m's reactions line shows, for the render

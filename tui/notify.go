@@ -21,12 +21,13 @@ func (m *Model) onIncoming(ev client.Incoming) tea.Cmd {
 	if m.chat.conv() == ev.Conv && m.chatVisible() && m.termFocused && !m.showHelp {
 		return nil
 	}
-	title := ev.Last.From
+	from := m.com.people.label(ev.Last.From)
+	title := from
 	if s, ok := m.list.find(ev.Conv); ok {
 		if session.ObjectMuted(&s, m.com.opts.Now().UnixMilli()) {
 			return nil
 		}
-		title = sessionTitle(&s)
+		title = m.com.chatTitle(&s)
 	}
 	if !m.split() && m.chat.isOpen() && m.chat.conv() != ev.Conv {
 		m.com.live.noteElsewhere(ev.Conv, title)
@@ -37,9 +38,9 @@ func (m *Model) onIncoming(ev client.Incoming) tea.Cmd {
 	body := oneLine(ev.Last.Body)
 	switch {
 	case ev.ReactedTo != nil:
-		body = ev.Last.From + " reacted " + body + " to “" + oneLine(ev.ReactedTo.Body) + "”"
-	case title != ev.Last.From && ev.Last.From != "":
-		body = ev.Last.From + ": " + body // in a group, who wrote
+		body = from + " reacted " + body + " to “" + oneLine(ev.ReactedTo.Body) + "”"
+	case title != from && ev.Last.From != "":
+		body = from + ": " + body // in a group, who wrote
 	}
 	return tea.Raw(notification(title, body))
 }

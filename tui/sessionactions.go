@@ -31,7 +31,7 @@ func (l *listPane) sessionAction(msg tea.KeyPressMsg) tea.Cmd {
 		return notice("open the folder and pick a chat", false)
 	}
 	com, s := l.com, *r.sess
-	b, conv, title := com.b, s.Conv, oneLine(s.Title)
+	b, conv, title := com.b, s.Conv, com.chatTitle(&s)
 	op := func(op string, until int64, category string) tea.Cmd {
 		return call(func() { b.SessionOp(conv, op, until, category) })
 	}
@@ -85,13 +85,7 @@ func (l *listPane) sessionAction(msg tea.KeyPressMsg) tea.Cmd {
 				return tea.Batch(op("set_category", 0, cat), notice(note, false)), nil
 			})})
 	case key.Matches(msg, k.Delete):
-		var d *dangerDialog
-		d = newDanger(com, "Delete chat", "Delete "+title+"? Its messages stay on the server; a new message brings it back.", "Delete",
-			func() tea.Cmd {
-				d.ask(convDeletedMsg{conv})
-				return tea.Batch(op("delete", 0, ""), notice("deleted "+title, false))
-			})
-		l.ask(showDialogMsg{d})
+		l.ask(showDialogMsg{deleteChatDialog(com, s)})
 	}
 	return nil
 }

@@ -31,6 +31,10 @@ type Call struct {
 	Members  []string // CreateGroup's members, GroupOp's users
 	Key      string   // CreateGroup's key
 	Target   string   // the msg_id a reply, edit, deletion or reaction acts on
+	User     string   // the user Block and Unblock act on
+	// Change is what ChangeSettings changes (WatchPresence's users are in
+	// Members).
+	Change protocol.SettingsChange
 }
 
 // String renders the call compactly for test failures.
@@ -46,6 +50,12 @@ func (c Call) String() string {
 		return fmt.Sprintf("%s(%s, %q)", c.Method, c.Conv, c.Body)
 	case "Reply", "Edit", "DeleteForEveryone", "React":
 		return fmt.Sprintf("%s(%s, %s, %q)", c.Method, c.Conv, c.Target, c.Body)
+	case "Block", "Unblock":
+		return fmt.Sprintf("%s(%s)", c.Method, c.User)
+	case "WatchPresence":
+		return fmt.Sprintf("WatchPresence(%v)", c.Members)
+	case "ChangeSettings":
+		return "ChangeSettings(" + ChangeString(c.Change) + ")"
 	}
 	return fmt.Sprintf("%s(%s, %d)", c.Method, c.Conv, c.Seq)
 }
@@ -68,6 +78,8 @@ type Fake struct {
 	times    map[string][2]time.Time // conv/seq → delivered, read
 	calls    []Call
 	outSeq   int
+	settings protocol.UserSettings
+	presence map[string]presence
 
 	// Now stamps messages sent through the fake. Default time.Now.
 	Now func() time.Time
@@ -93,6 +105,8 @@ func NewFake(user, device, server string) *Fake {
 		receipts: map[string][]protocol.MemberReceipt{},
 		drafts:   map[string]string{},
 		times:    map[string][2]time.Time{},
+		settings: protocol.DefaultSettings(),
+		presence: map[string]presence{},
 		Now:      time.Now,
 	}
 }
