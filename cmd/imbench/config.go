@@ -133,7 +133,7 @@ func parseConfig(args []string, out io.Writer) (*Config, error) {
 
 	fs.IntVar(&cfg.Conns, "conns", 2000, "idle: connections")
 
-	fs.IntVar(&cfg.Watchers, "watchers", 100, "presence: watching connections")
+	fs.IntVar(&cfg.Watchers, "watchers", 100, "presence: watching connections (0: the flapping alone, the cost of a connection coming and going unwatched)")
 	fs.IntVar(&cfg.Watched, "watched", 100, "presence: users each watcher watches")
 	fs.IntVar(&cfg.Flappers, "flappers", 1000, "presence: users whose connection comes and goes")
 

@@ -203,7 +203,8 @@ type Watch struct {
 	contacts chat.Contacts
 	lastPush map[string]time.Time // when each watched user was last pushed
 	dirty    map[string]bool      // changed since, waiting for the interval
-	timer    *time.Timer
+	timer    *time.Timer          // armed for timerAt while users wait
+	timerAt  time.Time
 	closed   bool
 }
 
@@ -323,7 +324,8 @@ func (t *Tracker) unwatch(user string, w *Watch) bool {
 }
 
 // changed notes a change of user: pushed now if its last push is an
-// interval old, else once it is.
+// interval old, else once it is (a timer; nothing is scanned here, so a
+// user flapping costs each watch a map write).
 func (w *Watch) changed(user string) {
 	w.mu.Lock()
 	if w.closed {
@@ -331,8 +333,30 @@ func (w *Watch) changed(user string) {
 		return
 	}
 	w.dirty[user] = true
+	if due := w.lastPush[user].Add(w.t.cfg.Interval); time.Now().Before(due) {
+		w.armLocked(due)
+		w.mu.Unlock()
+		return
+	}
 	w.mu.Unlock()
 	w.flush()
+}
+
+// armLocked makes sure the timer fires by at; w.mu is held.
+func (w *Watch) armLocked(at time.Time) {
+	if w.timer != nil && !w.timerAt.After(at) {
+		return
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.timerAt = at
+	w.timer = time.AfterFunc(time.Until(at), func() {
+		w.mu.Lock()
+		w.timer = nil
+		w.mu.Unlock()
+		w.flush()
+	})
 }
 
 // flush pushes the dirty users whose interval has passed, in one frame,
@@ -360,13 +384,8 @@ func (w *Watch) flush() {
 			next = at
 		}
 	}
-	if !next.IsZero() && w.timer == nil {
-		w.timer = time.AfterFunc(next.Sub(now), func() {
-			w.mu.Lock()
-			w.timer = nil
-			w.mu.Unlock()
-			w.flush()
-		})
+	if !next.IsZero() {
+		w.armLocked(next)
 	}
 	contacts := w.contacts
 	w.mu.Unlock()
