@@ -755,7 +755,7 @@ func TestSessionMarkUnread(t *testing.T) {
 	sent := bob.SendMsg(sessAB, "hello", alice)
 	after = bob.SessionOf(sessAB)
 	want.ReadSeq, want.WriteSeq, want.UnreadCount, want.LastMsg = 4, 4, 0, &sent
-	want.Request = false // bob's first send answers alice's request
+	want.Request = false                                     // bob's first send answers alice's request
 	want.Ticks = protocol.Ticks{DeliveredSeq: 3, ReadSeq: 3} // alice is at 3, bob at 4
 	clears("a send", m, after, want)
 	bob.WantTotalUnread("", 0)
