@@ -358,11 +358,11 @@ func (v *violations) checkLocalSessions(w *World) {
 // checkServices reports clients that stopped or refused a send.
 func (v *violations) checkServices(w *World) {
 	for _, d := range sortedKeys(w.Ledger.RunErrors) {
-		v.add("engine", "%s: Run returned %s", d, w.Ledger.RunErrors[d])
+		v.add("client", "%s: Run returned %s", d, w.Ledger.RunErrors[d])
 	}
 	for _, e := range w.Ledger.Errors {
 		if e.Op == "send" {
-			v.add("engine", "%s: a send refused %d times, e.g. %s", e.Device, e.N, e.Sample)
+			v.add("client", "%s: a send refused %d times, e.g. %s", e.Device, e.N, e.Sample)
 		}
 	}
 }

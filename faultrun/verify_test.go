@@ -160,7 +160,7 @@ func TestVerifyFindsEachBrokenInvariant(t *testing.T) {
 		{"a wire tap that saw nothing", "lost", func(w *World) {
 			w.Ledger.WireFrames = 0
 		}},
-		{"an engine that reported two seqs", "seq", func(w *World) {
+		{"a client that reported two seqs", "seq", func(w *World) {
 			w.Ledger.Conflicts = append(w.Ledger.Conflicts, "alice-1: conflict")
 		}},
 		{"a queued message that never got anywhere", "unsent", func(w *World) {
@@ -248,13 +248,13 @@ func TestVerifyFindsEachBrokenInvariant(t *testing.T) {
 		{"a stored total that differs", "local-session", func(w *World) {
 			w.Devices[0].TotalUnread++
 		}},
-		{"a refused send", "engine", func(w *World) {
+		{"a refused send", "client", func(w *World) {
 			w.Ledger.Errors = append(w.Ledger.Errors, ErrorCount{Device: "bob-1", Op: "send", N: 1, Sample: "refused"})
 		}},
 		{"a server that would not answer", "server", func(w *World) {
 			w.Unreadable = []string{"history of g:team: not_found"}
 		}},
-		{"an engine that stopped", "engine", func(w *World) {
+		{"a client that stopped", "client", func(w *World) {
 			w.Ledger.RunErrors = map[string]string{"bob-1": "hello refused"}
 		}},
 	}
