@@ -105,4 +105,8 @@ type Engine interface {
 
 	// HasMessages reports whether conv holds a message.
 	HasMessages(ctx context.Context, conv string) (bool, error)
+
+	// CoMembers returns the members of every group user is a member of,
+	// as stored; any node may ask it of any user.
+	CoMembers(ctx context.Context, user string) (map[string]bool, error)
 }

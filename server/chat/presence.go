@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/imcore/im/protocol"
-	"github.com/imcore/im/server/store"
 )
 
 // PresenceState is what a node knows of a user's devices: whether one is
@@ -59,25 +58,11 @@ func (s *Service) Contacts(ctx context.Context, watcher string, users []string) 
 
 // groupMembersOf returns the members of every group user is in.
 func (s *Service) groupMembersOf(ctx context.Context, user string) (map[string]bool, *protocol.Error) {
-	out := map[string]bool{}
-	since := int64(0)
-	for {
-		page, err := s.store.Sync(ctx, user, store.SyncQuery{Since: since, Limit: MaxSyncLimit})
-		if err != nil {
-			return nil, s.internal("presence", err, "user", user)
-		}
-		for _, ss := range page.Sessions {
-			if ss.Kind == protocol.ConvGroup.String() { // members: nil once the user left
-				for _, m := range ss.Members {
-					out[m] = true
-				}
-			}
-		}
-		if !page.HasMore || page.Cursor <= since {
-			return out, nil
-		}
-		since = page.Cursor
+	out, err := s.store.CoMembers(ctx, user)
+	if err != nil {
+		return nil, s.internal("presence", err, "user", user)
 	}
+	return out, nil
 }
 
 // View is user's presence as watcher may see it (PROTOCOL.md, "Presence"):

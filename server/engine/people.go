@@ -165,3 +165,43 @@ func (e *Engine) HasMessages(ctx context.Context, conv string) (bool, error) {
 	defer cs.mu.Unlock()
 	return cs.exists && cs.maxSeq > 0, nil
 }
+
+// coMembersPage is how many sessions one read of CoMembers takes.
+const coMembersPage = 1000
+
+// CoMembers implements chat.Engine: the members of every group user is a
+// member of, read from the backend once the user's rows put on this node
+// are written (on another node's, a group joined a moment ago may show at
+// the next read). It changes nothing, so any node may ask it of any user.
+func (e *Engine) CoMembers(ctx context.Context, user string) (map[string]bool, error) {
+	if e.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	// The user's rows put here written first (its owner's, when this is
+	// its owner): a group just joined shows.
+	if err := e.flush.barrierOf(ctx, func(string) bool { return false }, func(u string) bool { return u == user }); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	q := store.SyncQuery{Limit: coMembersPage, SkipTotal: true}
+	for {
+		rows, _, err := e.be.SessionPage(ctx, user, q)
+		if err != nil {
+			return nil, err
+		}
+		for i, row := range rows {
+			if i == coMembersPage {
+				break
+			}
+			if !row.Left {
+				for _, m := range row.Members {
+					out[m] = true
+				}
+			}
+			q.Since = row.State.ActiveTS
+		}
+		if len(rows) <= coMembersPage {
+			return out, nil
+		}
+	}
+}
