@@ -80,14 +80,17 @@ func (l *link) storeMessages(msgs []protocol.Message) {
 		l.c.log.Error("update sessions", "err", err)
 	}
 	changed := make(map[string]bool)
+	var convs []string
 	for _, m := range msgs {
 		l.seen[m.Conv] = max(l.seen[m.Conv], m.Seq)
 		l.unacked[m.Conv] = true
 		if !changed[m.Conv] {
 			changed[m.Conv] = true
+			convs = append(convs, m.Conv)
 			l.c.events.push(MessagesChanged{Conv: m.Conv})
 		}
 	}
+	l.recheckPresence(convs)
 	l.c.events.push(SessionsChanged{})
 	for _, m := range fresh {
 		switch {

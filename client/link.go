@@ -62,6 +62,7 @@ type link struct {
 	opsFail   int             // session ops refused for a passing reason in a row
 	behind    behindCheck     // is the server's history behind the device's?
 	watchSent int             // the watch list's generation last sent (people.go)
+	rechecked map[string]bool // users whose presence was asked again after a message (people.go)
 }
 
 func newLink(c *Client, ws *websocket.Conn, url string) *link {

@@ -194,6 +194,7 @@ func (l *link) onSent(it localstore.OutboxItem, f protocol.Frame) {
 		if len(unknown) > 0 {
 			l.syncAll() // the first message of a conversation: its session is new
 		}
+		l.recheckPresence([]string{m.Conv})
 		l.flushOutbox()
 	case *protocol.ErrorFrame:
 		if temporary(f) {

@@ -270,6 +270,45 @@ func (l *link) sendWatch() {
 	}})
 }
 
+// recheckPresence asks the watch list's presence again when a message
+// in one of convs, direct chats, may have made its peer visible: the
+// server told the stranger's answer (nobody shares a conversation before
+// its first message), and a conversation is shared now. Once per peer and
+// connection: a peer who hides it answers the same.
+func (l *link) recheckPresence(convs []string) {
+	c, again := l.c, false
+	c.mu.Lock()
+	for _, conv := range convs {
+		peer := directPeer(conv, l.self)
+		e, ok := c.presence[peer]
+		if peer == "" || !ok || !e.live || e.p != protocol.Stranger(peer) || l.rechecked[peer] || !slices.Contains(c.watch, peer) {
+			continue
+		}
+		if l.rechecked == nil {
+			l.rechecked = make(map[string]bool)
+		}
+		l.rechecked[peer], again = true, true
+	}
+	c.mu.Unlock()
+	if again {
+		l.watchSent = -1
+		l.sendWatch()
+	}
+}
+
+// directPeer is the other member of direct conversation conv, "" when
+// conv is none.
+func directPeer(conv, self string) string {
+	parsed, ok := protocol.ParseConv(conv)
+	if !ok || parsed.Kind != protocol.ConvDirect {
+		return ""
+	}
+	if parsed.A == self {
+		return parsed.B
+	}
+	return parsed.A
+}
+
 // peopleRefused reports a refusal of a request the client made by itself
 // (the settings read, the watch list). A server that does not know the
 // frame (bad_frame: one older than the people frames) is only logged:

@@ -189,6 +189,29 @@ func TestPresenceOfAPeerGoingOffline(t *testing.T) {
 	}
 }
 
+// A peer one shares no conversation with is a stranger until the first
+// message: then its presence is asked again, and shows.
+func TestPresenceAfterTheFirstMessage(t *testing.T) {
+	env := servertest.Start(t)
+	alice := newProfile(t, env.URL, "alice", "").startOnline()
+	newProfile(t, env.URL, "bob", "").startOnline()
+	alice.client.WatchPresence([]string{"bob"})
+	alice.waitFor("the stranger's answer", func() bool {
+		p, live := alice.client.Presence("bob")
+		return live && p == protocol.Stranger("bob")
+	})
+	if _, err := alice.client.Send(conv(t, "alice", "bob"), "hi bob"); err != nil {
+		t.Fatal(err)
+	}
+	alice.waitFor("bob online", func() bool {
+		p, live := alice.client.Presence("bob")
+		return live && p.Online
+	})
+	if n := alice.client.sentCount("presence"); n != 2 {
+		t.Fatalf("%d presence requests, want 2: the watch list and once again after the first message", n)
+	}
+}
+
 // A first message from someone the user never wrote to is a request,
 // kept by the device; the user's reply ends it.
 func TestRequestFlagIsStored(t *testing.T) {

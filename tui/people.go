@@ -129,16 +129,10 @@ func directPeer(s *protocol.Session, me string) string {
 	if !ok || c.Kind != protocol.ConvDirect {
 		return ""
 	}
-	for _, u := range s.Members {
-		if u != me {
-			return u
-		}
+	if c.A == me {
+		return c.B
 	}
-	a, b, _ := strings.Cut(strings.TrimPrefix(s.Conv, "d:"), ":")
-	if a == me {
-		return b
-	}
-	return a
+	return c.A
 }
 
 // chatTitle is how the UI names chat s: a direct chat by its peer's
