@@ -19,7 +19,7 @@ func (r *rig) newChat(p pane, peer string) {
 	r.tm.waitFor(p, peer+" typed in the dialog", false, containsAll("› "+peer))
 	r.tm.keys(p, "Enter")
 	r.tm.waitFor(p, "the chat with "+peer+" open", false, func(s string) bool {
-		return !strings.Contains(s, "New chat") && strings.Contains(s, "direct chat") && strings.Contains(s, "Type a message")
+		return !strings.Contains(s, "New chat") && directChatOpen(peer)(s) && strings.Contains(s, "Type a message")
 	})
 }
 
@@ -63,11 +63,11 @@ func TestTmuxGroupCreatedOfflineKeepsFocusAndDraft(t *testing.T) {
 	// Meanwhile, bob's chat: the only row of the list.
 	r.tm.keys(alice, "Enter")
 	r.tm.text(alice, "half typed draft")
-	r.tm.waitFor(alice, "the draft in bob's chat", false, containsAll("half typed draft", "direct chat"))
+	r.tm.waitFor(alice, "the draft in bob's chat", false, allOf(containsAll("half typed draft"), directChatOpen("bob")))
 
 	r.startServer()
 	r.tm.waitFor(alice, "the group created once online", false, containsAll("● online", "👥 queued group"))
-	screen := r.tm.waitFor(alice, "bob's chat still open with the draft", false, containsAll("half typed draft", "direct chat"))
+	screen := r.tm.waitFor(alice, "bob's chat still open with the draft", false, allOf(containsAll("half typed draft"), directChatOpen("bob")))
 	if strings.Contains(screen, "2 members: alice, bob") {
 		t.Fatalf("the new group's chat took the screen:\n%s", screen)
 	}
@@ -86,10 +86,10 @@ func TestTmuxTicksAfterAZWJEmoji(t *testing.T) {
 	r.tm.text(alice, text)
 	r.tm.keys(alice, "Enter")
 
-	// bob opens the chat and reads it.
+	// bob opens the chat, alice's request, and reads it.
 	r.tm.waitFor(bob, "alice's chat in bob's list", false, containsAll("alice", "zwj"))
 	r.tm.keys(bob, "Enter")
-	r.tm.waitFor(bob, "the message in bob's open chat", false, containsAll("direct chat", "zwj"))
+	r.tm.waitFor(bob, "the message in bob's open chat", false, allOf(containsAll("zwj"), requestOpen("alice")))
 
 	r.tm.waitFor(alice, "two read ticks after the emoji", true, readTicks(regexp.MustCompile(`zwj .* x +\d\d:\d\d`), "x "))
 }

@@ -93,8 +93,7 @@ func TestTmuxOutageLosesNothing(t *testing.T) {
 	r.newChat(alice, "bob")
 	r.send(alice, "before the outage")
 	r.tm.waitFor(bob, "alice's chat in bob's list", false, containsAll("alice", "before the outage"))
-	r.tm.keys(bob, "Enter")
-	r.tm.waitFor(bob, "alice's chat open", false, chatOpen("alice", ""))
+	r.openRequest(bob, "alice")
 	r.tm.waitFor(alice, "blue ticks before the outage", true, readTicksOn("before the outage"))
 
 	r.stopServer()
@@ -133,7 +132,7 @@ func TestTmuxOutageLosesNothing(t *testing.T) {
 	r.tm.waitFor(alice, "the group in alice's list", false, containsAll("👥 queued group"))
 	r.tm.text(alice, " still here")
 	screen := r.tm.waitFor(alice, "alice still typing in bob's chat", false,
-		containsAll("draft for bob still here", "direct chat", "draft: draft for carol"))
+		allOf(containsAll("draft for bob still here", "draft: draft for carol"), directChatOpen("bob")))
 	if strings.Contains(screen, "2 members: alice, bob") {
 		t.Fatalf("the group's chat took alice's screen:\n%s", screen)
 	}

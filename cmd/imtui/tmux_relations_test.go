@@ -139,8 +139,7 @@ func TestTmuxRelationsReachTheOtherScreen(t *testing.T) {
 	r.send(alice, "helo bob")
 	r.tm.waitFor(alice, "helo bob sent", false, sentBubble("helo bob"))
 	r.tm.waitFor(bob, "alice's chat in bob's list", false, containsAll("alice", "helo bob"))
-	r.tm.keys(bob, "Enter")
-	r.tm.waitFor(bob, "alice's chat open", false, chatOpen("alice", ""))
+	r.openRequest(bob, "alice")
 	r.send(bob, "lunch tomorrow?")
 	r.tm.waitFor(alice, "bob's question in alice's chat", false, containsAll("lunch tomorrow?"))
 

@@ -106,12 +106,13 @@ func TestTmuxTwoClients(t *testing.T) {
 	tm.waitFor(bob, "alice's chat in bob's list", false, containsAll("alice", text))
 	tm.waitFor(alice, "delivered (grey) ticks on alice's message", true, ticksAre("✓✓", deliveredSGR))
 
-	// Bob opens the chat (enter on the only row, the selected one): the
-	// message is on his screen, with the terminal focused, so he reads it.
+	// Bob opens the chat (enter on the only row, the selected one), a
+	// request from alice: the message is on his screen, with the terminal
+	// focused, so he reads it.
 	tm.keys(bob, "Enter")
 	otherBubble := regexp.MustCompile(regexp.QuoteMeta(text) + ` +\d\d:\d\d`)
 	tm.waitFor(bob, "the message in bob's open chat", false, func(s string) bool {
-		return strings.Contains(s, "direct chat") && otherBubble.MatchString(s)
+		return requestOpen("alice")(s) && otherBubble.MatchString(s)
 	})
 
 	// Alice: the ticks of her bubble turn read-blue.
