@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The demo: builds imserver and imtui, starts the server on a fresh data
 # directory, seeds a few chats (a group, an account filed under a folder, a
-# sub-business with its own list) and opens tmux with alice, bob and bob's
-# second device side by side, the server's log below.
+# sub-business with its own list; Alice, Bob and Carol by their names, bob
+# has read alice's messages, carol has read receipts off so that alice's
+# message to her, read, stays at grey ticks) and opens tmux with alice, bob
+# and bob's second device side by side, the server's log below.
 #
 #   scripts/demo.sh              build, seed and attach
 #   scripts/demo.sh -cluster     the same on two nodes sharing Redis,
@@ -118,6 +120,7 @@ fi
 
 log "seeding demo chats through $url"
 "$dir/bin/imdemo" -server "$url"
+log "seeded: Alice, Bob and Carol by name; bob read alice's messages (blue ✓✓), carol has read receipts off (her chat stays grey ✓✓; S changes yours)"
 
 tui() { echo "'$dir/bin/imtui' -server $1 -data '$dir/clients' -user $2 -profile $3"; }
 # Three clients above the server's log (with -cluster, the nodes' logs):

@@ -1,11 +1,15 @@
 // Command imdemo fills a running imserver (dev auth) with a little demo
-// data: chats between alice, bob and carol, a group, an account filed
-// under a folder and a sub-business with a few chats. scripts/demo.sh runs
-// it after filing the accounts with imserver account set.
+// data: chats between alice, bob and carol, each with a display name, a
+// group, an account filed under a folder and a sub-business with a few
+// chats. bob has read alice's messages (blue ticks on her screen); carol
+// has read receipts off, so alice's message to her, read, stays at two
+// grey ticks. scripts/demo.sh runs it after filing the accounts with
+// imserver account set.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +17,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gorilla/websocket"
 
 	"github.com/imcore/im/protocol"
@@ -46,10 +51,20 @@ func seed(ctx context.Context, url string) error {
 	ab, _ := protocol.DirectConv("alice", "bob")
 	ac, _ := protocol.DirectConv("alice", "carol")
 	steps := []func() error{
+		func() error { return alice.settings(map[string]any{"name": "Alice"}) },
+		func() error { return bob.settings(map[string]any{"name": "Bob"}) },
+		// carol reads, but nobody sees it: her chat's ticks stay grey.
+		func() error { return carol.settings(map[string]any{"name": "Carol", "read_receipts": false}) },
+		func() error { return news.settings(map[string]any{"name": "Weekly News"}) },
 		func() error { return alice.send(ab, "hey bob 👋 — this is imtui") },
 		func() error { return bob.send(ab, "hi alice! ticks turn blue when I read") },
-		func() error { return alice.send(ab, "press ? in imtui for every key: p pins a chat, m mutes it") },
+		func() error {
+			return alice.send(ab, "press ? in imtui for every key: p pins a chat, m mutes it, S sets your name")
+		},
+		func() error { return bob.read(ab, alice.last[ab]) },
 		func() error { return carol.send(ac, "lunch tomorrow?") },
+		func() error { return alice.send(ac, "sure — 12:30 at the usual place?") },
+		func() error { return carol.read(ac, alice.last[ac]) },
 		func() error {
 			g, err := alice.request(&protocol.CreateGroup{Title: "launch crew", Members: []string{"bob", "carol"}, Key: "demo-crew"})
 			if err != nil {
@@ -96,6 +111,7 @@ type user struct {
 	name string
 	ws   *websocket.Conn
 	next int
+	last map[string]int64 // the seq of the user's newest message, by conversation
 }
 
 func (u *user) connect(ctx context.Context, url string) error {
@@ -113,7 +129,30 @@ func (u *user) close() { u.ws.Close() }
 func (u *user) send(conv, body string) error {
 	u.next++
 	msgID := "demo-" + u.name + "-" + strconv.Itoa(u.next)
-	_, err := u.request(&protocol.Send{Conv: conv, MsgID: msgID, Body: body, ClientTS: time.Now().UnixMilli()})
+	answer, err := u.request(&protocol.Send{Conv: conv, MsgID: msgID, Body: body, ClientTS: time.Now().UnixMilli()})
+	if err != nil {
+		return err
+	}
+	if u.last == nil {
+		u.last = map[string]int64{}
+	}
+	u.last[conv] = answer.(*protocol.Sent).Seq
+	return nil
+}
+
+// read marks conv read up to seq, as a client does once it showed it.
+func (u *user) read(conv string, seq int64) error {
+	_, err := u.request(&protocol.Read{Marks: []protocol.Mark{{Conv: conv, Seq: seq}}})
+	return err
+}
+
+// settings changes the user's settings (name, last_seen, read_receipts).
+func (u *user) settings(change map[string]any) error {
+	raw, err := json.Marshal(change)
+	if err != nil {
+		return err
+	}
+	_, err = u.request(&protocol.SettingsRequest{Settings: jsontext.Value(raw)})
 	return err
 }
 

@@ -10,13 +10,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // TestDemoShowsTheClientsSideBySide runs the README's demo
 // (scripts/demo.sh, detached) laid out for terminals of 320 and 220
 // columns and checks what a newcomer sees: every client's pane is at
 // least 100 columns wide, so the list and the chat sit side by side, and
-// bob's two devices read bob@phone and bob@tablet.
+// bob's two devices read bob@phone and bob@tablet. Alice's list names Bob
+// and Carol, and her last messages to them show blue ticks (bob read it)
+// and grey ones (carol read it with her read receipts off).
 func TestDemoShowsTheClientsSideBySide(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -86,15 +90,64 @@ func TestDemoShowsTheClientsSideBySide(t *testing.T) {
 					if len(narrow) > 0 {
 						t.Fatalf("client panes narrower than 100 columns (the chat would hide the list): %v", narrow)
 					}
-					return
+					break
 				}
 				if time.Now().After(deadline) {
 					t.Fatalf("after %v the demo shows %d client panes (want 3, with bob@phone and bob@tablet):\n%s", within, len(clients), all)
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
+
+			// Alice's list: the names, bob's read (blue) and carol's
+			// hidden read (grey).
+			readSGR, greySGR := sgrForms(tickReadColour), sgrForms(tickDeliveredColour)
+			var screen string
+			for {
+				screen = ""
+				for _, id := range strings.Fields(tmux("list-panes", "-s", "-t", "demo-test", "-F", "#{pane_id}")) {
+					if s := tmux("capture-pane", "-p", "-e", "-t", id); strings.Contains(ansi.Strip(s), "alice@laptop") {
+						screen = s
+					}
+				}
+				plain := ansi.Strip(screen)
+				bobTick, bobFg := ticksBefore(screen, "press ? in")
+				carolTick, carolFg := ticksBefore(screen, "sure — 12:30")
+				if strings.Contains(plain, "👤 Bob") && strings.Contains(plain, "👤 Carol") &&
+					bobTick == "✓✓" && readSGR[bobFg] && carolTick == "✓✓" && greySGR[carolFg] {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("alice's pane does not show Bob and Carol by name, bob's ticks blue (%s %s) and carol's grey (%s %s):\n%s",
+						bobTick, bobFg, carolTick, carolFg, plain)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 		})
 	}
+}
+
+// ticksBefore finds the tick glyphs a list row shows before the preview
+// text on a captured line with its escape sequences, and the foreground
+// they are drawn in (as ticksAfter gives it).
+func ticksBefore(screen, text string) (glyphs, fg string) {
+	for _, line := range strings.Split(screen, "\n") {
+		runes, fgs := styledRunes(line)
+		plain := string(runes)
+		at := strings.Index(plain, text)
+		if at < 0 {
+			continue
+		}
+		i := len([]rune(plain[:at])) - 1
+		for i >= 0 && runes[i] == ' ' {
+			i--
+		}
+		for ; i >= 0 && (runes[i] == '✓' || runes[i] == '◷'); i-- {
+			glyphs = string(runes[i]) + glyphs
+			fg = fgs[i]
+		}
+		return glyphs, fg
+	}
+	return "", ""
 }
 
 // freeTCPPortPair returns a loopback port that is free, as is the next one
