@@ -158,7 +158,8 @@ func (k keyMap) helpSections() []helpSection {
 		{"Everywhere", []key.Binding{g.Help, g.NextFocus, g.PrevFocus, g.Quit,
 			bind([]string{"wheel"}, "mouse wheel", "scroll"), bind([]string{"click"}, "click", "select / open a chat"), g.GroupMenu, g.Reconnect, g.SearchAll, g.Status}},
 		{"Dialogs", []key.Binding{d.Confirm, d.Cancel, d.Up, d.Down, d.NextField,
-			bind([]string{"y"}, "y / n", "yes / no (delete, quit: ←/→ enter)"), bind([]string{"1"}, "1-9", "pick an option")}},
+			bind([]string{"y"}, "y / n", "yes / no (delete, quit: ←/→ enter)"), bind([]string{"1"}, "1-9", "pick an option"),
+			bind([]string{"space"}, "space", "change a setting (also ←/→)")}},
 		{"The selected message (history)", []key.Binding{h.Reply, h.Edit, h.DeleteMsg, h.React, h.Quoted}},
 		{"A message request (history)", []key.Binding{h.Request}},
 	}
