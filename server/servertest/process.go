@@ -24,10 +24,13 @@ type Process struct {
 	t    testing.TB
 	Addr string // host:port it listens on
 	args []string
-	log  *bytes.Buffer // what every start of it wrote
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	// log is what every start of it wrote, under logMu (the process's
+	// output is copied in while Kill waits for it to exit).
+	log   *bytes.Buffer
+	logMu sync.Mutex
+	mu    sync.Mutex // cmd and done
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 // StartProcess runs imserver with args (after "serve -listen ADDR") and
@@ -133,14 +136,15 @@ func (p *Process) Ready() bool {
 // is not running).
 func (p *Process) Kill() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
+	cmd, done := p.cmd, p.done
+	p.cmd, p.done = nil, nil
+	p.mu.Unlock()
+	if cmd == nil {
 		return
 	}
-	p.cmd.Process.Signal(syscall.SIGCONT) // a paused process dies too
-	p.cmd.Process.Kill()
-	<-p.done
-	p.cmd, p.done = nil, nil
+	cmd.Process.Signal(syscall.SIGCONT) // a paused process dies too
+	cmd.Process.Kill()
+	<-done // not under p.mu: the process's last output is still being logged
 }
 
 // Pause stops the process with SIGSTOP: its sockets stay open, and it
@@ -170,8 +174,8 @@ func (p *Process) Env() *Env {
 
 // Logs returns what the process wrote, over every start.
 func (p *Process) Logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
 	return p.log.String()
 }
 
@@ -181,8 +185,8 @@ func (p *Process) logWriter() *lockedWriter { return &lockedWriter{p: p} }
 type lockedWriter struct{ p *Process }
 
 func (w *lockedWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
+	w.p.logMu.Lock()
+	defer w.p.logMu.Unlock()
 	return w.p.log.Write(b)
 }
 
