@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/imcore/im/protocol"
@@ -19,29 +20,35 @@ const (
 	aLastSeenAt = "at"
 )
 
-// Person implements store.Backend.
+// Person implements store.Backend: both items in one query of the
+// user's partition of the users table.
 func (s *Backend) Person(ctx context.Context, user string) (store.Person, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.Person{}, err
 	}
 	p := store.Person{Settings: protocol.DefaultSettings()}
-	it, err := s.getItem(ctx, tUsers, userItemKey(user, "settings"))
+	items, err := s.query(ctx, &dynamodb.QueryInput{
+		TableName:                 s.table(tUsers),
+		KeyConditionExpression:    aws.String("#u = :u AND #i BETWEEN :a AND :z"),
+		ExpressionAttributeNames:  map[string]string{"#u": aUser, "#i": aItem},
+		ExpressionAttributeValues: item{":u": strV(user), ":a": strV("last_seen"), ":z": strV("settings")},
+	}, 0)
 	if err != nil {
 		return store.Person{}, fmt.Errorf("settings of %s: %w", user, err)
 	}
-	if raw := it.str(aSettings); raw != "" {
-		if err := json.Unmarshal([]byte(raw), &p.Settings); err != nil {
-			return store.Person{}, fmt.Errorf("settings of %s: %w", user, err)
-		}
-		if p.Settings.Blocked == nil {
-			p.Settings.Blocked = []string{}
+	for _, it := range items {
+		switch it.str(aItem) {
+		case "settings":
+			if err := json.Unmarshal([]byte(it.str(aSettings)), &p.Settings); err != nil {
+				return store.Person{}, fmt.Errorf("settings of %s: %w", user, err)
+			}
+			if p.Settings.Blocked == nil {
+				p.Settings.Blocked = []string{}
+			}
+		case "last_seen":
+			p.LastSeen = it.num(aLastSeenAt)
 		}
 	}
-	seen, err := s.getItem(ctx, tUsers, userItemKey(user, "last_seen"))
-	if err != nil {
-		return store.Person{}, fmt.Errorf("last seen of %s: %w", user, err)
-	}
-	p.LastSeen = seen.num(aLastSeenAt)
 	return p, nil
 }
 
