@@ -61,6 +61,7 @@ func BenchmarkPausedOwnerAnswersAgain(b *testing.B) {
 				mu.Lock()
 				last = max(last, time.Since(frozen))
 				mu.Unlock()
+				c.Close() // a user may hold 64 connections at most: one per send
 			})
 		}
 		wg.Wait()
