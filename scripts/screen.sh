@@ -176,10 +176,10 @@ wait_for alice "bob's question" 'new ticks in it\?'
 to_history alice
 wait_for alice "bob's question selected" '▌.*new ticks in it\?'
 keys alice R
-wait_for alice "the reply's bar" '↪ Replying to bob'
+wait_for alice "the reply's bar" '↪ Replying to Bob'
 type_text alice "yes, replies and reactions too"
 keys alice Enter
-wait_for alice "her reply read, under its quote" '↪ bob: on it' "reactions too +$at $read"
+wait_for alice "her reply read, under its quote" '↪ Bob: on it' "reactions too +$at $read"
 
 log "bob reacts to the reply"
 wait_for bob "the reply at bob" 'reactions too'
