@@ -95,6 +95,9 @@ type Engine interface {
 	// every node once a change of them was answered.
 	Person(ctx context.Context, user string) (store.Person, error)
 
+	// People is Person for several users at once.
+	People(ctx context.Context, users []string) (map[string]store.Person, error)
+
 	// ChangeSettings applies change to user's settings (the node that
 	// owns the user runs it) and returns them as written; an error of
 	// change is returned as it is and changes nothing.

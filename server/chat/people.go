@@ -148,15 +148,15 @@ func (s *Service) checkNotBlocked(ctx context.Context, conv protocol.Conv, user 
 // checkMayAdd refuses a group creation or an add by actor naming a user
 // who blocked actor.
 func (s *Service) checkMayAdd(ctx context.Context, actor string, users []string) *protocol.Error {
+	people, err := s.store.People(ctx, users)
+	if err != nil {
+		return s.internal("settings", err, "user", actor)
+	}
 	for _, u := range users {
 		if u == actor {
 			continue
 		}
-		blocked, perr := s.blocks(ctx, u, actor)
-		if perr != nil {
-			return perr
-		}
-		if blocked {
+		if _, blocked := slices.BinarySearch(people[u].Settings.Blocked, actor); blocked {
 			return protocol.Errorf(protocol.CodeForbidden, "%s cannot be added by you", u)
 		}
 	}

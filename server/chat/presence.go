@@ -40,6 +40,10 @@ func (s *Service) Contacts(ctx context.Context, watcher string, users []string) 
 			missing = append(missing, u)
 		}
 	}
+	// The settings the views will read, read together now.
+	if _, err := s.store.People(ctx, append(slices.Clone(users), watcher)); err != nil {
+		return nil, s.internal("presence", err, "user", watcher)
+	}
 	if len(missing) == 0 {
 		return out, nil
 	}

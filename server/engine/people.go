@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
 )
@@ -50,6 +52,50 @@ func (e *Engine) Person(ctx context.Context, user string) (store.Person, error) 
 	}
 	e.people.mu.Unlock()
 	return p, nil
+}
+
+// peopleReads bounds the reads of People in flight at once.
+const peopleReads = 32
+
+// People implements chat.Engine: the settings and last seen of users,
+// those not kept yet read concurrently (a group of 500 created at once
+// reads its members' blocks in a few round trips, not 500 in a row).
+func (e *Engine) People(ctx context.Context, users []string) (map[string]store.Person, error) {
+	out := make(map[string]store.Person, len(users))
+	var missing []string
+	e.people.mu.Lock()
+	for _, u := range users {
+		if p, ok := e.people.m[u]; ok {
+			out[u] = p
+		} else {
+			missing = append(missing, u)
+		}
+	}
+	e.people.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	var (
+		mu sync.Mutex
+		g  errgroup.Group
+	)
+	g.SetLimit(peopleReads)
+	for _, u := range missing {
+		g.Go(func() error {
+			p, err := e.Person(ctx, u)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out[u] = p
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ChangeSettings implements chat.Engine: change is applied to user's
