@@ -122,20 +122,12 @@ IM_TEST_STORE=dynamodb pass dynamodb ./server/ ./client/ &
 background+=($!)
 set +m
 
-# The in-memory pass runs beside the -race pass too: both are mostly
-# CPU, but their tests wait on timers and sockets often enough that the
-# two cores are only about half busy with one of them.
-log "go test -race ./server/ ./client/ on the in-memory backend, beside the rest"
-set -m
-IM_TEST_STORE=memory pass memory "${race[@]}" ./server/ ./client/ &
-background+=($!)
-set +m
-
 failed=()
 log "go test -race ./..."
 pass race "${race[@]}" ./... || failed+=(race)
-log "waiting for the in-memory and DynamoDB passes"
-wait "${background[1]}" || failed+=(memory)
+log "go test -race ./server/ ./client/ on the in-memory backend"
+IM_TEST_STORE=memory pass memory "${race[@]}" ./server/ ./client/ || failed+=(memory)
+log "waiting for the DynamoDB pass"
 wait "${background[0]}" || failed+=(dynamodb)
 background=()
 if [ ${#failed[@]} -gt 0 ]; then
