@@ -94,7 +94,9 @@ func (t *Tracker) Connected(user string) {
 	watches := t.watchesOf(user, first)
 	t.mu.Unlock()
 	if first && t.cfg.Elsewhere != nil {
-		t.cfg.Elsewhere.Tell(context.Background(), user, true, 0)
+		// Not on the connection's way in: the watching nodes read the
+		// state when they push, so the order of two tells matters not.
+		go t.cfg.Elsewhere.Tell(context.Background(), user, true, 0)
 	}
 	for _, w := range watches {
 		w.changed(user)
@@ -122,7 +124,7 @@ func (t *Tracker) Disconnected(user string) {
 		}
 	}
 	if t.cfg.Elsewhere != nil {
-		t.cfg.Elsewhere.Tell(context.Background(), user, false, at)
+		go t.cfg.Elsewhere.Tell(context.Background(), user, false, at)
 	}
 	for _, w := range watches {
 		w.changed(user)
