@@ -78,6 +78,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/imcore/im/server/store"
 )
 
@@ -90,8 +92,11 @@ type Engine struct {
 	log    *slog.Logger
 	users  *userTable
 	convs  *convTable
-	flush  *flusher
-	owners Owners
+	// hydrating shares the backend reads of loads missing the same
+	// users and sessions at once (hydrateShared).
+	hydrating singleflight.Group
+	flush     *flusher
+	owners    Owners
 	// editWindow bounds edits and deletions (Options.EditWindow).
 	editWindow time.Duration
 	// appendSlots bounds the owner's appends in flight (ownedappend.go).

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
@@ -246,7 +248,7 @@ func (e *Engine) load(ctx context.Context, needs []need) error {
 		if len(missing) == 0 {
 			return nil
 		}
-		if err := e.hydrate(ctx, missingUsers, missing); err != nil {
+		if err := e.hydrateShared(ctx, missingUsers, missing); err != nil {
 			return err
 		}
 		// Again for what was missing: a session just read may be filed
@@ -287,6 +289,33 @@ func (t *userTable) missing(needs []need) (users []string, sessions []need) {
 	}
 	slices.Sort(users)
 	return slices.Compact(users), sessions
+}
+
+// hydrateTimeout bounds a shared hydrate, which no one caller's context
+// bounds.
+const hydrateTimeout = 30 * time.Second
+
+// hydrateShared is hydrate, read once for the loads that miss the same
+// users and sessions at once: a conversation's first messages, in flight
+// together, each miss its members, and would each read them.
+func (e *Engine) hydrateShared(ctx context.Context, users []string, sessions []need) error {
+	keys := make([]string, len(sessions))
+	for i, n := range sessions {
+		keys[i] = n.user + "\x00" + n.conv
+	}
+	slices.Sort(keys)
+	ch := e.hydrating.DoChan(strings.Join(keys, "\x01"), func() (any, error) {
+		// Not the first caller's context: the others wait on this read.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hydrateTimeout)
+		defer cancel()
+		return nil, e.hydrate(hctx, users, sessions)
+	})
+	select {
+	case r := <-ch:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // hydrate reads users and sessions from the backend and installs what is
