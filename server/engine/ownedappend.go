@@ -146,7 +146,10 @@ func (e *Engine) appendAt(ctx context.Context, cs *convState, msg protocol.Messa
 			cs.mu.Unlock()
 			return store.AppendResult{}, store.ErrMoved
 		}
-		res, err := e.be.AppendAt(ctx, msg)
+		cs.mu.Lock()
+		given := cs.assigned
+		cs.mu.Unlock()
+		res, err := e.be.AppendAt(ctx, msg, given)
 		<-e.appendSlots
 		if errors.Is(err, store.ErrSeqTaken) {
 			if err := e.catchUp(ctx, cs); err != nil {

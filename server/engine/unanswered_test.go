@@ -19,7 +19,7 @@ import (
 // an owner's backend does.
 type seqLog struct{ *memstore.Backend }
 
-func (s seqLog) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+func (s seqLog) AppendAt(ctx context.Context, m protocol.Message, _ int64) (store.AppendResult, error) {
 	// A seq at or below the newest is taken (the log keeps no gap below
 	// its newest); one past the next would leave a gap memstore cannot
 	// hold.

@@ -53,8 +53,12 @@ type Backend interface {
 	// (Duplicate, or ErrMsgIDTaken). The owner checked that a group
 	// exists before it gave the seq: AppendAt need not read it again. A
 	// seq stays unused only while its append fails, and the owner gives
-	// it to the next message.
-	AppendAt(ctx context.Context, msg protocol.Message) (AppendResult, error)
+	// it to the next message. given is the highest seq the owner has
+	// given in the conversation so far (msg.Seq or above): a backend that
+	// lists the conversation's seqs before their messages are written may
+	// list them up to there at once, for the appends in flight behind this
+	// one.
+	AppendAt(ctx context.Context, msg protocol.Message, given int64) (AppendResult, error)
 
 	// NewestSeq returns the newest seq conv's log holds or has promised
 	// (a backend may promise a seq before the message is written there).

@@ -17,7 +17,7 @@ func testAppendAt(t *testing.T, b store.Backend) {
 	ctx := t.Context()
 	at := func(m protocol.Message, seq int64) (store.AppendResult, error) {
 		m.Seq = seq
-		return sa.AppendAt(ctx, m)
+		return sa.AppendAt(ctx, m, seq)
 	}
 	// Seq 2 is written before seq 1: both are stored where they were given.
 	if res, err := at(msg(dAB, "alice", "m2"), 2); err != nil || res.Msg.Seq != 2 || res.Duplicate {

@@ -283,9 +283,10 @@ func (s *Backend) raiseMax(ctx context.Context, conv string, seq int64, kind pro
 // unlisted (a crash after the put leaves it to repair); raised for a seq
 // that ends up without a message, it leaves a hole that the next message,
 // or the repair, fills. Two round trips before the message is durable,
-// not three; the raises of a conversation's appends in flight together
-// are one write (maxRaises).
-func (s *Backend) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+// not three; the raise goes up to given at once, so that the appends in
+// flight behind this one find their seqs raised, and those in flight
+// together wait for one write (maxRaises).
+func (s *Backend) AppendAt(ctx context.Context, m protocol.Message, given int64) (store.AppendResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.AppendResult{}, err
 	}
@@ -297,7 +298,7 @@ func (s *Backend) AppendAt(ctx context.Context, m protocol.Message) (store.Appen
 	raised := make(chan struct{})
 	go func() {
 		defer close(raised)
-		raiseErr = s.raise(context.WithoutCancel(ctx), m.Conv, m.Seq, parsed.Kind)
+		raiseErr = s.raise(context.WithoutCancel(ctx), m.Conv, m.Seq, max(given, m.Seq), parsed.Kind)
 	}()
 	reserved, err := s.reserveID(ctx, m, m.Seq)
 	<-raised

@@ -47,10 +47,10 @@ func TestAppendsInFlightShareOneMaxSeqRaise(t *testing.T) {
 
 	const n = 8
 	errs := make(chan error, n)
-	go func() { errs <- s.raise(t.Context(), conv, 1, protocol.ConvDirect) }()
+	go func() { errs <- s.raise(t.Context(), conv, 1, 1, protocol.ConvDirect) }()
 	<-entered
 	for seq := int64(2); seq <= n; seq++ {
-		go func() { errs <- s.raise(t.Context(), conv, seq, protocol.ConvDirect) }()
+		go func() { errs <- s.raise(t.Context(), conv, seq, seq, protocol.ConvDirect) }()
 	}
 	// Every later raise is waiting behind the one held.
 	deadline := time.Now().Add(10 * time.Second)
@@ -92,4 +92,77 @@ func waiting(s *Backend, conv string) int {
 		return len(c.waiting)
 	}
 	return 0
+}
+
+// TestARaiseCoversTheSeqsGivenBehindIt: a raise goes up to the highest
+// seq the owner has given, so the appends in flight behind it, whose seqs
+// it covers, write nothing to the conversation; a seq above it is raised
+// again.
+func TestARaiseCoversTheSeqsGivenBehindIt(t *testing.T) {
+	s, calls := countingBackend(t)
+	conv, _ := protocol.DirectConv("alice", "bob")
+	maxSeq := func() int64 {
+		t.Helper()
+		rec, err := s.Conversation(t.Context(), conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.MaxSeq
+	}
+
+	// Seq 1 raised while the owner has given seqs up to 4.
+	start := calls.Load()
+	if err := s.raise(t.Context(), conv, 1, 4, protocol.ConvDirect); err != nil {
+		t.Fatal(err)
+	}
+	raised := calls.Load() - start
+	if got := maxSeq(); got != 4 {
+		t.Fatalf("max seq after a raise of seq 1 with 4 given = %d, want 4", got)
+	}
+	start = calls.Load()
+	for seq := int64(2); seq <= 4; seq++ {
+		if err := s.raise(t.Context(), conv, seq, seq, protocol.ConvDirect); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if raised != 1 {
+		t.Errorf("the raise of seq 1 took %d calls, want 1", raised)
+	}
+	if got := calls.Load() - start; got != 0 {
+		t.Errorf("seqs 2 to 4, given before seq 1 was raised, took %d calls, want 0", got)
+	}
+	// Seq 5 was not given then: it is raised.
+	start = calls.Load()
+	if err := s.raise(t.Context(), conv, 5, 5, protocol.ConvDirect); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load() - start; got != 1 {
+		t.Errorf("the raise of seq 5 took %d calls, want 1", got)
+	}
+	if got := maxSeq(); got != 5 {
+		t.Errorf("max seq = %d, want 5", got)
+	}
+}
+
+// countingBackend is a fresh backend whose DynamoDB calls are counted.
+func countingBackend(t *testing.T) (*Backend, *atomic.Int64) {
+	t.Helper()
+	var calls atomic.Int64
+	count := smithymiddleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in smithymiddleware.InitializeInput, next smithymiddleware.InitializeHandler) (smithymiddleware.InitializeOutput, smithymiddleware.Metadata, error) {
+		if awsmiddleware.GetOperationName(ctx) != "DescribeTable" {
+			calls.Add(1)
+		}
+		return next.HandleInitialize(ctx, in)
+	})
+	db, err := NewClient(t.Context(), testservices.DynamoDB(t), "us-east-1", func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *smithymiddleware.Stack) error {
+			return st.Initialize.Add(count, smithymiddleware.After)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := openFresh(t, nil)
+	s.db = db
+	return s, &calls
 }

@@ -187,7 +187,7 @@ func (c *conv) has(seq int64) bool {
 }
 
 // AppendAt implements store.Backend: Append, at the seq m carries.
-func (s *Backend) AppendAt(ctx context.Context, m protocol.Message) (store.AppendResult, error) {
+func (s *Backend) AppendAt(ctx context.Context, m protocol.Message, _ int64) (store.AppendResult, error) {
 	if m.Seq <= 0 {
 		return store.AppendResult{}, fmt.Errorf("append to %s: seq %d is not a seq", m.Conv, m.Seq)
 	}

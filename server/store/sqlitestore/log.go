@@ -21,7 +21,7 @@ func (s *Backend) Append(ctx context.Context, msg protocol.Message) (store.Appen
 
 // AppendAt implements store.Backend: one write of the writer's next
 // batch, at msg.Seq, which the conversation's owner gave it.
-func (s *Backend) AppendAt(ctx context.Context, msg protocol.Message) (store.AppendResult, error) {
+func (s *Backend) AppendAt(ctx context.Context, msg protocol.Message, _ int64) (store.AppendResult, error) {
 	if msg.Seq <= 0 {
 		return store.AppendResult{}, fmt.Errorf("append to %s: seq %d is not a seq", msg.Conv, msg.Seq)
 	}
