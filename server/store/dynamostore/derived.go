@@ -213,7 +213,7 @@ func (s *Backend) applyGone(ctx context.Context, g store.MemberGone) error {
 // Join row replaces a row of an earlier joining. A row other than a Join
 // exists but for a member's first boundary, so it is raised first, both
 // boundaries in one update, and put only when that found no row: one
-// call in the common case.
+// call in the common case. A Fresh row, a member's first, is put first.
 func (s *Backend) applyBoundary(ctx context.Context, r store.BoundaryRow) error {
 	key := userConvKey(r.User, r.Conv)
 	delivered := max(r.DeliveredSeq, r.ReadSeq)
@@ -223,7 +223,8 @@ func (s *Backend) applyBoundary(ctx context.Context, r store.BoundaryRow) error 
 			names, item{":d": numV(delivered), ":r": numV(r.ReadSeq)})
 	}
 	row := item{aUser: strV(r.User), aConv: strV(r.Conv), aDelivered: numV(delivered), aRead: numV(r.ReadSeq), aJoined: numV(r.JoinedSeq)}
-	if r.Join {
+	switch {
+	case r.Join:
 		ok, err := s.put(ctx, tStatus, row, "attribute_not_exists(#u) OR #j < :j", map[string]string{"#u": aUser, "#j": aJoined}, item{":j": numV(r.JoinedSeq)})
 		if err != nil || ok {
 			return err
@@ -231,7 +232,15 @@ func (s *Backend) applyBoundary(ctx context.Context, r store.BoundaryRow) error 
 		if ok, err := raiseBoth(); err != nil || ok {
 			return err
 		}
-	} else {
+	case r.Fresh:
+		ok, err := s.put(ctx, tStatus, row, "attribute_not_exists(#u)", map[string]string{"#u": aUser}, nil)
+		if err != nil || ok {
+			return err
+		}
+		if ok, err := raiseBoth(); err != nil || ok {
+			return err
+		}
+	default:
 		if ok, err := raiseBoth(); err != nil || ok {
 			return err
 		}
