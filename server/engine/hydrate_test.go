@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/imcore/im/protocol"
 	"github.com/imcore/im/server/store"
@@ -50,13 +49,7 @@ func TestLoadsMissingTheSameSessionsAtOnceReadThemOnce(t *testing.T) {
 		wg.Go(func() { errs <- e.load(t.Context(), needs) })
 	}
 	// Every load waits on the one read under way before it is let go.
-	deadline := time.Now().Add(10 * time.Second)
-	for waitingIn("engine.(*Engine).hydrateShared") < loads {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d loads waiting on a hydrate, want %d", waitingIn("engine.(*Engine).hydrateShared"), loads)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() bool { return waitingIn("engine.(*Engine).hydrateShared") == loads })
 	close(be.release)
 	wg.Wait()
 	close(errs)

@@ -352,7 +352,7 @@ func (s *Backend) applyConv(ctx context.Context, c store.ConvDerived, boundaries
 	names["#c"], names["#d"], names["#td"], names["#tr"] = aConv, aDerivedSeq, aTickDeliv, aTickRead
 	values[":d"], values[":td"], values[":tr"] = numV(c.DerivedSeq), numV(c.Ticks.DeliveredSeq), numV(c.Ticks.ReadSeq)
 	after, ok, err := s.updateReturning(ctx, tConvs, key, "SET "+strings.Join(append([]string{"#d = :d, #td = :td, #tr = :tr"}, set...), ", "),
-		"attribute_exists(#c) AND #d <= :d AND #td <= :td AND #tr <= :tr"+andAll(cond), names, values)
+		strings.Join(append([]string{"attribute_exists(#c) AND #d <= :d AND #td <= :td AND #tr <= :tr"}, cond...), " AND "), names, values)
 	if err != nil {
 		return err
 	}
@@ -383,14 +383,6 @@ func (s *Backend) applyConv(ctx context.Context, c store.ConvDerived, boundaries
 	_, err = s.update(ctx, tConvs, key, "REMOVE #b", "attribute_exists(#b) AND #m <= #d AND attribute_not_exists(#p)",
 		map[string]string{"#b": aBehind, "#m": aMaxSeq, "#d": aDerivedSeq, "#p": aPendingCh}, nil)
 	return err
-}
-
-// andAll joins conditions after a first one.
-func andAll(conds []string) string {
-	if len(conds) == 0 {
-		return ""
-	}
-	return " AND " + strings.Join(conds, " AND ")
 }
 
 // behindDue says whether a conversation's item carries a behind marker
