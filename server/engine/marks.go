@@ -180,7 +180,8 @@ func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store
 		mm.pending, clear = false, mm.delivered
 	}
 	r := cs.raiseTicks()
-	row := store.BoundaryRow{User: user, Conv: cs.conv, DeliveredSeq: mm.delivered, ReadSeq: mm.read}
+	row := store.BoundaryRow{User: user, Conv: cs.conv, DeliveredSeq: mm.delivered, ReadSeq: mm.read, Fresh: mm.unstored}
+	mm.unstored = false
 	head := cs.head()
 	return r, func(b *batch) {
 		b.boundary(row)
