@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -67,7 +65,7 @@ func config(t testing.TB, options ...func(*server.Config)) server.Config {
 		DataDir: t.TempDir(),
 		Auth:    server.AuthDev,
 		Gateway: gateway.DefaultConfig(),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:  failureLog(t),
 	}
 	cfg.Backend, cfg.Cluster = TestStorage(t)
 	be, cluster := cfg.Backend, cfg.Cluster
