@@ -18,6 +18,11 @@ var errFlusherClosed = fmt.Errorf("engine: %w", store.ErrClosed)
 // flushRetry is the wait before writing again a batch the backend refused.
 const flushRetry = 100 * time.Millisecond
 
+// failingWriteWait is how long a barrier waits on writes that keep failing
+// before it gives up with their error: a shard's lease (a node that
+// cannot write for that long has lost it anyway).
+const failingWriteWait = 5 * time.Second
+
 // flusher writes derived rows behind: the engine puts rows as it derives
 // them, coalesced by key into the current batch; one goroutine hands each
 // batch to Backend.Apply, while the next one fills. A batch the backend
@@ -143,12 +148,17 @@ func (f *flusher) current() uint64 {
 	return f.gen
 }
 
-// wait returns once generation g is written, or its write failed.
+// wait returns once generation g is written. A write that fails is
+// retried by the writer (a lease not yet renewed, a request timed out):
+// wait returns the write's error only once writes have failed for
+// failingWriteWait on end, storage that is down rather than refusing for
+// a moment, or when ctx ends first.
 func (f *flusher) wait(ctx context.Context, g uint64) error {
 	select {
 	case f.kick <- struct{}{}:
 	default:
 	}
+	var failingSince time.Time
 	for {
 		f.mu.Lock()
 		done, failed, err, changed, closed := f.done, f.failed, f.err, f.changed, f.closed
@@ -156,14 +166,19 @@ func (f *flusher) wait(ctx context.Context, g uint64) error {
 		switch {
 		case done >= g:
 			return nil
-		case failed >= g:
-			return err
 		case closed:
 			return errFlusherClosed
+		case failed >= g && failingSince.IsZero():
+			failingSince = time.Now()
+		case failed >= g && time.Since(failingSince) >= failingWriteWait:
+			return err
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			if failed >= g {
+				return fmt.Errorf("%w (the last write: %w)", ctx.Err(), err)
+			}
 			return ctx.Err()
 		case <-f.stopped:
 		}
