@@ -100,8 +100,7 @@ func (e *Engine) deriveMessage(ctx context.Context, cs *convState, m protocol.Me
 		// shown one (member.unshown).
 		s.delivered, s.read = max(s.delivered, m.Seq), max(s.read, m.Seq, s.unshown)
 		s.unshown = 0
-		boundaries = append(boundaries, store.BoundaryRow{User: m.From, Conv: cs.conv, DeliveredSeq: s.delivered, ReadSeq: s.read, Fresh: s.unstored})
-		s.unstored = false
+		boundaries = append(boundaries, store.BoundaryRow{User: m.From, Conv: cs.conv, DeliveredSeq: s.delivered, ReadSeq: s.read})
 		if s.pending && s.delivered >= cs.maxSeq {
 			s.pending = false
 			puts = append(puts, store.PendingRow{User: m.From, Conv: cs.conv, Clear: s.delivered})

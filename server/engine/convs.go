@@ -91,12 +91,8 @@ type member struct {
 	// It is kept in memory only; the stored boundary is the shown one,
 	// and the member's own session holds its read.
 	unshown int64
-	// unstored says no boundary row of the member is stored yet, as far
-	// as this owner knows: its first row is put rather than merged
-	// (store.BoundaryRow.Fresh).
-	unstored bool
-	pending  bool
-	first    int64 // first undelivered seq of the pending row
+	pending bool
+	first   int64 // first undelivered seq of the pending row
 }
 
 // get returns conv's state, hydrated from the backend on first use.
@@ -163,7 +159,7 @@ func (cs *convState) load(rec store.ConvRecord) {
 	if cs.parsed.Kind == protocol.ConvDirect {
 		for _, u := range []string{cs.parsed.A, cs.parsed.B} {
 			if cs.members[u] == nil {
-				cs.members[u] = &member{joined: 1, unstored: true}
+				cs.members[u] = &member{joined: 1}
 			}
 		}
 	}

@@ -416,7 +416,6 @@ func (b *batch) boundary(r store.BoundaryRow) {
 		return
 	}
 	op.row.DeliveredSeq = max(op.row.DeliveredSeq, r.DeliveredSeq)
-	op.row.Fresh = op.row.Fresh || r.Fresh
 	op.row.ReadSeq = max(op.row.ReadSeq, r.ReadSeq)
 }
 

@@ -180,8 +180,7 @@ func (e *Engine) moveBoundary(cs *convState, user string, mm *member, kind store
 		mm.pending, clear = false, mm.delivered
 	}
 	r := cs.raiseTicks()
-	row := store.BoundaryRow{User: user, Conv: cs.conv, DeliveredSeq: mm.delivered, ReadSeq: mm.read, Fresh: mm.unstored}
-	mm.unstored = false
+	row := store.BoundaryRow{User: user, Conv: cs.conv, DeliveredSeq: mm.delivered, ReadSeq: mm.read}
 	head := cs.head()
 	return r, func(b *batch) {
 		b.boundary(row)

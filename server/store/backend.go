@@ -291,10 +291,6 @@ type BoundaryRow struct {
 	// back), with JoinedSeq: its boundaries are set, not merged.
 	Join      bool
 	JoinedSeq int64
-	// Fresh says the writer knows of no stored row of the member: a
-	// backend that merges a row into the stored one may try putting it
-	// first. Only a hint: the row is merged all the same.
-	Fresh bool
 }
 
 // PendingRow puts or clears a pending-delivery row.

@@ -15,8 +15,8 @@ import (
 )
 
 // Conversation implements store.Backend: the conversation's item (a group
-// change cut short is finished first), then its members' boundary and
-// pending rows in one batch read.
+// change cut short is finished first; a direct chat's boundaries are on
+// it), then its members' boundary and pending rows in one batch read.
 func (s *Backend) Conversation(ctx context.Context, conv string) (store.ConvRecord, error) {
 	if err := s.checkOpen(); err != nil {
 		return store.ConvRecord{}, err
@@ -48,6 +48,9 @@ func (s *Backend) Conversation(ctx context.Context, conv string) (store.ConvReco
 		m := &rec.Members[i]
 		if st := rows[tStatus][m.User]; st != nil {
 			m.DeliveredSeq, m.ReadSeq, m.HasBoundaries = st.num(aDelivered), st.num(aRead), true
+		}
+		if d, r, ok := directBoundary(c, conv, m.User); ok {
+			m.DeliveredSeq, m.ReadSeq, m.HasBoundaries = max(m.DeliveredSeq, d), max(m.ReadSeq, r), true
 		}
 		if p := rows[tPending][m.User]; p != nil {
 			m.IsPending, m.FirstUndelivered = true, p.num(aFirst)

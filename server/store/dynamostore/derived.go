@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -39,6 +40,12 @@ func (s *Backend) Apply(ctx context.Context, d store.Derived) error {
 		return err
 	}
 	writes := userWrites(d)
+	direct, rest := directRaises(d.Boundaries)
+	d.Boundaries = rest
+	heads := map[string]bool{}
+	for _, c := range d.Convs {
+		heads[c.Conv] = true
+	}
 	err := s.phase(ctx, func(g *errgroup.Group, ctx context.Context) {
 		for _, w := range writes {
 			g.Go(func() error {
@@ -62,9 +69,14 @@ func (s *Backend) Apply(ctx context.Context, d store.Derived) error {
 		}
 	}, func(g *errgroup.Group, ctx context.Context) {
 		s.memberRows(ctx, g, d)
+		for conv, attrs := range direct {
+			if !heads[conv] {
+				g.Go(func() error { return s.raiseAttrs(ctx, conv, attrs) })
+			}
+		}
 	}, func(g *errgroup.Group, ctx context.Context) {
 		for _, c := range d.Convs {
-			g.Go(func() error { return s.applyConv(ctx, c) })
+			g.Go(func() error { return s.applyConv(ctx, c, direct[c.Conv]) })
 		}
 	})
 	if err != nil {
@@ -213,7 +225,7 @@ func (s *Backend) applyGone(ctx context.Context, g store.MemberGone) error {
 // Join row replaces a row of an earlier joining. A row other than a Join
 // exists but for a member's first boundary, so it is raised first, both
 // boundaries in one update, and put only when that found no row: one
-// call in the common case. A Fresh row, a member's first, is put first.
+// call in the common case.
 func (s *Backend) applyBoundary(ctx context.Context, r store.BoundaryRow) error {
 	key := userConvKey(r.User, r.Conv)
 	delivered := max(r.DeliveredSeq, r.ReadSeq)
@@ -223,8 +235,7 @@ func (s *Backend) applyBoundary(ctx context.Context, r store.BoundaryRow) error 
 			names, item{":d": numV(delivered), ":r": numV(r.ReadSeq)})
 	}
 	row := item{aUser: strV(r.User), aConv: strV(r.Conv), aDelivered: numV(delivered), aRead: numV(r.ReadSeq), aJoined: numV(r.JoinedSeq)}
-	switch {
-	case r.Join:
+	if r.Join {
 		ok, err := s.put(ctx, tStatus, row, "attribute_not_exists(#u) OR #j < :j", map[string]string{"#u": aUser, "#j": aJoined}, item{":j": numV(r.JoinedSeq)})
 		if err != nil || ok {
 			return err
@@ -232,15 +243,7 @@ func (s *Backend) applyBoundary(ctx context.Context, r store.BoundaryRow) error 
 		if ok, err := raiseBoth(); err != nil || ok {
 			return err
 		}
-	case r.Fresh:
-		ok, err := s.put(ctx, tStatus, row, "attribute_not_exists(#u)", map[string]string{"#u": aUser}, nil)
-		if err != nil || ok {
-			return err
-		}
-		if ok, err := raiseBoth(); err != nil || ok {
-			return err
-		}
-	default:
+	} else {
 		if ok, err := raiseBoth(); err != nil || ok {
 			return err
 		}
@@ -338,16 +341,18 @@ func (s *Backend) applySession(ctx context.Context, st session.State, fence int6
 }
 
 // applyConv max-merges a conversation's tick minimum and raises its
-// derived watermark (all three at once when all rise), then drops the
-// behind marker once the watermark reached the max seq. The raise answers
-// the item as it left it, so the marker's removal is tried only when that
+// derived watermark (all three at once when all rise), with a direct
+// chat's boundaries (direct.go) in the same write, then drops the behind
+// marker once the watermark reached the max seq. The raise answers the
+// item as it left it, so the marker's removal is tried only when that
 // item says it is due (or when nothing rose, and so nothing was seen).
-func (s *Backend) applyConv(ctx context.Context, c store.ConvDerived) error {
+func (s *Backend) applyConv(ctx context.Context, c store.ConvDerived, boundaries []attrRaise) error {
 	key := convKey(c.Conv)
-	names := map[string]string{"#c": aConv, "#d": aDerivedSeq, "#td": aTickDeliv, "#tr": aTickRead}
-	after, ok, err := s.updateReturning(ctx, tConvs, key, "SET #d = :d, #td = :td, #tr = :tr",
-		"attribute_exists(#c) AND #d <= :d AND #td <= :td AND #tr <= :tr", names,
-		item{":d": numV(c.DerivedSeq), ":td": numV(c.Ticks.DeliveredSeq), ":tr": numV(c.Ticks.ReadSeq)})
+	set, cond, names, values := raiseClauses(boundaries)
+	names["#c"], names["#d"], names["#td"], names["#tr"] = aConv, aDerivedSeq, aTickDeliv, aTickRead
+	values[":d"], values[":td"], values[":tr"] = numV(c.DerivedSeq), numV(c.Ticks.DeliveredSeq), numV(c.Ticks.ReadSeq)
+	after, ok, err := s.updateReturning(ctx, tConvs, key, "SET "+strings.Join(append([]string{"#d = :d, #td = :td, #tr = :tr"}, set...), ", "),
+		strings.Join(append([]string{"attribute_exists(#c) AND #d <= :d AND #td <= :td AND #tr <= :tr"}, cond...), " AND "), names, values)
 	if err != nil {
 		return err
 	}
@@ -367,6 +372,9 @@ func (s *Backend) applyConv(ctx context.Context, c store.ConvDerived) error {
 			if ok {
 				after = it
 			}
+		}
+		if err := s.raiseEach(ctx, c.Conv, boundaries); err != nil {
+			return err
 		}
 	}
 	if after != nil && !behindDue(after) {

@@ -20,9 +20,13 @@
 //	                    tick_delivered, tick_read, behind (sparse: "1" while
 //	                    derived_seq may be below max_seq; GSI "unrepaired" on
 //	                    it), pending_change (a group change committed whose
-//	                    system message is not written yet).
+//	                    system message is not written yet); a direct
+//	                    chat's boundaries: bd_a/br_a, bd_b/br_b (delivered,
+//	                    read of the member first and second in its id).
 //	message_status      PK user_id, SK conversation_id: last_delivered_seq,
-//	                    last_read_seq, joined_seq.
+//	                    last_read_seq, joined_seq (a group's members; a
+//	                    direct chat's rows from before its boundaries moved
+//	                    to its item are still read, the higher counting).
 //	pending_deliveries  PK receiver_id, SK conversation_id: first_undelivered_seq.
 //	sessions            PK user_id, SK conversation_id: the session.State;
 //	                    LSIs: by_list (list_active = sub_biz "#" zero-padded
@@ -113,11 +117,13 @@
 //
 // # Derived rows (Apply)
 //
-// Each row of store.Derived is its own conditional write, 16 at a time: a
-// boundary merge raises both boundaries in one update when the row exists
-// and both rise, else puts the row if absent, else raises each on its own
-// (condition "< :new"); a Join puts the row if absent or of an earlier
-// joining first; Gone deletes on joined_seq < Before; pending rows put if
+// Each row of store.Derived is its own conditional write, 16 at a time,
+// but for a direct chat's boundaries, raised on its conversation's item
+// in the write of its head when the batch carries it (direct.go): a group
+// member's boundary merge raises both boundaries in one update when the
+// row exists and both rise, else puts the row if absent, else raises each
+// on its own (condition "< :new"); a Join puts the row if absent or of an
+// earlier joining first; Gone deletes on joined_seq < Before; pending rows put if
 // absent and clear on first_undelivered_seq <= Clear (both at once: one
 // put on condition that the row is absent or cleared); sessions put if
 // newer (epoch, then active_ts), ticks max-merged at the same active_ts;
@@ -132,7 +138,8 @@
 // finished: (1) each user's sessions in ascending active_ts (so the clock,
 // the newest stored, never runs ahead of a session lost); (2)
 // boundaries, pending rows and former members' views; (3) the
-// conversations' rows. A total cannot disagree with the sessions stored,
+// conversations' rows, with the boundaries of direct chats whose head the
+// batch carries. A total cannot disagree with the sessions stored,
 // whatever was cut. A conversation's derived_seq is written last: killed
 // before, the conversation stays behind and the repair of its next owner,
 // or of an engine at start, derives its messages again (every row is a

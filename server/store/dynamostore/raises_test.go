@@ -23,26 +23,15 @@ func TestAppendsInFlightShareOneMaxSeqRaise(t *testing.T) {
 	var updates atomic.Int64
 	entered, release := make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	hold := smithymiddleware.InitializeMiddlewareFunc("hold", func(ctx context.Context, in smithymiddleware.InitializeInput, next smithymiddleware.InitializeHandler) (smithymiddleware.InitializeOutput, smithymiddleware.Metadata, error) {
-		if awsmiddleware.GetOperationName(ctx) == "UpdateItem" {
+	s := backendCalling(t, func(op string) {
+		if op == "UpdateItem" {
 			updates.Add(1)
 			first.Do(func() {
 				close(entered)
 				<-release
 			})
 		}
-		return next.HandleInitialize(ctx, in)
 	})
-	db, err := NewClient(t.Context(), testservices.DynamoDB(t), "us-east-1", func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(st *smithymiddleware.Stack) error {
-			return st.Initialize.Add(hold, smithymiddleware.After)
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := openFresh(t, nil)
-	s.db = db
 	conv, _ := protocol.DirectConv("alice", "bob")
 
 	const n = 8
@@ -148,15 +137,25 @@ func TestARaiseCoversTheSeqsGivenBehindIt(t *testing.T) {
 func countingBackend(t *testing.T) (*Backend, *atomic.Int64) {
 	t.Helper()
 	var calls atomic.Int64
-	count := smithymiddleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in smithymiddleware.InitializeInput, next smithymiddleware.InitializeHandler) (smithymiddleware.InitializeOutput, smithymiddleware.Metadata, error) {
-		if awsmiddleware.GetOperationName(ctx) != "DescribeTable" {
+	s := backendCalling(t, func(op string) {
+		if op != "DescribeTable" {
 			calls.Add(1)
 		}
+	})
+	return s, &calls
+}
+
+// backendCalling is a fresh backend that runs before(operation) before
+// each of its DynamoDB calls.
+func backendCalling(t *testing.T, before func(op string)) *Backend {
+	t.Helper()
+	hook := smithymiddleware.InitializeMiddlewareFunc("before", func(ctx context.Context, in smithymiddleware.InitializeInput, next smithymiddleware.InitializeHandler) (smithymiddleware.InitializeOutput, smithymiddleware.Metadata, error) {
+		before(awsmiddleware.GetOperationName(ctx))
 		return next.HandleInitialize(ctx, in)
 	})
 	db, err := NewClient(t.Context(), testservices.DynamoDB(t), "us-east-1", func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *smithymiddleware.Stack) error {
-			return st.Initialize.Add(count, smithymiddleware.After)
+			return st.Initialize.Add(hook, smithymiddleware.After)
 		})
 	})
 	if err != nil {
@@ -164,5 +163,5 @@ func countingBackend(t *testing.T) (*Backend, *atomic.Int64) {
 	}
 	s, _ := openFresh(t, nil)
 	s.db = db
-	return s, &calls
+	return s
 }

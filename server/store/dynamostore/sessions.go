@@ -215,8 +215,12 @@ func (s *Backend) Pending(ctx context.Context, user string) ([]store.PendingDeli
 	var out []store.PendingDelivery
 	for _, it := range items {
 		conv := it.str(aConv)
+		delivered := got[tStatus][conv].num(aDelivered)
+		if d, _, ok := directBoundary(got[tConvs][conv], conv, user); ok {
+			delivered = max(delivered, d)
+		}
 		out = append(out, store.PendingDelivery{Conv: conv, FirstUndelivered: it.num(aFirst),
-			LastDeliveredSeq: got[tStatus][conv].num(aDelivered), NewestSeq: got[tConvs][conv].num(aMaxSeq)})
+			LastDeliveredSeq: delivered, NewestSeq: got[tConvs][conv].num(aMaxSeq)})
 	}
 	return out, nil
 }
