@@ -28,9 +28,9 @@ func (l *leases) UserFence(user string) (int64, bool) {
 }
 
 // HoldWrite holds the users with an epoch; seal takes one's away.
-func (l *leases) HoldWrite(user string) (func(), time.Time, bool) {
+func (l *leases) HoldWrite(user string) (func(), func() time.Time, bool) {
 	_, ok := l.UserFence(user)
-	return func() {}, time.Time{}, ok
+	return func() {}, nil, ok
 }
 
 func (l *leases) seal(user string) {

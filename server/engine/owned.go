@@ -44,10 +44,11 @@ type Owners interface {
 	// HoldWrite reports whether user's rows are still this node's to
 	// write and, when they are, keeps them so until release (a shard is
 	// not handed over with a write of its rows in flight): asked by the
-	// backend right before it writes them (store.Derived.Hold). The
-	// write must be done by until (zero: no bound), when this node stops
-	// trusting its lease of the user's shard unless it is refreshed.
-	HoldWrite(user string) (release func(), until time.Time, ok bool)
+	// backend right before it writes them (store.Derived.Hold). Each
+	// write must be done by until, asked right before it (nil or zero: no
+	// bound): when this node stops trusting its lease of the user's shard
+	// unless it is refreshed.
+	HoldWrite(user string) (release func(), until func() time.Time, ok bool)
 }
 
 // Effect is a session effect on one user, as it travels to the user's
@@ -127,7 +128,7 @@ func (e *Engine) fenceRows(d *store.Derived, staged *batch) {
 	d.Sessions, d.Totals = sessions, totals
 	d.Fences = fences
 	var ended sync.Once
-	d.Hold = func(user string) (func(), time.Time, bool) {
+	d.Hold = func(user string) (func(), func() time.Time, bool) {
 		release, until, ok := e.owners.HoldWrite(user)
 		if ok {
 			if epoch, held := e.owners.UserFence(user); !held || epoch != fences[user] {
@@ -161,8 +162,8 @@ func (a alone) Apply(ctx context.Context, effects []Effect) ([]EffectResult, err
 }
 func (a alone) Confirm(ctx context.Context, t WriteTicket) error { return a.e.WaitWritten(ctx, t) }
 func (alone) UserFence(string) (int64, bool)                     { return 0, true }
-func (alone) HoldWrite(string) (func(), time.Time, bool) {
-	return func() {}, time.Time{}, true
+func (alone) HoldWrite(string) (func(), func() time.Time, bool) {
+	return func() {}, nil, true
 }
 
 // peekConv returns conv's state for an operation that only reads it: the

@@ -33,8 +33,8 @@ func newOtherNode() *otherNode {
 func (o *otherNode) OwnsConv(string) bool           { return true }
 func (o *otherNode) HoldUser(string) (func(), bool) { return nil, false }
 func (o *otherNode) UserFence(string) (int64, bool) { return 1, true }
-func (o *otherNode) HoldWrite(string) (func(), time.Time, bool) {
-	return func() {}, time.Time{}, true
+func (o *otherNode) HoldWrite(string) (func(), func() time.Time, bool) {
+	return func() {}, nil, true
 }
 
 func (o *otherNode) Apply(_ context.Context, effects []Effect) ([]EffectResult, error) {

@@ -61,8 +61,8 @@ func (o *elsewhere) OwnsConv(string) bool                       { return true }
 func (o *elsewhere) HoldUser(string) (func(), bool)             { return nil, false }
 func (o *elsewhere) Confirm(context.Context, WriteTicket) error { return nil }
 func (o *elsewhere) UserFence(string) (int64, bool)             { return 1, true }
-func (o *elsewhere) HoldWrite(string) (func(), time.Time, bool) {
-	return func() {}, time.Time{}, true
+func (o *elsewhere) HoldWrite(string) (func(), func() time.Time, bool) {
+	return func() {}, nil, true
 }
 func (o *elsewhere) Apply(_ context.Context, effects []Effect) ([]EffectResult, error) {
 	o.mu.Lock()

@@ -42,30 +42,34 @@ func (o owners) UserFence(user string) (int64, bool) {
 }
 
 // HoldWrite keeps user's rows this node's to write until release, if
-// they still are (see gate.sealWithin). The write must be done by until,
-// when this node stops trusting its lease of the user's shard unless it
-// is refreshed: a write that lands later could land after a successor
-// read the tables, where no fence shows it stale. A lease not trusted
-// right now (a refresh late) gives a deadline already past: the write
+// they still are (see gate.sealWithin). Each write must be done by until,
+// asked right before it: when this node stops trusting its lease of the
+// user's shard unless it is refreshed (a write that lands later could land
+// after a successor read the tables, where no fence shows it stale). Asked
+// again for each write, it moves on as the lease is refreshed, so that a
+// long write of many rows is not cut at the trust end it began under. A
+// lease not trusted right now (a refresh late) gives a deadline already
+// past: the write
 // fails and is tried again, once the lease is refreshed, or dropped once
 // the lease is lost (Router.lost stops the shard's writing at once). It
 // is not dropped here: the node still serves the shard from memory, and
 // its rows would be lost from the tables for good.
-func (o owners) HoldWrite(user string) (release func(), until time.Time, ok bool) {
+func (o owners) HoldWrite(user string) (release func(), until func() time.Time, ok bool) {
 	shard := ownership.ShardOfUser(user)
 	s := o.r.ownership()
 	if s == nil {
-		return nil, time.Time{}, false
+		return nil, nil, false
 	}
 	g := &o.r.gates[shard]
 	if !g.holdWrite() {
-		return nil, time.Time{}, false
+		return nil, nil, false
 	}
-	until, ok = s.TrustedUntil(shard)
-	if !ok {
-		until = time.Now()
-	}
-	return g.releaseWrite, until, true
+	return g.releaseWrite, func() time.Time {
+		if t, trusted := s.TrustedUntil(shard); trusted {
+			return t
+		}
+		return time.Now()
+	}, true
 }
 
 // Apply sends effects to the owners of their users, one request per node,

@@ -48,8 +48,8 @@ func TestHoldWriteEndsWithTheLeasesTrust(t *testing.T) {
 	if !ok {
 		t.Fatal("a write of a served shard whose lease is trusted was refused")
 	}
-	if !until.Equal(shards.until) {
-		t.Errorf("the write's deadline is %v, want the lease's trust end %v", until, shards.until)
+	if !until().Equal(shards.until) {
+		t.Errorf("the write's deadline is %v, want the lease's trust end %v", until(), shards.until)
 	}
 	release()
 
@@ -58,8 +58,8 @@ func TestHoldWriteEndsWithTheLeasesTrust(t *testing.T) {
 	if !ok {
 		t.Fatal("a write was refused, and its rows dropped, while the shard is still served")
 	}
-	if until.IsZero() || time.Until(until) > 0 {
-		t.Errorf("the write's deadline with the lease not trusted is %v, want one already past", until)
+	if d := until(); d.IsZero() || time.Until(d) > 0 {
+		t.Errorf("the write's deadline with the lease not trusted is %v, want one already past", d)
 	}
 	release()
 

@@ -262,10 +262,12 @@ type Derived struct {
 	// are no longer the writer's to write (the user's shard was handed
 	// over since the batch was cut) and the backend skips them, without
 	// error; else the backend calls release once they are written. A
-	// handover waits for the rows held, not for the whole batch. A write
-	// held is not attempted past until (zero: no bound): the moment the
-	// writer stops trusting its lease of the user's shard.
-	Hold func(user string) (release func(), until time.Time, ok bool)
+	// handover waits for the rows held, not for the whole batch. Each
+	// write held is bounded by until, asked right before it (nil, or the
+	// zero time: no bound): the moment the writer stops trusting its
+	// lease of the user's shard, which moves on as the lease is renewed
+	// during a long write of many rows.
+	Hold func(user string) (release func(), until func() time.Time, ok bool)
 }
 
 // Empty reports whether d holds no row.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -49,22 +50,16 @@ func (s *Backend) Apply(ctx context.Context, d store.Derived) error {
 	err := s.phase(ctx, func(g *errgroup.Group, ctx context.Context) {
 		for _, w := range writes {
 			g.Go(func() error {
-				wctx := ctx
+				var until func() time.Time
 				if d.Hold != nil {
-					release, until, ok := d.Hold(w.user)
+					release, u, ok := d.Hold(w.user)
 					if !ok {
 						return nil
 					}
 					defer release()
-					if !until.IsZero() {
-						// Not one attempt after the holder stops
-						// trusting its lease.
-						var cancel context.CancelFunc
-						wctx, cancel = context.WithDeadline(ctx, until)
-						defer cancel()
-					}
+					until = u
 				}
-				return s.writeUser(wctx, w)
+				return s.writeUser(ctx, w, until)
 			})
 		}
 	}, func(g *errgroup.Group, ctx context.Context) {

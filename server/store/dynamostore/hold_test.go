@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,11 +28,11 @@ func TestApplySkipsTheRowsOfAUserNotHeld(t *testing.T) {
 		},
 		Totals: []store.TotalRow{{User: "alice", Total: 1, At: 100}, {User: "bob", Total: 1, At: 100}},
 		Fences: map[string]int64{"alice": 3, "bob": 3},
-		Hold: func(user string) (func(), time.Time, bool) {
+		Hold: func(user string) (func(), func() time.Time, bool) {
 			if user == "bob" {
-				return nil, time.Time{}, false
+				return nil, nil, false
 			}
-			return func() { released.Add(1) }, time.Time{}, true
+			return func() { released.Add(1) }, nil, true
 		},
 	}
 	if err := s.Apply(t.Context(), d); err != nil {
@@ -72,8 +73,8 @@ func TestApplyWritesNothingOfAUserPastItsHold(t *testing.T) {
 			{User: "alice", Conv: conv, ActiveTS: 100, WriteTS: 100, UnreadCount: 1},
 		},
 		Fences: map[string]int64{"alice": 3},
-		Hold: func(user string) (func(), time.Time, bool) {
-			return func() {}, time.Now().Add(-time.Millisecond), true
+		Hold: func(user string) (func(), func() time.Time, bool) {
+			return func() {}, func() time.Time { return time.Now().Add(-time.Millisecond) }, true
 		},
 	}
 	if err := s.Apply(t.Context(), d); !errors.Is(err, context.DeadlineExceeded) {
@@ -102,8 +103,8 @@ func TestApplyBoundsEachUsersWriteByItsOwnHold(t *testing.T) {
 		d.Sessions = append(d.Sessions, session.State{User: u, Conv: conv, ActiveTS: 100, WriteTS: 100, UnreadCount: 1})
 		d.Fences[u] = 3
 	}
-	d.Hold = func(string) (func(), time.Time, bool) {
-		return func() {}, time.Now().Add(time.Minute), true
+	d.Hold = func(string) (func(), func() time.Time, bool) {
+		return func() {}, func() time.Time { return time.Now().Add(time.Minute) }, true
 	}
 	if err := s.Apply(t.Context(), d); err != nil {
 		t.Fatalf("Apply with every hold's deadline a minute away: %v", err)
@@ -116,6 +117,59 @@ func TestApplyBoundsEachUsersWriteByItsOwnHold(t *testing.T) {
 		}
 		if _, ok := got[u]; !ok {
 			t.Errorf("%s's session was not written", u)
+		}
+	}
+}
+
+// A user's sessions are written one after another, each under the trust
+// end of the hold as it is right before that write: a lease renewed during
+// a long write of many rows carries it on. (Bounded once, by the trust end
+// at the first row, a user with many sessions on a slow store never got
+// its write done: each retry was cut at the same point.)
+func TestApplyAsksEachSessionWriteItsOwnDeadline(t *testing.T) {
+	var mu sync.Mutex
+	var deadlines []time.Time // of each sessions write, in order
+	s := backendCalling(t, func(ctx context.Context, op string) {
+		if op != "PutItem" && op != "UpdateItem" {
+			return
+		}
+		d, _ := ctx.Deadline()
+		mu.Lock()
+		deadlines = append(deadlines, d)
+		mu.Unlock()
+	})
+	const n = 4
+	var d store.Derived
+	d.Fences = map[string]int64{"alice": 3}
+	for i := range n {
+		conv, _ := protocol.DirectConv("alice", fmt.Sprintf("peer%d", i))
+		d.Sessions = append(d.Sessions, session.State{User: "alice", Conv: conv, ActiveTS: int64(100 + i), WriteTS: int64(100 + i), UnreadCount: 1})
+	}
+	base := time.Now().Add(time.Hour)
+	var asked []time.Time // what until answered, in order
+	d.Hold = func(string) (func(), func() time.Time, bool) {
+		return func() {}, func() time.Time {
+			// The lease renewed since the last write: its trust end moved.
+			end := base.Add(time.Duration(len(asked)) * time.Second)
+			asked = append(asked, end)
+			return end
+		}, true
+	}
+	if err := s.Apply(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != n {
+		t.Fatalf("until asked %d times for %d session writes, want once before each", len(asked), n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(deadlines) < n {
+		t.Fatalf("%d session writes seen, want at least %d", len(deadlines), n)
+	}
+	// Each session is one write when its row is new (a put).
+	for i := range n {
+		if !deadlines[i].Equal(asked[i]) {
+			t.Errorf("session write %d ran under deadline %v, want the trust end asked right before it, %v", i, deadlines[i], asked[i])
 		}
 	}
 }

@@ -23,7 +23,7 @@ func TestAppendsInFlightShareOneMaxSeqRaise(t *testing.T) {
 	var updates atomic.Int64
 	entered, release := make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	s := backendCalling(t, func(op string) {
+	s := backendCalling(t, func(_ context.Context, op string) {
 		if op == "UpdateItem" {
 			updates.Add(1)
 			first.Do(func() {
@@ -137,7 +137,7 @@ func TestARaiseCoversTheSeqsGivenBehindIt(t *testing.T) {
 func countingBackend(t *testing.T) (*Backend, *atomic.Int64) {
 	t.Helper()
 	var calls atomic.Int64
-	s := backendCalling(t, func(op string) {
+	s := backendCalling(t, func(_ context.Context, op string) {
 		if op != "DescribeTable" {
 			calls.Add(1)
 		}
@@ -145,12 +145,12 @@ func countingBackend(t *testing.T) (*Backend, *atomic.Int64) {
 	return s, &calls
 }
 
-// backendCalling is a fresh backend that runs before(operation) before
-// each of its DynamoDB calls.
-func backendCalling(t *testing.T, before func(op string)) *Backend {
+// backendCalling is a fresh backend that runs before(the call's context,
+// its operation) before each of its DynamoDB calls.
+func backendCalling(t *testing.T, before func(ctx context.Context, op string)) *Backend {
 	t.Helper()
 	hook := smithymiddleware.InitializeMiddlewareFunc("before", func(ctx context.Context, in smithymiddleware.InitializeInput, next smithymiddleware.InitializeHandler) (smithymiddleware.InitializeOutput, smithymiddleware.Metadata, error) {
-		before(awsmiddleware.GetOperationName(ctx))
+		before(ctx, awsmiddleware.GetOperationName(ctx))
 		return next.HandleInitialize(ctx, in)
 	})
 	db, err := NewClient(t.Context(), testservices.DynamoDB(t), "us-east-1", func(o *dynamodb.Options) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -112,12 +113,27 @@ func userWrites(d store.Derived) []*userWrite {
 	return out
 }
 
-// writeUser writes w's sessions, one after another in ascending active_ts.
-func (s *Backend) writeUser(ctx context.Context, w *userWrite) error {
+// writeUser writes w's sessions, one after another in ascending active_ts,
+// each bounded by until as it is right before it (applySessionBy).
+func (s *Backend) writeUser(ctx context.Context, w *userWrite, until func() time.Time) error {
 	for _, st := range w.sessions {
-		if err := s.applySession(ctx, st, w.fence); err != nil {
+		if err := s.applySessionBy(ctx, st, w.fence, until); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// applySessionBy is applySession bounded by until, asked right before
+// the write (nil or zero: no bound): not one attempt after the holder
+// stops trusting its lease.
+func (s *Backend) applySessionBy(ctx context.Context, st session.State, fence int64, until func() time.Time) error {
+	if until != nil {
+		if t := until(); !t.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, t)
+			defer cancel()
+		}
+	}
+	return s.applySession(ctx, st, fence)
 }
