@@ -43,6 +43,19 @@ func (r *Relay) assertPresence(ctx context.Context, users []string) error {
 	return nil
 }
 
+// recordAll records the presence of users, every user with a device on
+// this node, then marks the node's presence whole (nodeRecordedKey) for
+// as long as its set of users lasts.
+func (r *Relay) recordAll(ctx context.Context, users []string) error {
+	if err := r.assertPresence(ctx, users); err != nil {
+		return err
+	}
+	if err := r.rdb.Set(ctx, r.nodeRecordedKey(r.node), 1, 2*r.ttl).Err(); err != nil {
+		return fmt.Errorf("record presence: %w", err)
+	}
+	return nil
+}
+
 // withdrawPresence removes this node from each of users.
 func (r *Relay) withdrawPresence(ctx context.Context, users []string) error {
 	for len(users) > 0 {
@@ -75,7 +88,7 @@ func (r *Relay) clearNode(ctx context.Context, also []string) error {
 	if err := r.withdrawPresence(ctx, append(listed, also...)); err != nil {
 		return err
 	}
-	if err := r.rdb.Del(ctx, r.nodeUsersKey(r.node)).Err(); err != nil {
+	if err := r.rdb.Del(ctx, r.nodeUsersKey(r.node), r.nodeRecordedKey(r.node)).Err(); err != nil {
 		return fmt.Errorf("delete the node's users: %w", err)
 	}
 	return nil
@@ -98,7 +111,7 @@ func (r *Relay) refreshLoop() {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
-		if err := r.assertPresence(ctx, usersOf(r.local.Devices())); err != nil {
+		if err := r.recordAll(ctx, usersOf(r.local.Devices())); err != nil {
 			r.log.Warn("relay: presence refresh failed; retrying next tick", "err", err)
 		}
 		cancel()
@@ -125,10 +138,10 @@ func (r *Relay) nodesCmd(ctx context.Context, c redis.Cmdable, user string) *red
 // presence.
 const watchEvery = time.Second
 
-// watchLoop checks every watchEvery that Redis still lists this node's
-// users (one EXISTS); when it lost them, it records the presence again at
-// once, rather than at the next refresh, and reports the users to Lost:
-// pushes to them found no node meanwhile.
+// watchLoop checks every watchEvery that Redis still holds what this node
+// recorded (one EXISTS of nodeRecordedKey); when it lost it, it records
+// the presence again at once, rather than at the next refresh, and
+// reports the users to Lost: pushes to them found no node meanwhile.
 func (r *Relay) watchLoop() {
 	defer r.wg.Done()
 	tick := time.NewTicker(watchEvery)
@@ -156,15 +169,15 @@ func (r *Relay) watchLoop() {
 	}
 }
 
-// presenceLost reports whether Redis lost the node's set of users, and
+// presenceLost reports whether Redis lost the node's presence, and
 // records the presence of users again when it did.
 func (r *Relay) presenceLost(ctx context.Context, users []string) (bool, error) {
-	n, err := r.rdb.Exists(ctx, r.nodeUsersKey(r.node)).Result()
+	n, err := r.rdb.Exists(ctx, r.nodeRecordedKey(r.node)).Result()
 	if err != nil || n > 0 {
 		return false, err
 	}
 	r.log.Warn("relay: Redis lost this node's presence; recording it again", "users", len(users))
-	if err := r.assertPresence(ctx, users); err != nil {
+	if err := r.recordAll(ctx, users); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -179,6 +179,9 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 	if err := r.clearNode(ctx, nil); err != nil {
 		return nil, fmt.Errorf("relay: clear the presence of a previous %s: %w", r.node, err)
 	}
+	if err := r.recordAll(ctx, nil); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 	r.wg.Add(3)
 	go r.publishLoop()
 	go r.refreshLoop()
@@ -335,6 +338,14 @@ func (r *Relay) userLock(user string) *sync.Mutex {
 func (r *Relay) presenceKey(user string) string { return r.prefix + "presence:" + user }
 func (r *Relay) nodeUsersKey(node string) string {
 	return r.prefix + "node:" + node + ":users"
+}
+
+// nodeRecordedKey is set by each pass that records the presence of all
+// the node's users (recordAll), and by nothing else: Redis lost what the
+// node recorded when it is missing. The node's set of users cannot tell,
+// since one device's Register brings it back.
+func (r *Relay) nodeRecordedKey(node string) string {
+	return r.prefix + "node:" + node + ":recorded"
 }
 
 // skipElsewhere is the device of another node that skip stands for, if it

@@ -424,6 +424,42 @@ func TestMetricsCountWhatStatsCounts(t *testing.T) {
 	}
 }
 
+// TestLostPresenceIsReportedThoughADeviceComesRightAfter: Redis loses a
+// node's presence and a device connects to the node before the watch
+// looks. The device's own record brings back the node's set of users, but
+// not alice's and carol's presence: the loss is still seen and reported,
+// so that their devices, which stay connected and may have missed pushes,
+// are told to sync. (Judged by the node's set alone, it went unseen; in a
+// fault run a device then missed its pushes and nudges for good.)
+func TestLostPresenceIsReportedThoughADeviceComesRightAfter(t *testing.T) {
+	c := newCluster(t)
+	lost := make(chan []string, 4)
+	a := c.node("a", func(o *Options) {
+		o.PresenceTTL = time.Hour // no refresh during the test
+		o.Lost = func(users []string) { lost <- users }
+	})
+	b := c.node("b")
+	a.Register(newDevice("alice"))
+	a.Register(newDevice("carol"))
+	expectNodes(t, b, "alice", "a")
+
+	if err := c.rdb.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a.Register(newDevice("dave"))
+	select {
+	case users := <-lost:
+		slices.Sort(users)
+		if !slices.Equal(users, []string{"alice", "carol", "dave"}) {
+			t.Fatalf("reported lost: %v, want alice, carol and dave", users)
+		}
+	case <-time.After(wait):
+		t.Fatal("the lost presence was never reported")
+	}
+	expectNodes(t, b, "alice", "a")
+	expectNodes(t, b, "carol", "a")
+}
+
 // TestLostPresenceIsRestoredAndReported flushes Redis under a node whose
 // refresh is far off: the watch records the presence again within a
 // second or so and reports the node's users, whose devices may have
