@@ -432,32 +432,10 @@ func TestMetricsCountWhatStatsCounts(t *testing.T) {
 // are told to sync. (Judged by the node's set alone, it went unseen; in a
 // fault run a device then missed its pushes and nudges for good.)
 func TestLostPresenceIsReportedThoughADeviceComesRightAfter(t *testing.T) {
-	c := newCluster(t)
-	lost := make(chan []string, 4)
-	a := c.node("a", func(o *Options) {
-		o.PresenceTTL = time.Hour // no refresh during the test
-		o.Lost = func(users []string) { lost <- users }
-	})
-	b := c.node("b")
-	a.Register(newDevice("alice"))
-	a.Register(newDevice("carol"))
-	expectNodes(t, b, "alice", "a")
-
-	if err := c.rdb.FlushDB(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	a.Register(newDevice("dave"))
-	select {
-	case users := <-lost:
-		slices.Sort(users)
-		if !slices.Equal(users, []string{"alice", "carol", "dave"}) {
-			t.Fatalf("reported lost: %v, want alice, carol and dave", users)
-		}
-	case <-time.After(wait):
-		t.Fatal("the lost presence was never reported")
-	}
-	expectNodes(t, b, "alice", "a")
-	expectNodes(t, b, "carol", "a")
+	w := newWatchedNode(t)
+	w.flush(t)
+	w.a.Register(newDevice("dave"))
+	w.expectLost(t, "alice", "carol", "dave")
 }
 
 // TestLostPresenceIsRestoredAndReported flushes Redis under a node whose
@@ -465,34 +443,59 @@ func TestLostPresenceIsReportedThoughADeviceComesRightAfter(t *testing.T) {
 // second or so and reports the node's users, whose devices may have
 // missed pushes meanwhile.
 func TestLostPresenceIsRestoredAndReported(t *testing.T) {
-	c := newCluster(t)
-	lost := make(chan []string, 4)
-	a := c.node("a", func(o *Options) {
-		o.PresenceTTL = time.Hour // no refresh during the test
-		o.Lost = func(users []string) { lost <- users }
-	})
-	b := c.node("b")
-	a.Register(newDevice("alice"))
-	a.Register(newDevice("carol"))
-	expectNodes(t, b, "alice", "a")
+	w := newWatchedNode(t)
 	select {
-	case users := <-lost:
+	case users := <-w.lost:
 		t.Fatalf("presence reported lost before Redis lost it: %v", users)
 	default:
 	}
+	w.flush(t)
+	w.expectLost(t, "alice", "carol")
+}
 
-	if err := c.rdb.FlushDB(context.Background()).Err(); err != nil {
+// watchedNode is node a, whose presence is never refreshed in a test and
+// whose reports of a lost presence go to lost, with alice's and carol's
+// devices; b is another node, to look at presence from.
+type watchedNode struct {
+	c    *cluster
+	a, b *Relay
+	lost chan []string
+}
+
+func newWatchedNode(t *testing.T) *watchedNode {
+	w := &watchedNode{c: newCluster(t), lost: make(chan []string, 4)}
+	w.a = w.c.node("a", func(o *Options) {
+		o.PresenceTTL = time.Hour // no refresh during the test
+		o.Lost = func(users []string) { w.lost <- users }
+	})
+	w.b = w.c.node("b")
+	w.a.Register(newDevice("alice"))
+	w.a.Register(newDevice("carol"))
+	expectNodes(t, w.b, "alice", "a")
+	return w
+}
+
+// flush loses everything Redis holds.
+func (w *watchedNode) flush(t *testing.T) {
+	t.Helper()
+	if err := w.c.rdb.FlushDB(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// expectLost waits for a's report of a lost presence, naming users, then
+// for alice's and carol's presence recorded again.
+func (w *watchedNode) expectLost(t *testing.T, users ...string) {
+	t.Helper()
 	select {
-	case users := <-lost:
-		slices.Sort(users)
-		if !slices.Equal(users, []string{"alice", "carol"}) {
-			t.Fatalf("reported lost: %v, want alice and carol", users)
+	case got := <-w.lost:
+		slices.Sort(got)
+		if !slices.Equal(got, users) {
+			t.Fatalf("reported lost: %v, want %v", got, users)
 		}
 	case <-time.After(wait):
 		t.Fatal("the lost presence was never reported")
 	}
-	expectNodes(t, b, "alice", "a")
-	expectNodes(t, b, "carol", "a")
+	expectNodes(t, w.b, "alice", "a")
+	expectNodes(t, w.b, "carol", "a")
 }

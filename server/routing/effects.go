@@ -49,11 +49,10 @@ func (o owners) UserFence(user string) (int64, bool) {
 // again for each write, it moves on as the lease is refreshed, so that a
 // long write of many rows is not cut at the trust end it began under. A
 // lease not trusted right now (a refresh late) gives a deadline already
-// past: the write
-// fails and is tried again, once the lease is refreshed, or dropped once
-// the lease is lost (Router.lost stops the shard's writing at once). It
-// is not dropped here: the node still serves the shard from memory, and
-// its rows would be lost from the tables for good.
+// past: the write fails and is tried again, once the lease is refreshed,
+// or dropped once the lease is lost (Router.lost stops the shard's
+// writing at once). It is not dropped here: the node still serves the
+// shard from memory, and its rows would be lost from the tables for good.
 func (o owners) HoldWrite(user string) (release func(), until func() time.Time, ok bool) {
 	shard := ownership.ShardOfUser(user)
 	s := o.r.ownership()
